@@ -1,0 +1,100 @@
+// attn-export-abi: C entry points returning an attnc status code.
+#include "codegen/Passes.h"
+
+#include "attnc/runtime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace attnc {
+#define GEN_PASS_DEF_ATTNEXPORTABI
+#include "codegen/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+
+namespace {
+
+constexpr llvm::StringLiteral kImplPrefix = "__attnc_impl_";
+
+struct AttnExportAbiPass
+    : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> entries;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        entries.push_back(func);
+    for (func::FuncOp impl : entries)
+      if (failed(exportEntry(impl)))
+        return signalPassFailure();
+  }
+
+  LogicalResult exportEntry(func::FuncOp impl) {
+    MLIRContext *ctx = &getContext();
+    Location loc = impl.getLoc();
+    FunctionType type = impl.getFunctionType();
+    if (type.getNumResults() != 0)
+      return impl.emitError("attn-export-abi expects results passed as "
+                            "out-parameters (run buffer-results-to-out-params "
+                            "first)");
+    for (Type input : type.getInputs()) {
+      auto memref = dyn_cast<MemRefType>(input);
+      if (!memref || !memref.hasStaticShape() ||
+          !memref.getLayout().isIdentity())
+        return impl.emitError("kernel arguments must be statically shaped, "
+                              "row-major buffers; got ")
+               << input;
+    }
+
+    std::string name = impl.getSymName().str();
+    impl.setSymName(kImplPrefix.str() + name);
+    impl.setPrivate();
+    // Keep the implementation out of the object's exported symbols.
+    impl->setAttr("llvm.linkage",
+                  LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(impl);
+    auto entry = func::FuncOp::create(
+        b, loc, name,
+        FunctionType::get(ctx, type.getInputs(), {b.getI32Type()}));
+    auto noalias = StringAttr::get(ctx, LLVM::LLVMDialect::getNoAliasAttrName());
+    for (unsigned i = 0, e = type.getNumInputs(); i < e; ++i) {
+      entry.setArgAttr(i, noalias, UnitAttr::get(ctx));
+      impl.setArgAttr(i, noalias, UnitAttr::get(ctx));
+    }
+
+    Block *block = entry.addEntryBlock();
+    b.setInsertionPointToStart(block);
+    auto status = [&](OpBuilder &nb, int32_t code) {
+      return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(code))
+          .getResult();
+    };
+    Value anyNull = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    for (Value arg : block->getArguments()) {
+      Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arg);
+      Value isNull =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ptr, zero);
+      anyNull = arith::OrIOp::create(b, loc, anyNull, isNull);
+    }
+    auto ifOp = scf::IfOp::create(
+        b, loc, anyNull,
+        [&](OpBuilder &nb, Location) {
+          scf::YieldOp::create(nb, loc,
+                               status(nb, ATTNC_STATUS_NULL_ARGUMENT));
+        },
+        [&](OpBuilder &nb, Location) {
+          func::CallOp::create(nb, loc, impl, block->getArguments());
+          scf::YieldOp::create(nb, loc, status(nb, ATTNC_STATUS_OK));
+        });
+    func::ReturnOp::create(b, loc, ifOp.getResult(0));
+    return success();
+  }
+};
+
+} // namespace

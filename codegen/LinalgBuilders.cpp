@@ -1,0 +1,366 @@
+// Attention steps as linalg ops on tensors (see LinalgBuilders.h).
+#include "codegen/LinalgBuilders.h"
+
+#include "dialect/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace attnc {
+namespace {
+
+using utils::IteratorType;
+constexpr IteratorType kPar = IteratorType::parallel;
+constexpr IteratorType kRed = IteratorType::reduction;
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+Type elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+/// A tensor of `shape` x `elementType` filled with `value`.
+Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+             Type elementType, double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, elementType);
+  Value scalar = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(elementType, value));
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+Value empty(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+            Type elementType) {
+  return tensor::EmptyOp::create(b, loc, shape, elementType);
+}
+
+/// Converts a float scalar to f32 (for accumulation) or from f32.
+Value convertFloat(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, to, v);
+  return arith::TruncFOp::create(b, loc, to, v);
+}
+
+/// Converts every element of an f32 tensor to `elementType`.
+Value convertTensor(OpBuilder &b, Location loc, Value source,
+                    Type elementType) {
+  if (elementTypeOf(source) == elementType)
+    return source;
+  ArrayRef<int64_t> shape = shapeOf(source);
+  AffineMap id = b.getMultiDimIdentityMap(shape.size());
+  SmallVector<IteratorType> iters(shape.size(), kPar);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get(shape, elementType)},
+             ValueRange{source},
+             ValueRange{empty(b, loc, shape, elementType)},
+             ArrayRef<AffineMap>{id, id}, iters,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, nl, convertFloat(nb, nl, args[0], elementType));
+             })
+      .getResult(0);
+}
+
+/// acc[...] += a * b over the reduction dimension, in f32, with the given
+/// indexing maps; the result is converted to `resultType`'s element type.
+Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                       ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iters,
+                       RankedTensorType resultType) {
+  Type f32 = b.getF32Type();
+  Value init = filled(b, loc, resultType.getShape(), f32, 0.0);
+  Value acc =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+          ValueRange{init}, maps, iters,
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value x = convertFloat(nb, nl, args[0], f32);
+            Value y = convertFloat(nb, nl, args[1], f32);
+            Value prod = arith::MulFOp::create(nb, nl, x, y);
+            linalg::YieldOp::create(
+                nb, nl, arith::AddFOp::create(nb, nl, args[2], prod)
+                            .getResult());
+          })
+          .getResult(0);
+  return convertTensor(b, loc, acc, resultType.getElementType());
+}
+
+/// Clones a score_mod/mask_mod region's body at `nb`, with `leading` bound
+/// to the region's first arguments and `captures` to the rest; returns the
+/// yielded value.
+Value inlineModRegion(OpBuilder &nb, Region &region, ValueRange leading,
+                      ValueRange captures) {
+  Block &block = region.front();
+  IRMapping mapping;
+  for (auto [arg, value] : llvm::zip(
+           block.getArguments().take_front(leading.size()), leading))
+    mapping.map(arg, value);
+  for (auto [arg, value] : llvm::zip(
+           block.getArguments().drop_front(leading.size()), captures))
+    mapping.map(arg, value);
+  for (Operation &op : block.without_terminator())
+    nb.clone(op, mapping);
+  auto yield = cast<attn::YieldOp>(block.getTerminator());
+  return mapping.lookup(yield.getValue());
+}
+
+/// The four loop indices (b, h, i, j) inside a rank-4 linalg.generic.
+SmallVector<Value> loopIndices(OpBuilder &nb, Location nl) {
+  SmallVector<Value> indices;
+  for (int64_t d = 0; d < 4; ++d)
+    indices.push_back(linalg::IndexOp::create(nb, nl, d));
+  return indices;
+}
+
+/// An elementwise generic over a rank-4 f32 score tensor whose body gets the
+/// score and (b, h, i, j) and returns the new score.
+Value mapScores(OpBuilder &b, Location loc, Value scores,
+                function_ref<Value(OpBuilder &, Location, Value, ValueRange)>
+                    body) {
+  ArrayRef<int64_t> shape = shapeOf(scores);
+  AffineMap id = b.getMultiDimIdentityMap(4);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{scores.getType()}, ValueRange{scores},
+             ValueRange{empty(b, loc, shape, b.getF32Type())},
+             ArrayRef<AffineMap>{id, id}, SmallVector<IteratorType>(4, kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value r = body(nb, nl, args[0], loopIndices(nb, nl));
+               linalg::YieldOp::create(nb, nl, r);
+             })
+      .getResult(0);
+}
+
+} // namespace
+
+Value buildProjection(OpBuilder &b, Location loc, Value input, Value weight,
+                      RankedTensorType resultType) {
+  // Loops (b, h, s, d, e): out[b,h,s,d] += X[b,s,e] * W[e, h*D + d].
+  int64_t headDim = resultType.getShape()[3];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr bb, h, s, d, e;
+  bindDims(ctx, bb, h, s, d, e);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(5, 0, {bb, s, e}, ctx),
+      AffineMap::get(5, 0, {e, h * headDim + d}, ctx),
+      AffineMap::get(5, 0, {bb, h, s, d}, ctx)};
+  return buildContraction(b, loc, input, weight, maps,
+                          {kPar, kPar, kPar, kPar, kRed}, resultType);
+}
+
+Value buildMerge(OpBuilder &b, Location loc, Value input, Value weight,
+                 RankedTensorType resultType) {
+  // Loops (b, s, e, h, dv): Y[b,s,e] += O[b,h,s,dv] * Wo[h*Dv + dv, e].
+  int64_t valueDim = shapeOf(input)[3];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr bb, s, e, h, dv;
+  bindDims(ctx, bb, s, e, h, dv);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(5, 0, {bb, h, s, dv}, ctx),
+      AffineMap::get(5, 0, {h * valueDim + dv, e}, ctx),
+      AffineMap::get(5, 0, {bb, s, e}, ctx)};
+  return buildContraction(b, loc, input, weight, maps,
+                          {kPar, kPar, kPar, kRed, kRed}, resultType);
+}
+
+Value buildScores(OpBuilder &b, Location loc, Value query, Value key) {
+  // Loops (b, h, i, j, d): S[b,h,i,j] += Q[b,h,i,d] * K[b, h / G, j, d].
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
+  int64_t group = q[1] / k[1];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr bb, h, i, j, d;
+  bindDims(ctx, bb, h, i, j, d);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(5, 0, {bb, h, i, d}, ctx),
+      AffineMap::get(5, 0, {bb, h.floorDiv(group), j, d}, ctx),
+      AffineMap::get(5, 0, {bb, h, i, j}, ctx)};
+  auto resultType =
+      RankedTensorType::get({q[0], q[1], q[2], k[2]}, b.getF32Type());
+  return buildContraction(b, loc, query, key, maps,
+                          {kPar, kPar, kPar, kPar, kRed}, resultType);
+}
+
+Value buildScale(OpBuilder &b, Location loc, Value scores, double factor) {
+  return mapScores(b, loc, scores,
+                   [&](OpBuilder &nb, Location nl, Value s, ValueRange) {
+                     Value c = arith::ConstantOp::create(
+                         nb, nl, nb.getF32FloatAttr(factor));
+                     return arith::MulFOp::create(nb, nl, s, c).getResult();
+                   });
+}
+
+Value buildScoreMod(OpBuilder &b, Location loc, Value scores, Region &body,
+                    ValueRange captures) {
+  return mapScores(
+      b, loc, scores,
+      [&](OpBuilder &nb, Location, Value s, ValueRange bhij) {
+        SmallVector<Value> leading = {s};
+        llvm::append_range(leading, bhij);
+        return inlineModRegion(nb, body, leading, captures);
+      });
+}
+
+/// Whether key j is visible from query i under `mask`, as an i1 built at nb.
+static Value buildVisible(OpBuilder &nb, Location nl,
+                          const MaskConditions &mask, ValueRange bhij) {
+  Value bIdx = bhij[0], i = bhij[2], j = bhij[3];
+  Value visible = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
+  auto conjoin = [&](Value c) {
+    visible = arith::AndIOp::create(nb, nl, visible, c);
+  };
+  if (mask.causal || mask.window)
+    conjoin(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, j, i));
+  if (mask.window) {
+    // i - j < W; only evaluated where j <= i, so the difference is >= 0.
+    Value diff = arith::SubIOp::create(nb, nl, i, j);
+    Value w = arith::ConstantIndexOp::create(nb, nl, *mask.window);
+    conjoin(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, diff, w));
+  }
+  if (mask.lengths) {
+    Value len = tensor::ExtractOp::create(nb, nl, mask.lengths, bIdx);
+    Value lenIdx =
+        arith::IndexCastOp::create(nb, nl, nb.getIndexType(), len);
+    conjoin(
+        arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j, lenIdx));
+  }
+  if (mask.maskMod)
+    conjoin(inlineModRegion(nb, *mask.maskMod, bhij, mask.captures));
+  return visible;
+}
+
+Value buildMask(OpBuilder &b, Location loc, Value scores,
+                const MaskConditions &mask) {
+  if (!mask.any())
+    return scores;
+  return mapScores(
+      b, loc, scores, [&](OpBuilder &nb, Location nl, Value s, ValueRange bhij) {
+        Value visible = buildVisible(nb, nl, mask, bhij);
+        Value negInf = arith::ConstantOp::create(
+            nb, nl,
+            nb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+        return arith::SelectOp::create(nb, nl, visible, s, negInf)
+            .getResult();
+      });
+}
+
+std::pair<Value, Value> buildSoftmax(OpBuilder &b, Location loc,
+                                     Value scores) {
+  ArrayRef<int64_t> shape = shapeOf(scores);
+  SmallVector<int64_t> rowShape(shape.take_front(3));
+  Type f32 = b.getF32Type();
+  MLIRContext *ctx = b.getContext();
+  AffineMap full = b.getMultiDimIdentityMap(4);
+  AffineMap row = AffineMap::get(4, 0,
+                                 {getAffineDimExpr(0, ctx),
+                                  getAffineDimExpr(1, ctx),
+                                  getAffineDimExpr(2, ctx)},
+                                 ctx);
+  AffineMap rowId = b.getMultiDimIdentityMap(3);
+  SmallVector<IteratorType> reduceIters = {kPar, kPar, kPar, kRed};
+  const float inf = std::numeric_limits<float>::infinity();
+
+  // m_i = max_j S_ij.
+  Value max =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
+          ValueRange{scores}, ValueRange{filled(b, loc, rowShape, f32, -inf)},
+          ArrayRef<AffineMap>{full, row}, reduceIters,
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::MaximumFOp::create(nb, nl, args[0], args[1])
+                    .getResult());
+          })
+          .getResult(0);
+
+  // A fully masked row has m = -inf; subtracting 0 instead keeps exp(-inf)
+  // = 0 rather than exp(NaN).
+  auto safeMax = [&](OpBuilder &nb, Location nl, Value m) {
+    Value negInf =
+        arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(-inf));
+    Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
+    Value isNegInf = arith::CmpFOp::create(
+        nb, nl, arith::CmpFPredicate::OEQ, m, negInf);
+    return arith::SelectOp::create(nb, nl, isNegInf, zero, m).getResult();
+  };
+
+  // l_i = sum_j exp(S_ij - m_i).
+  Value sum =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
+          ValueRange{scores, max},
+          ValueRange{filled(b, loc, rowShape, f32, 0.0)},
+          ArrayRef<AffineMap>{full, row, row}, reduceIters,
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value diff = arith::SubFOp::create(nb, nl, args[0],
+                                               safeMax(nb, nl, args[1]));
+            Value e = math::ExpOp::create(nb, nl, diff);
+            linalg::YieldOp::create(
+                nb, nl, arith::AddFOp::create(nb, nl, args[2], e).getResult());
+          })
+          .getResult(0);
+
+  // P_ij = exp(S_ij - m_i) / l_i, and 0 where l_i = 0 (fully masked).
+  Value probs =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{scores.getType()}, ValueRange{scores, max, sum},
+          ValueRange{empty(b, loc, shape, f32)},
+          ArrayRef<AffineMap>{full, row, row, full},
+          SmallVector<IteratorType>(4, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value diff = arith::SubFOp::create(nb, nl, args[0],
+                                               safeMax(nb, nl, args[1]));
+            Value e = math::ExpOp::create(nb, nl, diff);
+            Value zero =
+                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
+            Value isEmpty = arith::CmpFOp::create(
+                nb, nl, arith::CmpFPredicate::OEQ, args[2], zero);
+            Value p = arith::DivFOp::create(nb, nl, e, args[2]);
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::SelectOp::create(nb, nl, isEmpty, zero, p).getResult());
+          })
+          .getResult(0);
+
+  // LSE_i = m_i + log l_i (-inf for a fully masked row, since log 0 = -inf).
+  Value lse =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
+          ValueRange{max, sum}, ValueRange{empty(b, loc, rowShape, f32)},
+          ArrayRef<AffineMap>{rowId, rowId, rowId},
+          SmallVector<IteratorType>(3, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value logSum = math::LogOp::create(nb, nl, args[1]);
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::AddFOp::create(nb, nl, safeMax(nb, nl, args[0]), logSum)
+                    .getResult());
+          })
+          .getResult(0);
+  return {probs, lse};
+}
+
+Value buildApply(OpBuilder &b, Location loc, Value probs, Value value,
+                 RankedTensorType resultType) {
+  // Loops (b, h, i, dv, j): O[b,h,i,dv] += P[b,h,i,j] * V[b, h / G, j, dv].
+  int64_t group = shapeOf(probs)[1] / shapeOf(value)[1];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr bb, h, i, dv, j;
+  bindDims(ctx, bb, h, i, dv, j);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(5, 0, {bb, h, i, j}, ctx),
+      AffineMap::get(5, 0, {bb, h.floorDiv(group), j, dv}, ctx),
+      AffineMap::get(5, 0, {bb, h, i, dv}, ctx)};
+  return buildContraction(b, loc, probs, value, maps,
+                          {kPar, kPar, kPar, kPar, kRed}, resultType);
+}
+
+} // namespace attnc

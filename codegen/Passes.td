@@ -1,0 +1,39 @@
+// Passes of the code generator.
+#ifndef ATTNC_CODEGEN_PASSES_TD
+#define ATTNC_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower attn ops to linalg ops on tensors";
+  let description = [{
+    Rewrites every attn op into linalg.generic/fill ops on tensors, one per
+    mathematical step, accumulating in f32 (the unfused reference lowering).
+    Score_mod and mask_mod regions are inlined into the element-wise bodies,
+    with linalg.index for (b, h, i, j). Function arguments are marked
+    read-only for bufferization.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
+    "mlir::bufferization::BufferizationDialect"
+  ];
+}
+
+def AttnExportAbi : Pass<"attn-export-abi", "mlir::ModuleOp"> {
+  let summary = "Wrap each public function in a C entry point with a status code";
+  let description = [{
+    Runs after bufferization and buffer-results-to-out-params. Each public
+    function @f(memrefs...) becomes the private @__attnc_impl_f, and a new
+    public @f(memrefs...) -> i32 returns ATTNC_STATUS_NULL_ARGUMENT without
+    touching any buffer when a pointer is null, and otherwise calls the
+    implementation and returns ATTNC_STATUS_OK. Buffers are marked
+    llvm.noalias (callers must not pass overlapping buffers).
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"
+  ];
+}
+
+#endif // ATTNC_CODEGEN_PASSES_TD

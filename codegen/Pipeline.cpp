@@ -1,0 +1,77 @@
+// The CPU lowering pipeline, as registered pass pipelines.
+#include "codegen/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace attnc {
+
+void buildCpuBufferizePipeline(OpPassManager &pm) {
+  pm.addPass(createAttnLowerToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createAttnExportAbi());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createCanonicalizerPass());
+}
+
+void buildCpuToLLVMPipeline(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  arith::ArithExpandOpsPassOptions expand;
+  // bf16 conversions as integer ops: no libgcc helper or bf16 ISA needed.
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  ConvertFuncToLLVMPassOptions funcToLLVM;
+  // Plain `int32_t f(float *, ...)` entry points (TOOLCHAIN.md).
+  funcToLLVM.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void buildCpuPipeline(OpPassManager &pm) {
+  buildCpuBufferizePipeline(pm);
+  buildCpuToLLVMPipeline(pm);
+}
+
+void registerCpuPipelines() {
+  PassPipelineRegistration<>(
+      "attnc-cpu-bufferize",
+      "attn ops -> linalg -> bufferized C entry points with status codes",
+      buildCpuBufferizePipeline);
+  PassPipelineRegistration<>("attnc-cpu-to-llvm",
+                             "bufferized loops -> LLVM dialect",
+                             buildCpuToLLVMPipeline);
+  PassPipelineRegistration<>("attnc-cpu-pipeline",
+                             "the whole CPU pipeline that attnc compile runs",
+                             buildCpuPipeline);
+}
+
+} // namespace attnc

@@ -1,0 +1,53 @@
+// Parsing and validating a spec: the kernel interface of each function.
+#ifndef ATTNC_CODEGEN_SPEC_H
+#define ATTNC_CODEGEN_SPEC_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
+
+namespace attnc {
+
+/// One pointer argument of an exported entry point.
+struct KernelArg {
+  std::string name;           // a C identifier
+  std::vector<int64_t> shape; // row-major, contiguous
+  std::string dtype;          // f32, f16, bf16, i32, i64
+  bool isOutput = false;
+};
+
+/// An exported entry point: inputs in order, then one output per result.
+struct KernelSignature {
+  std::string name;
+  std::vector<KernelArg> args;
+};
+
+/// A parsed, verified and validated spec.
+struct Spec {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<KernelSignature> kernels;
+};
+
+/// Registers every dialect, interface and translation the compiler uses.
+void registerAttncDialects(mlir::DialectRegistry &registry);
+
+/// Parses the main buffer of `sourceMgr`, verifies it and checks that every
+/// public function is a valid kernel (static tensors of supported types,
+/// C-identifier names, only spec-level ops). Diagnostics go to the context's
+/// handler. Argument names come from the SSA names in the source.
+mlir::FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr,
+                                mlir::MLIRContext &context);
+
+/// The C type of a dtype ("float", "uint16_t", ...).
+std::string cTypeOf(const std::string &dtype);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_SPEC_H

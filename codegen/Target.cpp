@@ -1,0 +1,92 @@
+// TargetMachine creation, LLVM IR translation and object emission.
+#include "codegen/Target.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/TargetParser/Triple.h"
+
+namespace attnc {
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetOptions &options) {
+  static const bool initialized = [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+    return true;
+  }();
+  (void)initialized;
+
+  llvm::Triple triple(options.triple.empty()
+                          ? llvm::sys::getDefaultTargetTriple()
+                          : llvm::Triple::normalize(options.triple));
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return makeError("unknown target '" + triple.str() + "': " + error);
+
+  std::string cpu = options.cpu, features;
+  if (cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures featureSet;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      featureSet.AddFeature(feature.first(), feature.second);
+    features = featureSet.getString();
+  }
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      options.optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+      : options.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                              : llvm::CodeGenOptLevel::Default));
+  if (!machine)
+    return makeError("cannot create a target machine for '" + triple.str() +
+                     "'");
+  if (!machine->getMCSubtargetInfo()->isCPUStringValid(cpu))
+    return makeError("unknown CPU '" + cpu + "' for target '" + triple.str() +
+                     "'");
+  return machine;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
+                  llvm::TargetMachine &machine, unsigned optLevel) {
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return makeError("translation to LLVM IR failed");
+  llvmModule->setTargetTriple(machine.getTargetTriple());
+  llvmModule->setDataLayout(machine.createDataLayout());
+  auto optimize =
+      mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, &machine);
+  if (llvm::Error error = optimize(llvmModule.get()))
+    return std::move(error);
+  return llvmModule;
+}
+
+llvm::Error emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine,
+                            llvm::raw_pwrite_stream &os, bool assembly) {
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, os, nullptr,
+                                  assembly ? llvm::CodeGenFileType::AssemblyFile
+                                           : llvm::CodeGenFileType::ObjectFile))
+    return makeError("the target cannot emit this file type");
+  passes.run(module);
+  return llvm::Error::success();
+}
+
+} // namespace attnc

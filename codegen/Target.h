@@ -1,0 +1,42 @@
+// From the LLVM dialect to machine code: TargetMachine, LLVM IR, objects.
+#ifndef ATTNC_CODEGEN_TARGET_H
+#define ATTNC_CODEGEN_TARGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+} // namespace llvm
+
+namespace attnc {
+
+struct TargetOptions {
+  std::string triple;       // empty: the host
+  std::string cpu = "native"; // "native": the host CPU and its features
+  unsigned optLevel = 3;
+};
+
+/// A TargetMachine for position-independent code on `options`' target.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetOptions &options);
+
+/// Translates an LLVM-dialect module to LLVM IR for `machine` and runs the
+/// optimization pipeline at `optLevel`.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
+                  llvm::TargetMachine &machine, unsigned optLevel);
+
+/// Writes `module` as an object file or assembly.
+llvm::Error emitMachineCode(llvm::Module &module, llvm::TargetMachine &machine,
+                            llvm::raw_pwrite_stream &os, bool assembly);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_TARGET_H

@@ -1,0 +1,15 @@
+// Registration of the attn dialect.
+#include "dialect/AttnDialect.h"
+#include "dialect/AttnOps.h"
+
+using namespace mlir;
+using namespace attnc::attn;
+
+#include "dialect/AttnDialect.cpp.inc"
+
+void AttnDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialect/AttnOps.cpp.inc"
+      >();
+}

@@ -1,0 +1,279 @@
+// Operations of the attn dialect.
+#ifndef ATTNC_DIALECT_ATTNOPS_TD
+#define ATTNC_DIALECT_ATTNOPS_TD
+
+include "dialect/AttnDialect.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+// Element types of user tensors; f16/bf16 accumulate in f32.
+def Attn_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+// Scores and probabilities are always f32.
+def Attn_ScoreTensor : RankedTensorOf<[F32]>;
+// Per-batch key lengths for key padding.
+def Attn_LengthsTensor : RankedTensorOf<[I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// Projections
+//===----------------------------------------------------------------------===//
+
+def Attn_ProjectionOp : Attn_Op<"projection", [Pure]> {
+  let summary = "X W split into heads";
+  let description = [{
+    Projects activations X[B,S,E] with W[E,H*D] and splits the result into
+    heads: `out[b,h,s,d] = sum_e X[b,s,e] * W[e, h*D + d]`. H and D come from
+    the result type. Accumulation is in f32 for f16/bf16 inputs.
+
+    ```mlir
+    %q = attn.projection %x, %wq : tensor<2x128x512xf32>, tensor<512x512xf32>
+                                   -> tensor<2x8x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MergeOp : Attn_Op<"merge", [Pure]> {
+  let summary = "Concatenate heads and apply the output projection";
+  let description = [{
+    `Y[b,s,e] = sum_{h,dv} O[b,h,s,dv] * Wo[h*Dv + dv, e]` for O[B,H,S,Dv] and
+    Wo[H*Dv,E]; Y is [B,S,E].
+
+    ```mlir
+    %y = attn.merge %o, %wo : tensor<2x8x128x64xf32>, tensor<512x512xf32>
+                              -> tensor<2x128x512xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Scores, scale, masks, score mods, softmax, apply
+//===----------------------------------------------------------------------===//
+
+def Attn_ScoresOp : Attn_Op<"scores", [Pure]> {
+  let summary = "Attention scores Q K^T, with GQA/MQA";
+  let description = [{
+    `S[b,h,i,j] = sum_d Q[b,h,i,d] * K[b, h / (H/Hkv), j, d]` for Q[B,H,Sq,D]
+    and K[B,Hkv,Skv,D] with H % Hkv == 0 (Hkv == 1 is MQA). S is f32.
+
+    ```mlir
+    %s = attn.scores %q, %k : tensor<1x8x64x32xf32>, tensor<1x2x96x32xf32>
+                              -> tensor<1x8x64x96xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key);
+  let results = (outs Attn_ScoreTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key attr-dict `:` type($query) `,` type($key) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_ScaleOp : Attn_Op<"scale", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "Multiply scores by a constant";
+  let description = [{
+    `result = factor * scores`. Without `by`, the factor is 1/sqrt(D), where D
+    is the head dimension of the `attn.scores` op that must produce `scores`.
+
+    ```mlir
+    %t = attn.scale %s by 0.125 : tensor<1x8x64x96xf32>
+    %u = attn.scale %s : tensor<1x8x64x96xf32>   // 1/sqrt(D)
+    ```
+  }];
+  let arguments = (ins Attn_ScoreTensor:$scores, OptionalAttr<F64Attr>:$factor);
+  let results = (outs Attn_ScoreTensor:$result);
+  let assemblyFormat = [{
+    $scores (`by` $factor^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The factor this op multiplies by (the explicit one or 1/sqrt(D)).
+    double getEffectiveFactor();
+  }];
+}
+
+def Attn_ScoreModOp : Attn_Op<"score_mod",
+    [Pure, IsolatedFromAbove, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "Modify each score with a region";
+  let description = [{
+    `result[b,h,i,j] = region(scores[b,h,i,j], b, h, i, j, captures...)`. The
+    region has one block with arguments `(f32, index, index, index, index,
+    captured tensor types...)` and yields one f32 with `attn.yield`. Its ops
+    must be free of side effects (arith, math, tensor.extract of captures).
+    Captured floating-point tensors are differentiable inputs.
+
+    ALiBi with per-head slopes:
+    ```mlir
+    %t = attn.score_mod %s captures(%slopes : tensor<8xf32>) : tensor<1x8x64x64xf32> {
+    ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index, %sl: tensor<8xf32>):
+      %m = tensor.extract %sl[%h] : tensor<8xf32>
+      %d = arith.subi %j, %i : index
+      %di = arith.index_cast %d : index to i64
+      %df = arith.sitofp %di : i64 to f32
+      %bias = arith.mulf %m, %df : f32
+      %r = arith.addf %score, %bias : f32
+      attn.yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins Attn_ScoreTensor:$scores, Variadic<AnyRankedTensor>:$captures);
+  let results = (outs Attn_ScoreTensor:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $scores (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict `:` type($result) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MaskOp : Attn_Op<"mask",
+    [Pure, IsolatedFromAbove, AttrSizedOperandSegments,
+     AllTypesMatch<["scores", "result"]>]> {
+  let summary = "Set masked-out scores to -inf";
+  let description = [{
+    `result[b,h,i,j] = visible(b,h,i,j) ? scores[b,h,i,j] : -inf`, where
+    `visible` is the conjunction of every condition given:
+    - `causal`: j <= i (top-left aligned, also when Sq != Skv);
+    - `window W` (W >= 1): j <= i and i - j < W (sliding window);
+    - `lengths(%len)`: j < len[b] (key padding; len is i32 or i64, size B);
+    - a `mask_mod` region over (b, h, i, j, captures...) yielding i1.
+    A row whose every key is masked yields zero probabilities and output.
+
+    ```mlir
+    %m = attn.mask %s causal window 256 lengths(%len : tensor<2xi32>)
+        : tensor<2x8x512x512xf32>
+    %d = attn.mask %s captures(%doc : tensor<512xi32>) : tensor<1x8x512x512xf32> {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %ids: tensor<512xi32>):
+      %di = tensor.extract %ids[%i] : tensor<512xi32>
+      %dj = tensor.extract %ids[%j] : tensor<512xi32>
+      %same = arith.cmpi eq, %di, %dj : i32
+      attn.yield %same : i1
+    }
+    ```
+  }];
+  let arguments = (ins Attn_ScoreTensor:$scores, UnitAttr:$causal,
+                   OptionalAttr<I64Attr>:$window,
+                   Optional<Attn_LengthsTensor>:$lengths,
+                   Variadic<AnyRankedTensor>:$captures);
+  let results = (outs Attn_ScoreTensor:$result);
+  let regions = (region MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $scores (`causal` $causal^)? (`window` $window^)?
+    (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    attr-dict `:` type($result) ($mask_mod^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "Numerically stable softmax over the key dimension";
+  let description = [{
+    `P[b,h,i,j] = exp(S[b,h,i,j] - m_i) / sum_j exp(S[b,h,i,j] - m_i)` with
+    `m_i = max_j S[b,h,i,j]`; a row that is entirely -inf gives P = 0.
+
+    ```mlir
+    %p = attn.softmax %s : tensor<1x8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_ScoreTensor:$scores);
+  let results = (outs Attn_ScoreTensor:$result);
+  let assemblyFormat = "$scores attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Attn_ApplyOp : Attn_Op<"apply", [Pure]> {
+  let summary = "Probabilities times values, P V, with GQA/MQA";
+  let description = [{
+    `O[b,h,i,dv] = sum_j P[b,h,i,j] * V[b, h / (H/Hkv), j, dv]` for P[B,H,Sq,Skv]
+    (f32) and V[B,Hkv,Skv,Dv]; O has V's element type (f32 accumulation).
+
+    ```mlir
+    %o = attn.apply %p, %v : tensor<1x8x64x96xf32>, tensor<1x2x96x16xf32>
+                             -> tensor<1x8x64x16xf32>
+    ```
+  }];
+  let arguments = (ins Attn_ScoreTensor:$probs, Attn_FloatTensor:$value);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $probs `,` $value attr-dict `:` type($probs) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fused attention
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionOp : Attn_Op<"attention",
+    [Pure, IsolatedFromAbove, AttrSizedOperandSegments]> {
+  let summary = "Fused attention over Q, K, V returning O and LSE";
+  let description = [{
+    The whole chain scores -> scale -> score_mod -> mask -> softmax -> apply in
+    one op: for Q[B,H,Sq,D], K[B,Hkv,Skv,D], V[B,Hkv,Skv,Dv] it returns
+    O[B,H,Sq,Dv] (V's element type) and LSE[B,H,Sq] (f32), where
+    `LSE_i = log sum_j exp(S'_ij)` over the visible keys (-inf for a fully
+    masked row, whose O row is 0). `scale` defaults to 1/sqrt(D). The mask
+    options are those of `attn.mask`; the optional `score_mod` region has the
+    signature of `attn.score_mod` over `score_captures`, the optional
+    `mask_mod` region that of `attn.mask` over `mask_captures`.
+
+    ```mlir
+    %o, %lse = attn.attention %q, %k, %v causal window 128
+        : tensor<1x8x256x64xbf16>, tensor<1x2x256x64xbf16>, tensor<1x2x256x64xbf16>
+          -> tensor<1x8x256x64xbf16>, tensor<1x8x256xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                   Attn_FloatTensor:$value, OptionalAttr<F64Attr>:$scale,
+                   UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                   Optional<Attn_LengthsTensor>:$lengths,
+                   Variadic<AnyRankedTensor>:$score_captures,
+                   Variadic<AnyRankedTensor>:$mask_captures);
+  let results = (outs Attn_FloatTensor:$output, Attn_ScoreTensor:$lse);
+  let regions = (region MaxSizedRegion<1>:$score_mod, MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`scale` $scale^)? (`causal` $causal^)?
+    (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
+    (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->`
+    type($output) `,` type($lse) (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale this op applies (the explicit one or 1/sqrt(D)).
+    double getEffectiveScale();
+  }];
+}
+
+def Attn_YieldOp : Attn_Op<"yield",
+    [Pure, Terminator, ReturnLike,
+     ParentOneOf<["ScoreModOp", "MaskOp", "AttentionOp"]>]> {
+  let summary = "Yield the value of a score_mod or mask_mod region";
+  let description = [{
+    Terminates a `score_mod` region (one f32) or a `mask_mod` region (one i1).
+
+    ```mlir
+    attn.yield %r : f32
+    ```
+  }];
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+#endif // ATTNC_DIALECT_ATTNOPS_TD

@@ -1,0 +1,19 @@
+/* Descriptions of the attnc status codes. */
+#include "attnc/runtime.h"
+
+const char *attnc_status_string(int status) {
+  switch (status) {
+  case ATTNC_STATUS_OK:
+    return "ok";
+  case ATTNC_STATUS_NULL_ARGUMENT:
+    return "a tensor pointer was null";
+  case ATTNC_STATUS_BAD_SIZE:
+    return "a dynamic size was out of range";
+  case ATTNC_STATUS_OUT_OF_MEMORY:
+    return "out of memory";
+  case ATTNC_STATUS_INTERNAL:
+    return "internal error";
+  default:
+    return "unknown status";
+  }
+}

@@ -1,0 +1,156 @@
+// attnc: the attention compiler driver (attnc compile ...).
+#include "codegen/Header.h"
+#include "codegen/Passes.h"
+#include "codegen/Spec.h"
+#include "codegen/Target.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace llvm;
+
+namespace {
+
+cl::SubCommand compileCommand("compile",
+                              "Compile a spec to an object file (or MLIR, "
+                              "LLVM IR or assembly) and a C header");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<spec.mlir>"),
+                               cl::Required, cl::sub(compileCommand));
+cl::opt<std::string>
+    outputFile("o", cl::desc("Output file (default: <spec>.o for objects, "
+                             "stdout otherwise; '-' is stdout)"),
+               cl::value_desc("file"), cl::sub(compileCommand));
+enum class EmitKind { Mlir, Llvm, Asm, Obj };
+cl::opt<EmitKind> emitKind(
+    "emit", cl::desc("What to write"), cl::init(EmitKind::Obj),
+    cl::values(clEnumValN(EmitKind::Mlir, "mlir",
+                          "the LLVM-dialect MLIR after the CPU pipeline"),
+               clEnumValN(EmitKind::Llvm, "llvm", "optimized LLVM IR"),
+               clEnumValN(EmitKind::Asm, "asm", "target assembly"),
+               clEnumValN(EmitKind::Obj, "obj", "an object file (default)")),
+    cl::sub(compileCommand));
+cl::opt<std::string>
+    headerFile("emit-header",
+               cl::desc("Also write a C header declaring the entry points"),
+               cl::value_desc("file.h"), cl::sub(compileCommand));
+cl::opt<std::string> cpuName(
+    "cpu",
+    cl::desc("Target CPU: 'native' (the host CPU and its features, default) "
+             "or an LLVM CPU name such as x86-64, x86-64-v3, znver4"),
+    cl::init("native"), cl::sub(compileCommand));
+cl::opt<std::string>
+    targetTriple("target", cl::desc("Target triple (default: the host)"),
+                 cl::value_desc("triple"), cl::sub(compileCommand));
+cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
+                           cl::init(3), cl::Prefix, cl::sub(compileCommand));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "attnc") << message << "\n";
+  return 1;
+}
+
+std::unique_ptr<ToolOutputFile> openOutput(StringRef path) {
+  std::string error;
+  auto file = mlir::openOutputFile(path, &error);
+  if (!file)
+    fail("cannot write '" + path + "': " + error);
+  return file;
+}
+
+int runCompile() {
+  if (optLevel > 3)
+    return fail("-O must be 0, 1, 2 or 3");
+  auto buffer = MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
+  if (std::error_code ec = buffer.getError())
+    return fail("cannot read '" + inputFile + "': " + ec.message());
+
+  mlir::DialectRegistry registry;
+  attnc::registerAttncDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+
+  FailureOr<attnc::Spec> spec = attnc::parseSpec(sourceMgr, context);
+  if (failed(spec))
+    return 1;
+
+  // Check the target before any work, so a bad --cpu fails fast.
+  attnc::TargetOptions targetOptions;
+  targetOptions.triple = targetTriple;
+  targetOptions.cpu = cpuName;
+  targetOptions.optLevel = optLevel;
+  auto machine = attnc::createTargetMachine(targetOptions);
+  if (!machine)
+    return fail(toString(machine.takeError()));
+
+  mlir::PassManager pm(&context);
+  attnc::buildCpuPipeline(pm);
+  if (failed(pm.run(*spec->module)))
+    return 1;
+
+  std::string output = outputFile;
+  if (output.empty())
+    output = emitKind == EmitKind::Obj
+                 ? sys::path::stem(inputFile).str() + ".o"
+                 : "-";
+  if (emitKind == EmitKind::Obj && output == "-")
+    return fail("refusing to write an object file to stdout; give -o");
+  std::unique_ptr<ToolOutputFile> out = openOutput(output);
+  if (!out)
+    return 1;
+  if (emitKind == EmitKind::Mlir) {
+    spec->module->print(out->os());
+  } else {
+    LLVMContext llvmContext;
+    auto llvmModule = attnc::translateToLLVMIR(*spec->module, llvmContext,
+                                               **machine, optLevel);
+    if (!llvmModule)
+      return fail(toString(llvmModule.takeError()));
+    if (emitKind == EmitKind::Llvm) {
+      (*llvmModule)->print(out->os(), nullptr);
+    } else if (Error error = attnc::emitMachineCode(
+                   **llvmModule, **machine, out->os(),
+                   emitKind == EmitKind::Asm)) {
+      return fail(toString(std::move(error)));
+    }
+  }
+
+  if (!headerFile.empty()) {
+    std::unique_ptr<ToolOutputFile> header = openOutput(headerFile);
+    if (!header)
+      return 1;
+    attnc::emitHeader(spec->kernels, inputFile, header->os());
+    header->keep();
+  }
+  out->keep();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "attnc 0.1 (LLVM/MLIR " << LLVM_VERSION_STRING << ")\n";
+  });
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "attnc: compiles attention specs (the attn dialect) to kernels\n\n"
+      "  attnc compile spec.mlir -o kernel.o --emit-header kernel.h\n");
+  if (compileCommand)
+    return runCompile();
+  return fail("no command given; try 'attnc compile --help'");
+}

@@ -1,0 +1,398 @@
+//===- Reference.cpp - Float64 reference attention oracle -----------------===//
+
+#include "tools/reference/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+namespace attnc::ref {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+void checkShape(const AttentionShape &s) {
+  if (s.B < 0 || s.H <= 0 || s.Hkv <= 0 || s.Sq < 0 || s.Skv < 0 ||
+      s.D < 0 || s.Dv < 0)
+    throw std::invalid_argument("attnc::ref: invalid attention shape");
+  if (s.H % s.Hkv != 0)
+    throw std::invalid_argument("attnc::ref: H must be a multiple of Hkv");
+}
+
+/// One softmax row, recomputed identically by forward and backward so the
+/// backward never depends on caller-provided O or LSE.
+struct Row {
+  std::vector<double> raw;     // scale * q.k, before scoreMod
+  std::vector<double> p;       // softmax probabilities (0 where masked)
+  std::vector<char> visible;   // mask result per key
+  double lse = kNegInf;
+};
+
+void computeRow(const AttentionShape &s, double scale, const MaskSpec &mask,
+                const ScoreMod &scoreMod, const double *qRow,
+                const double *kHead, int64_t b, int64_t h, int64_t i,
+                Row &row) {
+  row.raw.assign(s.Skv, 0.0);
+  row.p.assign(s.Skv, 0.0);
+  row.visible.assign(s.Skv, 0);
+  std::vector<double> modded(s.Skv, kNegInf);
+  double rowMax = kNegInf;
+  for (int64_t j = 0; j < s.Skv; ++j) {
+    if (!isVisible(mask, b, h, i, j))
+      continue;
+    row.visible[j] = 1;
+    const double *kRow = kHead + j * s.D;
+    double dot = 0.0;
+    for (int64_t d = 0; d < s.D; ++d)
+      dot += qRow[d] * kRow[d];
+    row.raw[j] = scale * dot;
+    modded[j] = scoreMod.apply ? scoreMod.apply(row.raw[j], b, h, i, j)
+                               : row.raw[j];
+    rowMax = std::max(rowMax, modded[j]);
+  }
+  // No finite score (fully masked, or a scoreMod that returned -inf
+  // everywhere): exp(-inf - -inf) would be NaN, so define P = 0 and
+  // LSE = -inf explicitly.
+  if (rowMax == kNegInf) {
+    row.lse = kNegInf;
+    return;
+  }
+  // Subtracting the row max keeps every exponent <= 0, so no overflow.
+  double sum = 0.0;
+  for (int64_t j = 0; j < s.Skv; ++j)
+    if (row.visible[j])
+      sum += std::exp(modded[j] - rowMax);
+  row.lse = rowMax + std::log(sum);
+  for (int64_t j = 0; j < s.Skv; ++j)
+    if (row.visible[j])
+      row.p[j] = std::exp(modded[j] - row.lse);
+}
+
+} // namespace
+
+bool isVisible(const MaskSpec &mask, int64_t b, int64_t h, int64_t i,
+               int64_t j) {
+  if (mask.causal && j > i)
+    return false;
+  if (mask.window > 0 && (j > i || i - j >= mask.window))
+    return false;
+  if (mask.lengths && j >= mask.lengths[b])
+    return false;
+  if (mask.maskMod && !mask.maskMod(b, h, i, j))
+    return false;
+  return true;
+}
+
+double defaultScale(int64_t D) {
+  return 1.0 / std::sqrt(static_cast<double>(D));
+}
+
+void attentionForward(const AttentionShape &s, double scale,
+                      const MaskSpec &mask, const ScoreMod &scoreMod,
+                      const double *q, const double *k, const double *v,
+                      double *o, double *lse) {
+  checkShape(s);
+  const int64_t group = s.H / s.Hkv;
+  Row row;
+  for (int64_t b = 0; b < s.B; ++b) {
+    for (int64_t h = 0; h < s.H; ++h) {
+      const int64_t hkv = h / group;
+      const double *kHead = k + (b * s.Hkv + hkv) * s.Skv * s.D;
+      const double *vHead = v + (b * s.Hkv + hkv) * s.Skv * s.Dv;
+      for (int64_t i = 0; i < s.Sq; ++i) {
+        const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
+        computeRow(s, scale, mask, scoreMod, q + rowIdx * s.D, kHead, b, h,
+                   i, row);
+        double *oRow = o + rowIdx * s.Dv;
+        std::fill(oRow, oRow + s.Dv, 0.0);
+        for (int64_t j = 0; j < s.Skv; ++j) {
+          if (row.p[j] == 0.0)
+            continue;
+          for (int64_t d = 0; d < s.Dv; ++d)
+            oRow[d] += row.p[j] * vHead[j * s.Dv + d];
+        }
+        if (lse)
+          lse[rowIdx] = row.lse;
+      }
+    }
+  }
+}
+
+void attentionBackward(const AttentionShape &s, double scale,
+                       const MaskSpec &mask, const ScoreMod &scoreMod,
+                       const double *q, const double *k, const double *v,
+                       const double *dO, double *dQ, double *dK, double *dV) {
+  checkShape(s);
+  if (scoreMod.apply && !scoreMod.dScore)
+    throw std::invalid_argument(
+        "attnc::ref: scoreMod.dScore is required for the backward");
+  const int64_t group = s.H / s.Hkv;
+  std::fill(dQ, dQ + s.B * s.H * s.Sq * s.D, 0.0);
+  std::fill(dK, dK + s.B * s.Hkv * s.Skv * s.D, 0.0);
+  std::fill(dV, dV + s.B * s.Hkv * s.Skv * s.Dv, 0.0);
+  Row row;
+  std::vector<double> oRow(s.Dv);
+  for (int64_t b = 0; b < s.B; ++b) {
+    for (int64_t h = 0; h < s.H; ++h) {
+      const int64_t kvOff = (b * s.Hkv + h / group) * s.Skv;
+      const double *kHead = k + kvOff * s.D;
+      const double *vHead = v + kvOff * s.Dv;
+      double *dKHead = dK + kvOff * s.D;
+      double *dVHead = dV + kvOff * s.Dv;
+      for (int64_t i = 0; i < s.Sq; ++i) {
+        const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
+        const double *qRow = q + rowIdx * s.D;
+        const double *dORow = dO + rowIdx * s.Dv;
+        double *dQRow = dQ + rowIdx * s.D;
+        computeRow(s, scale, mask, scoreMod, qRow, kHead, b, h, i, row);
+
+        // Delta_i = rowsum(dO * O), with O recomputed from P.
+        std::fill(oRow.begin(), oRow.end(), 0.0);
+        for (int64_t j = 0; j < s.Skv; ++j)
+          for (int64_t d = 0; d < s.Dv; ++d)
+            oRow[d] += row.p[j] * vHead[j * s.Dv + d];
+        double delta = 0.0;
+        for (int64_t d = 0; d < s.Dv; ++d)
+          delta += dORow[d] * oRow[d];
+
+        for (int64_t j = 0; j < s.Skv; ++j) {
+          if (!row.visible[j])
+            continue;
+          const double pij = row.p[j];
+          const double *vRow = vHead + j * s.Dv;
+          double dP = 0.0;
+          for (int64_t d = 0; d < s.Dv; ++d) {
+            dP += dORow[d] * vRow[d];
+            dVHead[j * s.Dv + d] += pij * dORow[d];
+          }
+          const double dSPrime = pij * (dP - delta);
+          double dS = dSPrime;
+          // Callbacks run for every visible entry, even when P is 0, so the
+          // caller sees a fixed, mask-determined call sequence.
+          if (scoreMod.apply) {
+            const double dMod = scoreMod.dScore(row.raw[j], b, h, i, j);
+            // Where P vanished, a non-finite derivative must not turn the
+            // zero gradient into NaN (0 * inf).
+            dS = dSPrime == 0.0 ? 0.0 : dSPrime * dMod;
+          }
+          if (scoreMod.accumulateCaptureGrad)
+            scoreMod.accumulateCaptureGrad(row.raw[j], b, h, i, j, dSPrime);
+          if (dS == 0.0)
+            continue;
+          const double *kRow = kHead + j * s.D;
+          double *dKRow = dKHead + j * s.D;
+          for (int64_t d = 0; d < s.D; ++d) {
+            dQRow[d] += scale * dS * kRow[d];
+            dKRow[d] += scale * dS * qRow[d];
+          }
+        }
+      }
+    }
+  }
+}
+
+void projection(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+                const double *x, const double *w, double *out) {
+  const int64_t hd = H * D;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t d = 0; d < D; ++d) {
+          double acc = 0.0;
+          for (int64_t e = 0; e < E; ++e)
+            acc += x[(b * S + s) * E + e] * w[e * hd + h * D + d];
+          out[((b * H + h) * S + s) * D + d] = acc;
+        }
+}
+
+void projectionBackward(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+                        const double *x, const double *w, const double *dOut,
+                        double *dX, double *dW) {
+  const int64_t hd = H * D;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t e = 0; e < E; ++e) {
+        double acc = 0.0;
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t d = 0; d < D; ++d)
+            acc += dOut[((b * H + h) * S + s) * D + d] * w[e * hd + h * D + d];
+        dX[(b * S + s) * E + e] += acc;
+      }
+  for (int64_t e = 0; e < E; ++e)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t d = 0; d < D; ++d) {
+        double acc = 0.0;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t s = 0; s < S; ++s)
+            acc += x[(b * S + s) * E + e] * dOut[((b * H + h) * S + s) * D + d];
+        dW[e * hd + h * D + d] = acc;
+      }
+}
+
+void merge(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
+           const double *o, const double *wo, double *y) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t e = 0; e < E; ++e) {
+        double acc = 0.0;
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t dv = 0; dv < Dv; ++dv)
+            acc += o[((b * H + h) * S + s) * Dv + dv] *
+                   wo[(h * Dv + dv) * E + e];
+        y[(b * S + s) * E + e] = acc;
+      }
+}
+
+void mergeBackward(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
+                   const double *o, const double *wo, const double *dY,
+                   double *dO, double *dWo) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t dv = 0; dv < Dv; ++dv) {
+          double acc = 0.0;
+          for (int64_t e = 0; e < E; ++e)
+            acc += dY[(b * S + s) * E + e] * wo[(h * Dv + dv) * E + e];
+          dO[((b * H + h) * S + s) * Dv + dv] = acc;
+        }
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t dv = 0; dv < Dv; ++dv)
+      for (int64_t e = 0; e < E; ++e) {
+        double acc = 0.0;
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t s = 0; s < S; ++s)
+            acc += o[((b * H + h) * S + s) * Dv + dv] * dY[(b * S + s) * E + e];
+        dWo[(h * Dv + dv) * E + e] = acc;
+      }
+}
+
+namespace {
+
+template <typename T>
+double maxRelativeErrorImpl(const T *actual, const double *expected,
+                            size_t n) {
+  double maxDiff = 0.0, maxRef = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double a = static_cast<double>(actual[i]);
+    const double e = expected[i];
+    // Equal infinities (e.g. LSE = -inf on masked rows) count as exact.
+    if (a == e)
+      continue;
+    const double diff = std::fabs(a - e);
+    // std::max would silently drop a NaN; a NaN must fail any tolerance.
+    if (std::isnan(diff))
+      return std::numeric_limits<double>::infinity();
+    maxDiff = std::max(maxDiff, diff);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(expected[i]))
+      maxRef = std::max(maxRef, std::fabs(expected[i]));
+  return maxDiff / std::max(maxRef, 1e-30);
+}
+
+uint32_t floatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+float bitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+} // namespace
+
+double maxRelativeError(const float *actual, const double *expected,
+                        size_t n) {
+  return maxRelativeErrorImpl(actual, expected, n);
+}
+
+double maxRelativeError(const double *actual, const double *expected,
+                        size_t n) {
+  return maxRelativeErrorImpl(actual, expected, n);
+}
+
+void fillRandom(double *data, size_t n, uint64_t seed, double lo, double hi) {
+  // std::uniform_real_distribution is implementation-defined; mapping the
+  // raw 64-bit engine output ourselves keeps values identical everywhere.
+  std::mt19937_64 engine(seed);
+  for (size_t i = 0; i < n; ++i) {
+    const double u =
+        static_cast<double>(engine() >> 11) * (1.0 / 9007199254740992.0);
+    double value = lo + (hi - lo) * u;
+    // Rounding in lo + (hi - lo) * u can land exactly on hi.
+    if (value >= hi)
+      value = std::nextafter(hi, lo);
+    data[i] = value;
+  }
+}
+
+uint16_t floatToHalf(float value) {
+  const uint32_t x = floatBits(value);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {
+    if (abs == 0x7f800000u)
+      return sign | 0x7c00u;
+    // Keep the top payload bits and force a quiet NaN so the payload never
+    // truncates to zero (which would read as infinity).
+    return sign | 0x7e00u | static_cast<uint16_t>((abs >> 13) & 0x3ffu);
+  }
+  if (abs >= 0x38800000u) {
+    // Normal half range: rebias the exponent (127 -> 15) and round the 13
+    // dropped mantissa bits to nearest even. A carry out of the mantissa
+    // correctly bumps the exponent, up to and including infinity.
+    uint32_t m = abs - 0x38000000u;
+    m += 0xfffu + ((m >> 13) & 1u);
+    const uint32_t h = m >> 13;
+    return sign | static_cast<uint16_t>(std::min<uint32_t>(h, 0x7c00u));
+  }
+  // Subnormal half (or zero): value = mant * 2^(e - 150), unit 2^-24.
+  const uint32_t e = abs >> 23;
+  if (e < 102) // below 2^-25: rounds to zero
+    return sign;
+  const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+  const uint32_t shift = 126 - e; // in [14, 24]
+  uint32_t h = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u);
+  const uint32_t halfway = 1u << (shift - 1);
+  if (rem > halfway || (rem == halfway && (h & 1u)))
+    ++h; // may carry into the smallest normal, whose encoding is the same
+  return sign | static_cast<uint16_t>(h);
+}
+
+float halfToFloat(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exp = (bits >> 10) & 0x1fu;
+  const uint32_t mant = bits & 0x3ffu;
+  if (exp == 0) {
+    // Zero or subnormal: exactly representable as a normal float.
+    const float mag = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -mag : mag;
+  }
+  if (exp == 31)
+    return bitsToFloat(sign | 0x7f800000u | (mant << 13));
+  return bitsToFloat(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+uint16_t floatToBFloat16(float value) {
+  uint32_t x = floatBits(value);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    // Truncation could clear every payload bit and turn NaN into infinity.
+    return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bfloat16ToFloat(uint16_t bits) {
+  return bitsToFloat(static_cast<uint32_t>(bits) << 16);
+}
+
+} // namespace attnc::ref

@@ -1,0 +1,123 @@
+//===- Reference.h - Float64 reference attention oracle ---------*- C++ -*-===//
+//
+// A deliberately naive, dependency-free float64 implementation of attention
+// (forward, backward, projections and helpers). It shares no code with the
+// compiler so tests and tools can use it as an independent oracle.
+//
+// All tensors are contiguous row-major arrays of double:
+//   q  [B, H,   Sq,  D ]    k [B, Hkv, Skv, D ]    v [B, Hkv, Skv, Dv]
+//   o  [B, H,   Sq,  Dv]  lse [B, H,   Sq     ]
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTNC_TOOLS_REFERENCE_REFERENCE_H
+#define ATTNC_TOOLS_REFERENCE_REFERENCE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace attnc::ref {
+
+struct AttentionShape {
+  int64_t B, H, Hkv, Sq, Skv, D, Dv;
+};
+
+/// Visibility conditions; all given conditions are ANDed. A default-built
+/// MaskSpec masks nothing.
+struct MaskSpec {
+  /// Visible iff j <= i (top-left aligned, also when Sq != Skv).
+  bool causal = false;
+  /// Sliding window (0 = none): visible iff j <= i and i - j < window.
+  int64_t window = 0;
+  /// Per-batch key lengths (size B), nullptr for none: visible iff
+  /// j < lengths[b].
+  const int64_t *lengths = nullptr;
+  /// Arbitrary predicate (b, h, i, j); empty for none.
+  std::function<bool(int64_t, int64_t, int64_t, int64_t)> maskMod;
+};
+
+/// Returns true when key j is visible to query i of batch b, head h.
+bool isVisible(const MaskSpec &mask, int64_t b, int64_t h, int64_t i,
+               int64_t j);
+
+/// Elementwise modification of the scaled scores before masking.
+struct ScoreMod {
+  /// S' = apply(S, b, h, i, j); empty means identity.
+  std::function<double(double s, int64_t b, int64_t h, int64_t i, int64_t j)>
+      apply;
+  /// d apply / d s. Required when apply is set and the backward is used.
+  std::function<double(double s, int64_t b, int64_t h, int64_t i, int64_t j)>
+      dScore;
+  /// Optional: lets the caller accumulate dSPrime * d apply / d capture into
+  /// its own gradient arrays for tensors captured by apply.
+  std::function<void(double s, int64_t b, int64_t h, int64_t i, int64_t j,
+                     double dSPrime)>
+      accumulateCaptureGrad;
+};
+
+/// 1 / sqrt(D).
+double defaultScale(int64_t D);
+
+/// O = softmax(mask(scoreMod(scale * Q K^T))) V and the per-row logsumexp.
+/// Query head h reads kv head h / (H / Hkv). A row with no visible key yields
+/// O = 0 and LSE = -inf. `lse` may be nullptr.
+void attentionForward(const AttentionShape &shape, double scale,
+                      const MaskSpec &mask, const ScoreMod &scoreMod,
+                      const double *q, const double *k, const double *v,
+                      double *o, double *lse);
+
+/// Gradients of attentionForward given dO (FlashAttention-2 formulation).
+/// Recomputes O and LSE itself; dQ, dK and dV are fully overwritten. With
+/// GQA, dK and dV sum over the query heads sharing a kv head. The scoreMod
+/// callbacks dScore and accumulateCaptureGrad are called exactly once per
+/// visible (b, h, i, j), in loop order b, h, i, j.
+void attentionBackward(const AttentionShape &shape, double scale,
+                       const MaskSpec &mask, const ScoreMod &scoreMod,
+                       const double *q, const double *k, const double *v,
+                       const double *dO, double *dQ, double *dK, double *dV);
+
+/// out[b,h,s,d] = sum_e x[b,s,e] * w[e, h*D+d]; x [B,S,E], w [E,H*D],
+/// out [B,H,S,D].
+void projection(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+                const double *x, const double *w, double *out);
+
+/// dX += dOut projected back (accumulated, since X usually feeds several
+/// projections); dW is overwritten.
+void projectionBackward(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+                        const double *x, const double *w, const double *dOut,
+                        double *dX, double *dW);
+
+/// y[b,s,e] = sum_{h,dv} o[b,h,s,dv] * wo[h*Dv+dv, e]; o [B,H,S,Dv],
+/// wo [H*Dv,E], y [B,S,E].
+void merge(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
+           const double *o, const double *wo, double *y);
+
+/// Backward of merge; dO and dWo are both overwritten.
+void mergeBackward(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
+                   const double *o, const double *wo, const double *dY,
+                   double *dO, double *dWo);
+
+/// max_i |a_i - b_i| / max(max_i |b_i|, 1e-30): a normwise relative error,
+/// robust near zero entries. Returns +inf if any difference is NaN so that
+/// tolerance checks fail.
+double maxRelativeError(const float *actual, const double *expected,
+                        size_t n);
+double maxRelativeError(const double *actual, const double *expected,
+                        size_t n);
+
+/// Deterministic fill, uniform in [lo, hi), identical across standard
+/// libraries (only the mt19937_64 bit stream is relied upon).
+void fillRandom(double *data, size_t n, uint64_t seed, double lo = -1.0,
+                double hi = 1.0);
+
+/// IEEE binary16 and bfloat16 conversions, round to nearest even, handling
+/// inf, NaN and subnormals. Values are raw bit patterns.
+uint16_t floatToHalf(float value);
+float halfToFloat(uint16_t bits);
+uint16_t floatToBFloat16(float value);
+float bfloat16ToFloat(uint16_t bits);
+
+} // namespace attnc::ref
+
+#endif // ATTNC_TOOLS_REFERENCE_REFERENCE_H
