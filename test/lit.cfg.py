@@ -1,0 +1,26 @@
+# lit configuration of the attnc test suite.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "attnc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.attnc_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(["attnc", "attnc-opt"],
+                                   [config.attnc_tools_dir])
+config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%attnc_src", config.attnc_src_root))
+config.substitutions.append(
+    ("%attnc_runtime_include",
+     os.path.join(config.attnc_src_root, "runtime", "include")))
+config.substitutions.append(
+    ("%attnc_runtime_lib",
+     os.path.join(config.attnc_obj_root, "runtime", "libattnc_rt.a")))

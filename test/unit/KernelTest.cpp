@@ -1,0 +1,522 @@
+// Compiled kernels against the float64 reference, on random specs, shapes
+// and inputs (through the JIT, which runs the same pipeline as attnc compile).
+#include "codegen/Jit.h"
+#include "tools/reference/Reference.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+
+using namespace attnc;
+
+namespace {
+
+enum class ScoreModKind { None, Alibi, Softcap, BiasTable };
+
+struct AttentionCase {
+  int64_t B = 1, H = 1, Hkv = 1, Sq = 1, Skv = 1, D = 1, Dv = 1;
+  std::string dtype = "f32";
+  bool causal = false;
+  int64_t window = 0;
+  bool lengths = false;
+  ScoreModKind scoreMod = ScoreModKind::None;
+  bool documentMask = false;
+  bool graphForm = false; // attn.scores ... attn.apply instead of attn.attention
+  double scale = 0;       // 0: the default 1/sqrt(D)
+
+  std::string describe() const {
+    std::ostringstream os;
+    os << "B=" << B << " H=" << H << " Hkv=" << Hkv << " Sq=" << Sq
+       << " Skv=" << Skv << " D=" << D << " Dv=" << Dv << " " << dtype
+       << (causal ? " causal" : "") << " window=" << window
+       << (lengths ? " lengths" : "") << " mod=" << int(scoreMod)
+       << (documentMask ? " documents" : "") << (graphForm ? " graph" : "")
+       << " scale=" << scale;
+    return os.str();
+  }
+};
+
+std::string tensorType(std::initializer_list<int64_t> shape,
+                       const std::string &dtype) {
+  std::ostringstream os;
+  os << "tensor<";
+  for (int64_t d : shape)
+    os << d << "x";
+  os << dtype << ">";
+  return os.str();
+}
+
+/// The spec of one case; arguments: q, k, v, [lengths], [score capture],
+/// [doc_q, doc_k]; results: O (and LSE for the fused form).
+std::string specFor(const AttentionCase &c) {
+  std::string qT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
+              kT = tensorType({c.B, c.Hkv, c.Skv, c.D}, c.dtype),
+              vT = tensorType({c.B, c.Hkv, c.Skv, c.Dv}, c.dtype),
+              oT = tensorType({c.B, c.H, c.Sq, c.Dv}, c.dtype),
+              lseT = tensorType({c.B, c.H, c.Sq}, "f32"),
+              sT = tensorType({c.B, c.H, c.Sq, c.Skv}, "f32"),
+              lenT = tensorType({c.B}, "i32"),
+              docQT = tensorType({c.Sq}, "i32"),
+              docKT = tensorType({c.Skv}, "i32");
+  std::string capT;
+  if (c.scoreMod == ScoreModKind::Alibi)
+    capT = tensorType({c.H}, "f32");
+  if (c.scoreMod == ScoreModKind::BiasTable)
+    capT = tensorType({c.H, c.Sq, c.Skv}, "f32");
+
+  std::ostringstream os;
+  os << "func.func @kernel(%q: " << qT << ", %k: " << kT << ", %v: " << vT;
+  if (c.lengths)
+    os << ", %len: " << lenT;
+  if (!capT.empty())
+    os << ", %cap: " << capT;
+  if (c.documentMask)
+    os << ", %dq: " << docQT << ", %dk: " << docKT;
+  os << ") -> ";
+  if (c.graphForm)
+    os << oT;
+  else
+    os << "(" << oT << ", " << lseT << ")";
+  os << " {\n";
+
+  std::string captureArg = capT.empty() ? "" : ", %c: " + capT;
+  std::ostringstream scoreModBody;
+  scoreModBody << "^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index"
+               << captureArg << "):\n";
+  switch (c.scoreMod) {
+  case ScoreModKind::Alibi:
+    scoreModBody << "  %sl = tensor.extract %c[%h] : " << capT << "\n"
+                 << "  %d = arith.subi %j, %i : index\n"
+                 << "  %di = arith.index_cast %d : index to i64\n"
+                 << "  %df = arith.sitofp %di : i64 to f32\n"
+                 << "  %bias = arith.mulf %sl, %df : f32\n"
+                 << "  %r = arith.addf %s, %bias : f32\n";
+    break;
+  case ScoreModKind::Softcap:
+    scoreModBody << "  %cap = arith.constant 20.0 : f32\n"
+                 << "  %x = arith.divf %s, %cap : f32\n"
+                 << "  %t = math.tanh %x : f32\n"
+                 << "  %r = arith.mulf %t, %cap : f32\n";
+    break;
+  case ScoreModKind::BiasTable:
+    scoreModBody << "  %bias = tensor.extract %c[%h, %i, %j] : " << capT
+                 << "\n  %r = arith.addf %s, %bias : f32\n";
+    break;
+  case ScoreModKind::None:
+    break;
+  }
+  scoreModBody << "  attn.yield %r : f32\n}";
+  std::string maskModBody =
+      "^bb0(%b: index, %h: index, %i: index, %j: index, %a: " + docQT +
+      ", %z: " + docKT +
+      "):\n  %x = tensor.extract %a[%i] : " + docQT +
+      "\n  %y = tensor.extract %z[%j] : " + docKT +
+      "\n  %e = arith.cmpi eq, %x, %y : i32\n  attn.yield %e : i1\n}";
+
+  std::string maskOptions;
+  if (c.causal)
+    maskOptions += " causal";
+  if (c.window)
+    maskOptions += " window " + std::to_string(c.window);
+  if (c.lengths)
+    maskOptions += " lengths(%len : " + lenT + ")";
+
+  if (c.graphForm) {
+    os << "  %s0 = attn.scores %q, %k : " << qT << ", " << kT << " -> " << sT
+       << "\n";
+    if (c.scale)
+      os << "  %s1 = attn.scale %s0 by " << c.scale << " : " << sT << "\n";
+    else
+      os << "  %s1 = attn.scale %s0 : " << sT << "\n";
+    std::string last = "%s1";
+    if (c.scoreMod != ScoreModKind::None) {
+      os << "  %s2 = attn.score_mod %s1"
+         << (capT.empty() ? "" : " captures(%cap : " + capT + ")") << " : "
+         << sT << " {\n"
+         << scoreModBody.str() << "\n";
+      last = "%s2";
+    }
+    if (!maskOptions.empty() || c.documentMask) {
+      os << "  %s3 = attn.mask " << last << maskOptions
+         << (c.documentMask
+                 ? " captures(%dq, %dk : " + docQT + ", " + docKT + ")"
+                 : "")
+         << " : " << sT << (c.documentMask ? " {\n" + maskModBody : "")
+         << "\n";
+      last = "%s3";
+    }
+    os << "  %p = attn.softmax " << last << " : " << sT << "\n"
+       << "  %o = attn.apply %p, %v : " << sT << ", " << vT << " -> " << oT
+       << "\n  return %o : " << oT << "\n}\n";
+    return os.str();
+  }
+
+  os << "  %o, %lse = attn.attention %q, %k, %v";
+  if (c.scale)
+    os << " scale " << c.scale;
+  os << maskOptions;
+  if (!capT.empty())
+    os << " score_captures(%cap : " << capT << ")";
+  if (c.documentMask)
+    os << " mask_captures(%dq, %dk : " << docQT << ", " << docKT << ")";
+  os << " : " << qT << ", " << kT << ", " << vT << " -> " << oT << ", "
+     << lseT;
+  if (c.scoreMod != ScoreModKind::None)
+    os << " score_mod {\n" << scoreModBody.str();
+  if (c.documentMask)
+    os << " mask_mod {\n" << maskModBody;
+  os << "\n  return %o, %lse : " << oT << ", " << lseT << "\n}\n";
+  return os.str();
+}
+
+/// A tensor argument held as doubles (what the reference sees) and as the
+/// bytes the kernel reads, rounded to its dtype.
+struct Buffer {
+  std::vector<double> values;
+  std::vector<uint8_t> bytes;
+  std::string dtype;
+
+  Buffer(size_t n, const std::string &dtype) : values(n), dtype(dtype) {
+    bytes.resize(n * elementSize());
+  }
+  size_t elementSize() const {
+    return dtype == "f32" || dtype == "i32" ? 4 : dtype == "i64" ? 8 : 2;
+  }
+  void *data() { return bytes.data(); }
+  /// Stores `values` into `bytes`, rounding them to the dtype first.
+  void pack() {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == "f32") {
+        float f = float(values[i]);
+        std::memcpy(&bytes[4 * i], &f, 4);
+        values[i] = f;
+      } else if (dtype == "i32") {
+        int32_t v = int32_t(values[i]);
+        std::memcpy(&bytes[4 * i], &v, 4);
+      } else {
+        uint16_t bits = dtype == "f16" ? ref::floatToHalf(float(values[i]))
+                                       : ref::floatToBFloat16(float(values[i]));
+        std::memcpy(&bytes[2 * i], &bits, 2);
+        values[i] = dtype == "f16" ? ref::halfToFloat(bits)
+                                   : ref::bfloat16ToFloat(bits);
+      }
+    }
+  }
+  /// Reads the kernel's output back into `values`.
+  void unpack() {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == "f32") {
+        float f;
+        std::memcpy(&f, &bytes[4 * i], 4);
+        values[i] = f;
+      } else {
+        uint16_t bits;
+        std::memcpy(&bits, &bytes[2 * i], 2);
+        values[i] = dtype == "f16" ? ref::halfToFloat(bits)
+                                   : ref::bfloat16ToFloat(bits);
+      }
+    }
+  }
+};
+
+double toleranceFor(const std::string &dtype) {
+  // f32: accumulation error only. f16 keeps 11 significant bits, bf16 8:
+  // a few roundings of inputs, probabilities and the output.
+  if (dtype == "f32")
+    return 1e-5;
+  if (dtype == "f16")
+    return 4e-3;
+  return 2e-2;
+}
+
+void runCase(const AttentionCase &c, uint64_t seed) {
+  SCOPED_TRACE(c.describe());
+  std::string spec = specFor(c);
+  SCOPED_TRACE(spec);
+  auto kernels = jit::Kernels::compile(spec);
+  ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+
+  Buffer q(c.B * c.H * c.Sq * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
+      v(c.B * c.Hkv * c.Skv * c.Dv, c.dtype), o(c.B * c.H * c.Sq * c.Dv, c.dtype),
+      lse(c.B * c.H * c.Sq, "f32"), lengths(c.B, "i32"),
+      docQ(c.Sq, "i32"), docK(c.Skv, "i32");
+  ref::fillRandom(q.values.data(), q.values.size(), seed + 1, -2, 2);
+  ref::fillRandom(k.values.data(), k.values.size(), seed + 2, -2, 2);
+  ref::fillRandom(v.values.data(), v.values.size(), seed + 3);
+  q.pack();
+  k.pack();
+  v.pack();
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> lengths64(c.B);
+  for (int64_t b = 0; b < c.B; ++b) {
+    // Batch 0 keeps no key at all when there are several batches, to check
+    // fully masked rows; the rest get random lengths, some past Skv.
+    lengths64[b] = (b == 0 && c.B > 1) ? 0 : int64_t(rng() % (c.Skv + 3));
+    lengths.values[b] = double(lengths64[b]);
+  }
+  lengths.pack();
+  for (int64_t i = 0; i < c.Sq; ++i)
+    docQ.values[i] = double(i * 3 / std::max<int64_t>(c.Sq, 1));
+  for (int64_t j = 0; j < c.Skv; ++j)
+    docK.values[j] = double(j * 3 / std::max<int64_t>(c.Skv, 1));
+  docQ.pack();
+  docK.pack();
+
+  Buffer capture(0, "f32");
+  if (c.scoreMod == ScoreModKind::Alibi)
+    capture = Buffer(c.H, "f32");
+  if (c.scoreMod == ScoreModKind::BiasTable)
+    capture = Buffer(c.H * c.Sq * c.Skv, "f32");
+  ref::fillRandom(capture.values.data(), capture.values.size(), seed + 4);
+  capture.pack();
+
+  std::vector<void *> args = {q.data(), k.data(), v.data()};
+  if (c.lengths)
+    args.push_back(lengths.data());
+  if (!capture.values.empty())
+    args.push_back(capture.data());
+  if (c.documentMask) {
+    args.push_back(docQ.data());
+    args.push_back(docK.data());
+  }
+  args.push_back(o.data());
+  if (!c.graphForm)
+    args.push_back(lse.data());
+  auto status = (*kernels)->call("kernel", args);
+  ASSERT_TRUE(bool(status)) << llvm::toString(status.takeError());
+  ASSERT_EQ(*status, 0);
+  o.unpack();
+
+  ref::MaskSpec mask;
+  mask.causal = c.causal;
+  mask.window = c.window;
+  if (c.lengths)
+    mask.lengths = lengths64.data();
+  if (c.documentMask)
+    mask.maskMod = [&](int64_t, int64_t, int64_t i, int64_t j) {
+      return docQ.values[i] == docK.values[j];
+    };
+  ref::ScoreMod mod;
+  const std::vector<double> &cap = capture.values;
+  switch (c.scoreMod) {
+  case ScoreModKind::Alibi:
+    mod.apply = [&](double s, int64_t, int64_t h, int64_t i, int64_t j) {
+      return s + cap[h] * double(j - i);
+    };
+    break;
+  case ScoreModKind::Softcap:
+    mod.apply = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      return 20.0 * std::tanh(s / 20.0);
+    };
+    break;
+  case ScoreModKind::BiasTable:
+    mod.apply = [&](double s, int64_t, int64_t h, int64_t i, int64_t j) {
+      return s + cap[(h * c.Sq + i) * c.Skv + j];
+    };
+    break;
+  case ScoreModKind::None:
+    break;
+  }
+  // The kernel multiplies by the scale rounded to f32.
+  double scale = double(float(c.scale ? c.scale : ref::defaultScale(c.D)));
+  std::vector<double> expectedO(o.values.size()), expectedLse(lse.values.size());
+  ref::attentionForward({c.B, c.H, c.Hkv, c.Sq, c.Skv, c.D, c.Dv}, scale, mask,
+                        mod, q.values.data(), k.values.data(), v.values.data(),
+                        expectedO.data(), expectedLse.data());
+
+  double tolerance = toleranceFor(c.dtype);
+  EXPECT_LE(ref::maxRelativeError(o.values.data(), expectedO.data(),
+                                  expectedO.size()),
+            tolerance);
+  // Fully masked rows give exactly 0, never NaN.
+  for (size_t i = 0; i < expectedO.size(); ++i)
+    if (expectedO[i] == 0.0 && !std::isfinite(expectedLse[i / c.Dv]))
+      ASSERT_EQ(o.values[i], 0.0) << "element " << i;
+  if (!c.graphForm) {
+    lse.unpack();
+    for (size_t i = 0; i < expectedLse.size(); ++i) {
+      if (std::isinf(expectedLse[i])) {
+        EXPECT_TRUE(std::isinf(lse.values[i]) && lse.values[i] < 0)
+            << "row " << i << " LSE " << lse.values[i];
+        continue;
+      }
+      // LSE is f32 in every dtype: compare relative to its magnitude + 1.
+      EXPECT_NEAR(lse.values[i], expectedLse[i],
+                  (c.dtype == "f32" ? 1e-5 : 1e-4) *
+                      (1 + std::fabs(expectedLse[i])))
+          << "row " << i;
+    }
+  }
+}
+
+TEST(KernelTest, Examples) {
+  AttentionCase c;
+  c.B = 2;
+  c.H = 4;
+  c.Hkv = 2;
+  c.Sq = 17;
+  c.Skv = 23;
+  c.D = 16;
+  c.Dv = 8;
+  for (bool graph : {false, true}) {
+    c.graphForm = graph;
+    runCase(c, 1);
+  }
+}
+
+TEST(KernelTest, SingleQueryAndKey) {
+  AttentionCase c; // every dimension 1
+  runCase(c, 2);
+  c.causal = true;
+  runCase(c, 3);
+}
+
+TEST(KernelTest, FullyMaskedRowsGiveZero) {
+  AttentionCase c;
+  c.B = 3;
+  c.H = 2;
+  c.Hkv = 1;
+  c.Sq = 9;
+  c.Skv = 5;
+  c.D = 4;
+  c.Dv = 3;
+  c.lengths = true; // batch 0 has length 0
+  runCase(c, 4);
+  c.graphForm = true;
+  runCase(c, 5);
+}
+
+/// Random specs: every mask kind, score mod, GQA/MQA, dtype and form, with
+/// shapes that are not multiples of 8, S = 1, Sq != Skv and D != Dv.
+TEST(KernelTest, RandomSpecs) {
+  std::mt19937_64 rng(20261129);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + rng() % values.size());
+  };
+  for (int n = 0; n < 36; ++n) {
+    AttentionCase c;
+    c.B = pick({1, 2, 3});
+    c.Hkv = pick({1, 2, 3});
+    c.H = c.Hkv * pick({1, 2, 4});
+    c.Sq = pick({1, 5, 13, 31, 40});
+    c.Skv = pick({1, 7, 13, 33});
+    c.D = pick({1, 5, 16, 24});
+    c.Dv = pick({3, 8, 20});
+    c.dtype = n % 6 == 4 ? "bf16" : n % 6 == 5 ? "f16" : "f32";
+    c.causal = rng() % 3 == 0;
+    c.window = rng() % 4 == 0 ? pick({1, 3, 8}) : 0;
+    c.lengths = rng() % 3 == 0;
+    c.scoreMod = ScoreModKind(rng() % 4);
+    c.documentMask = rng() % 4 == 0;
+    c.graphForm = rng() % 3 == 0;
+    c.scale = rng() % 4 == 0 ? 0.3 : 0;
+    runCase(c, 100 + n);
+  }
+}
+
+TEST(KernelTest, ProjectionAndMerge) {
+  std::mt19937_64 rng(7);
+  for (int n = 0; n < 4; ++n) {
+    int64_t B = 1 + rng() % 2, S = 1 + rng() % 20, E = 4 + rng() % 13,
+            H = 1 + rng() % 3, D = 1 + rng() % 9;
+    bool causal = n % 2;
+    std::ostringstream os;
+    std::string xT = tensorType({B, S, E}, "f32"),
+                wT = tensorType({E, H * D}, "f32"),
+                woT = tensorType({H * D, E}, "f32"),
+                hT = tensorType({B, H, S, D}, "f32"),
+                sT = tensorType({B, H, S, S}, "f32");
+    os << "func.func @layer(%x: " << xT << ", %wq: " << wT << ", %wk: " << wT
+       << ", %wv: " << wT << ", %wo: " << woT << ") -> " << xT << " {\n";
+    for (const char *name : {"q", "k", "v"})
+      os << "  %" << name << " = attn.projection %x, %w" << name << " : "
+         << xT << ", " << wT << " -> " << hT << "\n";
+    os << "  %s = attn.scores %q, %k : " << hT << ", " << hT << " -> " << sT
+       << "\n  %t = attn.scale %s : " << sT << "\n";
+    os << (causal ? "  %m = attn.mask %t causal : " + sT + "\n"
+                  : "  %m = attn.scale %t by 1.0 : " + sT + "\n");
+    os << "  %p = attn.softmax %m : " << sT << "\n  %o = attn.apply %p, %v : "
+       << sT << ", " << hT << " -> " << hT << "\n  %y = attn.merge %o, %wo : "
+       << hT << ", " << woT << " -> " << xT << "\n  return %y : " << xT
+       << "\n}\n";
+    SCOPED_TRACE(os.str());
+    auto kernels = jit::Kernels::compile(os.str());
+    ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+
+    std::vector<double> x(B * S * E), wq(E * H * D), wk(wq.size()),
+        wv(wq.size()), wo(H * D * E);
+    ref::fillRandom(x.data(), x.size(), 10 * n + 1);
+    ref::fillRandom(wq.data(), wq.size(), 10 * n + 2, -0.5, 0.5);
+    ref::fillRandom(wk.data(), wk.size(), 10 * n + 3, -0.5, 0.5);
+    ref::fillRandom(wv.data(), wv.size(), 10 * n + 4, -0.5, 0.5);
+    ref::fillRandom(wo.data(), wo.size(), 10 * n + 5, -0.5, 0.5);
+    auto toF = [](const std::vector<double> &d) {
+      return std::vector<float>(d.begin(), d.end());
+    };
+    auto xf = toF(x), wqf = toF(wq), wkf = toF(wk), wvf = toF(wv),
+         wof = toF(wo);
+    std::vector<float> y(B * S * E);
+    auto status = (*kernels)->call(
+        "layer", {xf.data(), wqf.data(), wkf.data(), wvf.data(), wof.data(),
+                  y.data()});
+    ASSERT_TRUE(bool(status)) << llvm::toString(status.takeError());
+    ASSERT_EQ(*status, 0);
+
+    std::vector<double> q(B * H * S * D), k(q.size()), v(q.size()),
+        o(q.size()), expected(y.size());
+    ref::projection(B, S, E, H, D, x.data(), wq.data(), q.data());
+    ref::projection(B, S, E, H, D, x.data(), wk.data(), k.data());
+    ref::projection(B, S, E, H, D, x.data(), wv.data(), v.data());
+    ref::MaskSpec mask;
+    mask.causal = causal;
+    ref::attentionForward({B, H, H, S, S, D, D}, double(float(ref::defaultScale(D))),
+                          mask, {}, q.data(), k.data(), v.data(), o.data(),
+                          nullptr);
+    ref::merge(B, H, S, D, E, o.data(), wo.data(), expected.data());
+    EXPECT_LE(ref::maxRelativeError(y.data(), expected.data(), y.size()),
+              1e-5);
+  }
+}
+
+TEST(KernelTest, NullPointerReturnsStatusAndWritesNothing) {
+  AttentionCase c;
+  c.Sq = 3;
+  c.Skv = 4;
+  c.D = 2;
+  c.Dv = 2;
+  auto kernels = jit::Kernels::compile(specFor(c));
+  ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+  std::vector<float> q(6, 1), k(8, 1), v(8, 1), o(6, 42), lse(3, 42);
+  auto status =
+      (*kernels)->call("kernel", {q.data(), nullptr, v.data(), o.data(),
+                                  lse.data()});
+  ASSERT_TRUE(bool(status));
+  EXPECT_EQ(*status, 1);
+  for (float x : o)
+    EXPECT_EQ(x, 42.0f);
+  auto wrongCount = (*kernels)->call("kernel", {q.data()});
+  EXPECT_FALSE(bool(wrongCount));
+  llvm::consumeError(wrongCount.takeError());
+  auto unknown = (*kernels)->call("nope", {});
+  EXPECT_FALSE(bool(unknown));
+  llvm::consumeError(unknown.takeError());
+}
+
+TEST(KernelTest, InvalidSpecGivesLocatedError) {
+  auto kernels = jit::Kernels::compile(
+      "func.func @f(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x4x8xf32>) -> "
+      "tensor<1x3x4x4xf32> {\n"
+      "  %s = attn.scores %q, %k : tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32> "
+      "-> tensor<1x3x4x4xf32>\n"
+      "  return %s : tensor<1x3x4x4xf32>\n}\n");
+  ASSERT_FALSE(bool(kernels));
+  std::string message = llvm::toString(kernels.takeError());
+  EXPECT_NE(message.find("spec.mlir:2:"), std::string::npos) << message;
+  EXPECT_NE(message.find("multiple of key heads"), std::string::npos)
+      << message;
+}
+
+} // namespace

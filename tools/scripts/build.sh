@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian 12 packages only), then configures and
+# builds attnc into build/ (or $ATTNC_BUILD_DIR).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+packages=(cmake ninja-build ccache mold clang-22 llvm-22-dev llvm-22-tools
+          libmlir-22-dev mlir-22-tools libfmt-dev libgtest-dev libopenblas-dev
+          python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+    missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "attnc: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q \
+    --no-install-recommends "${missing[@]}"
+fi
+
+build=${ATTNC_BUILD_DIR:-build}
+export CCACHE_BASEDIR=$PWD
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$build" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+fi
+ninja -C "$build"
