@@ -51,7 +51,12 @@ struct AttnExportAbiPass
     }
 
     std::string name = impl.getSymName().str();
-    impl.setSymName(kImplPrefix.str() + name);
+    // Calls between kernels keep calling the implementation.
+    auto implName = StringAttr::get(ctx, kImplPrefix.str() + name);
+    if (failed(SymbolTable::replaceAllSymbolUses(impl, implName,
+                                                 getOperation())))
+      return impl.emitError("cannot rename kernel @") << name;
+    impl.setSymName(implName);
     impl.setPrivate();
     // Keep the implementation out of the object's exported symbols.
     impl->setAttr("llvm.linkage",

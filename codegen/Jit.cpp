@@ -29,7 +29,6 @@ Kernels::compile(llvm::StringRef specText, const Options &options) {
   registerAttncDialects(registry);
   result->context = std::make_unique<mlir::MLIRContext>(registry);
   mlir::MLIRContext &context = *result->context;
-  context.loadAllAvailableDialects();
 
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(

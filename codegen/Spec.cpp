@@ -48,6 +48,51 @@ bool isCIdentifier(StringRef name) {
   return llvm::all_of(name, [](char c) { return isalnum(c) || c == '_'; });
 }
 
+/// C and C++ keywords and the types the header uses: not usable as names in
+/// a header that must compile as both.
+bool isReservedInHeader(StringRef name) {
+  static const llvm::StringSet<> words = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand",
+      "bitor", "bool", "break", "case", "catch", "char", "char8_t",
+      "char16_t", "char32_t", "class", "compl", "concept", "const",
+      "consteval", "constexpr", "constinit", "const_cast", "continue",
+      "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export",
+      "extern", "false", "float", "for", "friend", "goto", "if", "inline",
+      "int", "long", "mutable", "namespace", "new", "noexcept", "not",
+      "not_eq", "nullptr", "operator", "or", "or_eq", "private",
+      "protected", "public", "register", "reinterpret_cast", "requires",
+      "restrict", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template",
+      "this", "thread_local", "throw", "true", "try", "typedef", "typeid",
+      "typename", "union", "unsigned", "using", "virtual", "void",
+      "volatile", "wchar_t", "while", "xor", "xor_eq", "int8_t", "int16_t",
+      "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+      "size_t", "NULL"};
+  return words.contains(name) || name.starts_with("_Bool") ||
+         name.starts_with("_Complex");
+}
+
+/// Symbols a kernel object links against or that every program has: a
+/// kernel of that name would replace them for the whole program.
+bool isReservedSymbol(StringRef name) {
+  static const llvm::StringSet<> symbols = {
+      "main", "malloc", "free", "calloc", "realloc", "aligned_alloc",
+      "memcpy", "memmove", "memset", "abort", "exit", "printf"};
+  static const llvm::StringSet<> mathRoots = {
+      "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow",
+      "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan",
+      "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf",
+      "erfc", "fabs", "floor", "ceil", "round", "roundeven", "trunc",
+      "rint", "fmod", "fma", "fmin", "fmax", "copysign", "hypot",
+      "ldexp", "frexp", "modf", "nearbyint", "tgamma", "lgamma"};
+  if (symbols.contains(name) || mathRoots.contains(name))
+    return true;
+  // The float and long double variants of <math.h> (expf, tanhl, ...).
+  return (name.ends_with("f") || name.ends_with("l")) &&
+         mathRoots.contains(name.drop_back());
+}
+
 /// A C identifier from an SSA name such as "%x" or "%q.1"; `fallback`
 /// when nothing usable is left.
 std::string identifierFrom(StringRef ssaName, const std::string &fallback) {
@@ -56,37 +101,102 @@ std::string identifierFrom(StringRef ssaName, const std::string &fallback) {
     name.push_back(isalnum(c) ? c : '_');
   if (name.empty() || isdigit(name[0]))
     return fallback;
+  if (isReservedInHeader(name))
+    name += "_";
   return name;
 }
 
-LogicalResult checkKernelType(Operation *op, Type type, const Twine &what,
+/// The largest tensor a kernel may touch, in bytes: far beyond any machine,
+/// and far enough below 2^63 that no size computation overflows.
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 46;
+
+/// Checks that a tensor of `shape` stays below kMaxTensorBytes.
+LogicalResult checkSize(Location loc, ArrayRef<int64_t> shape,
+                        const Twine &what) {
+  int64_t bytes = 4;
+  for (int64_t dim : shape) {
+    if (dim > 0 && bytes > kMaxTensorBytes / dim)
+      return emitError(loc) << what << " is too large (over 2^46 bytes)";
+    bytes *= std::max<int64_t>(dim, 1);
+  }
+  return success();
+}
+
+LogicalResult checkKernelType(Location loc, Type type, const Twine &what,
                               KernelArg &arg) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   std::optional<std::string> dtype =
       tensor ? dtypeOf(tensor.getElementType()) : std::nullopt;
   if (!tensor || !tensor.hasStaticShape() || !dtype)
-    return op->emitError() << what
-                           << " must be a statically shaped tensor of f32, "
-                              "f16, bf16, i32 or i64, got "
-                           << type;
+    return emitError(loc) << what
+                          << " must be a statically shaped tensor of f32, "
+                             "f16, bf16, i32 or i64, got "
+                          << type;
   arg.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
   arg.dtype = *dtype;
+  return checkSize(loc, tensor.getShape(), what);
+}
+
+/// Only graph-level ops may appear in a function body: attn ops, constants,
+/// func.call and func.return; every tensor they touch has a sane size.
+LogicalResult checkBody(func::FuncOp func) {
+  for (Operation &op : func.getBody().getOps()) {
+    if (!op.getDialect() ||
+        !(isa<attn::AttnDialect>(op.getDialect()) ||
+          isa<arith::ConstantOp, func::ReturnOp, func::CallOp>(op)))
+      return op.emitError() << "'" << op.getName()
+                            << "' is not supported in the body of an attnc "
+                               "spec function; use attn ops, arith.constant "
+                               "and func.call";
+    for (Type type : op.getResultTypes())
+      if (auto tensor = dyn_cast<RankedTensorType>(type))
+        if (failed(checkSize(op.getLoc(), tensor.getShape(),
+                             "the result of '" + op.getName().getStringRef() +
+                                 "'")))
+          return failure();
+    // The fused op is lowered through its Sq x Skv scores for now.
+    if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
+      auto q = attention.getQuery().getType().getShape();
+      auto k = attention.getKey().getType().getShape();
+      if (failed(checkSize(op.getLoc(), {q[0], q[1], q[2], k[2]},
+                           "the scores of 'attn.attention'")))
+        return failure();
+    }
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  llvm::SmallPtrSet<Value, 4> returned;
+  for (Value value : ret.getOperands())
+    if (!returned.insert(value).second)
+      return ret.emitError("returns the same value twice; return it once");
   return success();
 }
 
-/// Only graph-level ops may appear in a kernel body: attn, func.return and
-/// func.call, and constants and casts from arith/math/tensor.
-LogicalResult checkBody(func::FuncOp func) {
-  for (Operation &op : func.getBody().getOps()) {
-    Dialect *dialect = op.getDialect();
-    if (dialect && (isa<attn::AttnDialect, arith::ArithDialect,
-                        math::MathDialect, tensor::TensorDialect>(dialect) ||
-                    isa<func::ReturnOp, func::CallOp>(op)))
-      continue;
-    return op.emitError() << "'" << op.getName()
-                          << "' is not supported in an attnc spec; use attn, "
-                             "arith, math and tensor ops";
-  }
+/// Kernels run on fixed stacks: reject recursion through func.call.
+LogicalResult checkNoRecursion(ModuleOp module) {
+  SymbolTable symbols(module);
+  DenseMap<Operation *, int> state; // 1: on the path, 2: done
+  std::function<LogicalResult(func::FuncOp)> visit =
+      [&](func::FuncOp func) -> LogicalResult {
+    int &s = state[func];
+    if (s == 2)
+      return success();
+    s = 1;
+    for (auto call : func.getBody().getOps<func::CallOp>()) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!callee)
+        continue; // the verifier reports unknown callees
+      if (state.lookup(callee) == 1)
+        return call.emitError() << "recursive call of @" << call.getCallee()
+                                << " is not supported";
+      if (failed(visit(callee)))
+        return failure();
+    }
+    state[func] = 2;
+    return success();
+  };
+  for (auto func : module.getOps<func::FuncOp>())
+    if (failed(visit(func)))
+      return failure();
   return success();
 }
 
@@ -101,7 +211,13 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
     return failure();
   if (!llvm::hasSingleElement(block) || !isa<ModuleOp>(block.front())) {
     if (block.empty())
-      return emitError(UnknownLoc::get(&context), "the spec is empty");
+      return emitError(
+          FileLineColLoc::get(
+              &context,
+              sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())
+                  ->getBufferIdentifier(),
+              1, 1),
+          "the spec is empty");
     // Top-level ops without a module: wrap them as the parser would.
     OpBuilder b(&context);
     auto module = ModuleOp::create(b, block.front().getLoc());
@@ -116,6 +232,8 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
   if (failed(verify(*spec.module)))
     return failure();
 
+  if (failed(checkNoRecursion(*spec.module)))
+    return failure();
   bool anyKernel = false;
   for (Operation &op : spec.module->getBody()->getOperations()) {
     auto func = dyn_cast<func::FuncOp>(op);
@@ -127,8 +245,23 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
       return func.emitError("a spec function must have a body");
     if (failed(checkBody(func)))
       return failure();
-    if (!func.isPublic())
+    if (!func.isPublic()) {
+      // Private helpers are called with the same kinds of tensors.
+      KernelArg ignored;
+      for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+        if (failed(checkKernelType(func.getArgument(i).getLoc(), type,
+                                   "argument " + Twine(i) + " of @" +
+                                       func.getSymName(),
+                                   ignored)))
+          return failure();
+      for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+        if (failed(checkKernelType(func.getLoc(), type,
+                                   "result " + Twine(i) + " of @" +
+                                       func.getSymName(),
+                                   ignored)))
+          return failure();
       continue;
+    }
     anyKernel = true;
     KernelSignature kernel;
     kernel.name = func.getSymName().str();
@@ -136,6 +269,11 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
       return func.emitError() << "kernel name '" << kernel.name
                               << "' must be a C identifier not starting "
                                  "with __attnc";
+    if (isReservedInHeader(kernel.name) || isReservedSymbol(kernel.name))
+      return func.emitError()
+             << "kernel name '" << kernel.name
+             << "' is reserved (a C/C++ keyword or type, or a C library "
+                "function kernels call); rename the function";
     llvm::StringSet<> used;
     auto unique = [&](std::string name) {
       std::string candidate = name;
@@ -147,7 +285,7 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
         asmState.getBlockDef(&func.getBody().front());
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
       KernelArg arg;
-      if (failed(checkKernelType(func, type,
+      if (failed(checkKernelType(func.getArgument(i).getLoc(), type,
                                  "argument " + Twine(i) + " of @" +
                                      kernel.name,
                                  arg)))
@@ -168,7 +306,7 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
     for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
       KernelArg arg;
       arg.isOutput = true;
-      if (failed(checkKernelType(func, type,
+      if (failed(checkKernelType(func.getLoc(), type,
                                  "result " + Twine(i) + " of @" + kernel.name,
                                  arg)))
         return failure();

@@ -40,12 +40,27 @@ createTargetMachine(const TargetOptions &options) {
     return makeError("unknown target '" + triple.str() + "': " + error);
 
   std::string cpu = options.cpu, features;
+  // The host CPU means nothing for another target: use its generic CPU.
+  if (cpu == "native" &&
+      triple != llvm::Triple(llvm::sys::getDefaultTargetTriple()))
+    cpu = "generic";
   if (cpu == "native") {
     cpu = llvm::sys::getHostCPUName().str();
     llvm::SubtargetFeatures featureSet;
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       featureSet.AddFeature(feature.first(), feature.second);
     features = featureSet.getString();
+  }
+  if (triple.isNVPTX() || triple.isAMDGPU() || triple.isSPIRV())
+    return makeError("'" + triple.str() +
+                     "' is a GPU target; attnc compile emits CPU code only");
+  // Check the CPU first: LLVM itself only warns about an unknown one.
+  if (cpu != "native" && cpu != "generic") {
+    std::unique_ptr<llvm::MCSubtargetInfo> info(
+        target->createMCSubtargetInfo(triple, "", ""));
+    if (!info || !info->isCPUStringValid(cpu))
+      return makeError("unknown CPU '" + cpu + "' for target '" +
+                       triple.str() + "'");
   }
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
@@ -55,9 +70,6 @@ createTargetMachine(const TargetOptions &options) {
                               : llvm::CodeGenOptLevel::Default));
   if (!machine)
     return makeError("cannot create a target machine for '" + triple.str() +
-                     "'");
-  if (!machine->getMCSubtargetInfo()->isCPUStringValid(cpu))
-    return makeError("unknown CPU '" + cpu + "' for target '" + triple.str() +
                      "'");
   return machine;
 }

@@ -98,7 +98,7 @@ LogicalResult verifyModRegion(Operation *op, Region &region, StringRef name,
              << " must match capture " << k << " of type " << type
              << ", got " << block.getArgument(numLeading + k).getType();
 
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield)
     return op->emitOpError() << name << " region must end with attn.yield";
   if (yield.getValue().getType() != yieldType)
@@ -106,10 +106,29 @@ LogicalResult verifyModRegion(Operation *op, Region &region, StringRef name,
                                << yieldType << ", got "
                                << yield.getValue().getType();
 
+  // Regions are scalar code: arith, math and scf, reads of captured tensors,
+  // all free of side effects (they are cloned into loop bodies and, later,
+  // differentiated).
   WalkResult walk = region.walk([&](Operation *inner) {
-    if (isa<YieldOp>(inner) && inner->getBlock() == &block)
-      return WalkResult::advance();
-    if (isa<YieldOp>(inner) || !isMemoryEffectFree(inner)) {
+    if (isa<YieldOp>(inner)) {
+      if (inner->getBlock() == &block)
+        return WalkResult::advance();
+      inner->emitOpError() << "must terminate the " << name
+                           << " region itself, not a nested region";
+      return WalkResult::interrupt();
+    }
+    Dialect *dialect = inner->getDialect();
+    bool allowed =
+        dialect && (isa<arith::ArithDialect, math::MathDialect>(dialect) ||
+                    dialect->getNamespace() == "scf" ||
+                    isa<tensor::ExtractOp, tensor::DimOp>(inner));
+    if (!allowed) {
+      inner->emitOpError() << "is not allowed in a " << name
+                           << " region: use arith, math and scf ops and "
+                              "tensor.extract of captures";
+      return WalkResult::interrupt();
+    }
+    if (!isMemoryEffectFree(inner)) {
       inner->emitOpError() << "is not allowed in a " << name
                            << " region: its ops must be free of side effects";
       return WalkResult::interrupt();

@@ -21,16 +21,18 @@ using namespace llvm;
 
 namespace {
 
+cl::OptionCategory attncCategory("attnc options");
+
 cl::SubCommand compileCommand("compile",
                               "Compile a spec to an object file (or MLIR, "
                               "LLVM IR or assembly) and a C header");
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<spec.mlir>"),
-                               cl::Required, cl::sub(compileCommand));
+                               cl::Required, cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<std::string>
     outputFile("o", cl::desc("Output file (default: <spec>.o for objects, "
                              "stdout otherwise; '-' is stdout)"),
-               cl::value_desc("file"), cl::sub(compileCommand));
+               cl::value_desc("file"), cl::sub(compileCommand), cl::cat(attncCategory));
 enum class EmitKind { Mlir, Llvm, Asm, Obj };
 cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to write"), cl::init(EmitKind::Obj),
@@ -39,21 +41,21 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Llvm, "llvm", "optimized LLVM IR"),
                clEnumValN(EmitKind::Asm, "asm", "target assembly"),
                clEnumValN(EmitKind::Obj, "obj", "an object file (default)")),
-    cl::sub(compileCommand));
+    cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<std::string>
     headerFile("emit-header",
                cl::desc("Also write a C header declaring the entry points"),
-               cl::value_desc("file.h"), cl::sub(compileCommand));
+               cl::value_desc("file.h"), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<std::string> cpuName(
     "cpu",
     cl::desc("Target CPU: 'native' (the host CPU and its features, default) "
              "or an LLVM CPU name such as x86-64, x86-64-v3, znver4"),
-    cl::init("native"), cl::sub(compileCommand));
+    cl::init("native"), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<std::string>
     targetTriple("target", cl::desc("Target triple (default: the host)"),
-                 cl::value_desc("triple"), cl::sub(compileCommand));
+                 cl::value_desc("triple"), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
-                           cl::init(3), cl::Prefix, cl::sub(compileCommand));
+                           cl::init(3), cl::Prefix, cl::sub(compileCommand), cl::cat(attncCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "attnc") << message << "\n";
@@ -78,7 +80,6 @@ int runCompile() {
   mlir::DialectRegistry registry;
   attnc::registerAttncDialects(registry);
   mlir::MLIRContext context(registry);
-  context.loadAllAvailableDialects();
   SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -146,6 +147,8 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter([](raw_ostream &os) {
     os << "attnc 0.1 (LLVM/MLIR " << LLVM_VERSION_STRING << ")\n";
   });
+  // LLVM's own global options are not part of attnc's interface.
+  cl::HideUnrelatedOptions(attncCategory);
   cl::ParseCommandLineOptions(
       argc, argv,
       "attnc: compiles attention specs (the attn dialect) to kernels\n\n"
