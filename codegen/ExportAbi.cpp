@@ -25,12 +25,22 @@ struct AttnExportAbiPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> entries;
-    for (auto func : module.getOps<func::FuncOp>())
+    for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isPublic() && !func.isExternal())
         entries.push_back(func);
+      else if (func.isPrivate() && !func.isExternal())
+        setInternalLinkage(func);
+    }
     for (func::FuncOp impl : entries)
       if (failed(exportEntry(impl)))
         return signalPassFailure();
+  }
+
+  /// Keeps a function out of the object's exported symbols.
+  static void setInternalLinkage(func::FuncOp func) {
+    func->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
+                                      func.getContext(),
+                                      LLVM::Linkage::Internal));
   }
 
   LogicalResult exportEntry(func::FuncOp impl) {
@@ -58,9 +68,7 @@ struct AttnExportAbiPass
       return impl.emitError("cannot rename kernel @") << name;
     impl.setSymName(implName);
     impl.setPrivate();
-    // Keep the implementation out of the object's exported symbols.
-    impl->setAttr("llvm.linkage",
-                  LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+    setInternalLinkage(impl);
 
     OpBuilder b(ctx);
     b.setInsertionPointAfter(impl);

@@ -33,6 +33,8 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
     os << " * Returns 0 (ATTNC_STATUS_OK), or 1 (ATTNC_STATUS_NULL_ARGUMENT)"
        << " without writing\n * anything when a pointer is null. */\n"
        << "int32_t " << kernel.name << "(";
+    if (kernel.args.empty())
+      os << "void";
     llvm::interleave(
         kernel.args, os,
         [&](const KernelArg &arg) {

@@ -29,6 +29,7 @@ Kernels::compile(llvm::StringRef specText, const Options &options) {
   registerAttncDialects(registry);
   result->context = std::make_unique<mlir::MLIRContext>(registry);
   mlir::MLIRContext &context = *result->context;
+  context.printOpOnDiagnostic(false);
 
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(

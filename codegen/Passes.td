@@ -28,11 +28,13 @@ def AttnExportAbi : Pass<"attn-export-abi", "mlir::ModuleOp"> {
     public @f(memrefs...) -> i32 returns ATTNC_STATUS_NULL_ARGUMENT without
     touching any buffer when a pointer is null, and otherwise calls the
     implementation and returns ATTNC_STATUS_OK. Buffers are marked
-    llvm.noalias (callers must not pass overlapping buffers).
+    llvm.noalias (callers must not pass overlapping buffers). Every private
+    function gets internal linkage, so only the entry points are exported.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
-    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"
+    "mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect"
   ];
 }
 

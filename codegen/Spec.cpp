@@ -116,7 +116,7 @@ LogicalResult checkSize(Location loc, ArrayRef<int64_t> shape,
   int64_t bytes = 4;
   for (int64_t dim : shape) {
     if (dim > 0 && bytes > kMaxTensorBytes / dim)
-      return emitError(loc) << what << " is too large (over 2^46 bytes)";
+      return emitError(loc) << what << ": too large (over 2^46 bytes)";
     bytes *= std::max<int64_t>(dim, 1);
   }
   return success();
@@ -159,7 +159,7 @@ LogicalResult checkBody(func::FuncOp func) {
       auto q = attention.getQuery().getType().getShape();
       auto k = attention.getKey().getType().getShape();
       if (failed(checkSize(op.getLoc(), {q[0], q[1], q[2], k[2]},
-                           "the scores of 'attn.attention'")))
+                           "the Sq x Skv scores of 'attn.attention'")))
         return failure();
     }
   }

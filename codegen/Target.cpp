@@ -42,7 +42,8 @@ createTargetMachine(const TargetOptions &options) {
   std::string cpu = options.cpu, features;
   // The host CPU means nothing for another target: use its generic CPU.
   if (cpu == "native" &&
-      triple != llvm::Triple(llvm::sys::getDefaultTargetTriple()))
+      triple != llvm::Triple(llvm::Triple::normalize(
+                    llvm::sys::getDefaultTargetTriple())))
     cpu = "generic";
   if (cpu == "native") {
     cpu = llvm::sys::getHostCPUName().str();

@@ -153,9 +153,12 @@ LogicalResult verifyMaskOptions(Operation *op, std::optional<int64_t> window,
   return success();
 }
 
+/// Scores are f32: the factor must stay finite and non-zero in f32.
 LogicalResult verifyScaleValue(Operation *op, double scale, StringRef what) {
-  if (!std::isfinite(scale) || scale == 0.0)
-    return op->emitOpError() << what << " must be finite and non-zero, got "
+  float rounded = float(scale);
+  if (!std::isfinite(rounded) || rounded == 0.0f)
+    return op->emitOpError() << what
+                             << " must be finite and non-zero in f32, got "
                              << scale;
   return success();
 }

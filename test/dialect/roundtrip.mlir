@@ -245,3 +245,33 @@ func.func @attention_score_mod_only(%q: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf
   }
   return %o : tensor<1x2x4x8xf32>
 }
+
+// Regions may use scf control flow and tensor.dim/tensor.extract of captures.
+// CHECK-LABEL: func.func @score_mod_scf
+// CHECK: attn.score_mod %{{.*}} captures(%{{.*}} : tensor<4xf32>) : tensor<1x2x4x4xf32> {
+// CHECK: tensor.dim
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: tensor.extract
+// CHECK: scf.yield
+// CHECK: } else {
+// CHECK: math.exp
+// CHECK: scf.yield
+// CHECK: attn.yield %{{.*}} : f32
+func.func @score_mod_scf(%s: tensor<1x2x4x4xf32>, %bias: tensor<4xf32>) -> tensor<1x2x4x4xf32> {
+  %r = attn.score_mod %s captures(%bias : tensor<4xf32>) : tensor<1x2x4x4xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index, %bi: tensor<4xf32>):
+    %c0 = arith.constant 0 : index
+    %n = tensor.dim %bi, %c0 : tensor<4xf32>
+    %in = arith.cmpi ult, %j, %n : index
+    %v = scf.if %in -> (f32) {
+      %x = tensor.extract %bi[%j] : tensor<4xf32>
+      %y = arith.addf %score, %x : f32
+      scf.yield %y : f32
+    } else {
+      %e = math.exp %score : f32
+      scf.yield %e : f32
+    }
+    attn.yield %v : f32
+  }
+  return %r : tensor<1x2x4x4xf32>
+}

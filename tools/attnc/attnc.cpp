@@ -80,6 +80,8 @@ int runCompile() {
   mlir::DialectRegistry registry;
   attnc::registerAttncDialects(registry);
   mlir::MLIRContext context(registry);
+  // Diagnostics point at the spec; a dump of the IR would only add noise.
+  context.printOpOnDiagnostic(false);
   SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -103,6 +105,8 @@ int runCompile() {
     return 1;
 
   std::string output = outputFile;
+  if (output.empty() && emitKind == EmitKind::Obj && inputFile == "-")
+    return fail("give -o when reading the spec from stdin");
   if (output.empty())
     output = emitKind == EmitKind::Obj
                  ? sys::path::stem(inputFile).str() + ".o"

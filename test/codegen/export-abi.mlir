@@ -1,0 +1,92 @@
+// RUN: attnc-opt %s -split-input-file -attn-export-abi | FileCheck %s
+
+// attn-export-abi on bufferized functions: each public function @f becomes
+// the private, internal @__attnc_impl_f, and a new public @f returns an i32
+// status: 1 (ATTNC_STATUS_NULL_ARGUMENT) without calling anything when a
+// buffer pointer is null, else 0 after calling the implementation.
+//
+// The module attribute only loads the LLVM dialect, which the pass needs
+// for #llvm.linkage but does not declare as a dependent dialect (see
+// export-abi-llvm-dialect.mlir).
+
+// CHECK-LABEL: func.func private @__attnc_impl_kernel
+// CHECK-SAME: (%{{.*}}: memref<4xf32> {llvm.noalias}, %{{.*}}: memref<2x3xi32> {llvm.noalias})
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>}
+// CHECK-NEXT: memref.subview
+// CHECK-NEXT: memref.copy
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @kernel
+// CHECK-SAME: (%[[A:.*]]: memref<4xf32> {llvm.noalias}, %[[B:.*]]: memref<2x3xi32> {llvm.noalias}) -> i32
+// CHECK-DAG: %[[FALSE:.*]] = arith.constant false
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]] : memref<4xf32> -> index
+// CHECK: %[[NA:.*]] = arith.cmpi eq, %[[PA]], %[[C0]] : index
+// CHECK: %[[OA:.*]] = arith.ori %[[FALSE]], %[[NA]] : i1
+// CHECK: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %[[B]] : memref<2x3xi32> -> index
+// CHECK: %[[NB:.*]] = arith.cmpi eq, %[[PB]], %[[C0]] : index
+// CHECK: %[[ANY:.*]] = arith.ori %[[OA]], %[[NB]] : i1
+// CHECK: %[[STATUS:.*]] = scf.if %[[ANY]] -> (i32) {
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT: scf.yield %[[ONE]] : i32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: func.call @__attnc_impl_kernel(%[[A]], %[[B]]) : (memref<4xf32>, memref<2x3xi32>) -> ()
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: scf.yield %[[ZERO]] : i32
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[STATUS]] : i32
+// Private functions and declarations are not kernels.
+// CHECK-LABEL: func.func private @helper
+// CHECK-SAME: (%{{.*}}: memref<4xf32>) attributes {llvm.linkage = #llvm.linkage<internal>} {
+// CHECK-LABEL: func.func private @external(memref<4xf32>)
+// CHECK-NOT: __attnc_impl_helper
+// CHECK-NOT: __attnc_impl_external
+module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @kernel(%a: memref<4xf32>, %b: memref<2x3xi32>) {
+    %view = memref.subview %b[0, 0] [1, 3] [1, 1] : memref<2x3xi32> to memref<3xi32, strided<[1]>>
+    memref.copy %view, %view : memref<3xi32, strided<[1]>> to memref<3xi32, strided<[1]>>
+    return
+  }
+  func.func private @helper(%a: memref<4xf32>) {
+    return
+  }
+  func.func private @external(%a: memref<4xf32>)
+}
+
+// -----
+
+// Two kernels, one calling the other: the call keeps calling the
+// implementation (void, out-parameters), not the new i32 entry point.
+// CHECK-LABEL: func.func private @__attnc_impl_inner(%{{.*}}: memref<4xf32> {llvm.noalias})
+// CHECK-LABEL: func.func @inner(%{{.*}}: memref<4xf32> {llvm.noalias}) -> i32
+// CHECK: func.call @__attnc_impl_inner(
+// CHECK-LABEL: func.func private @__attnc_impl_outer
+// CHECK-SAME: (%[[X:.*]]: memref<4xf32> {llvm.noalias}, %{{.*}}: memref<f16> {llvm.noalias})
+// CHECK-NEXT: call @__attnc_impl_inner(%[[X]]) : (memref<4xf32>) -> ()
+// CHECK-LABEL: func.func @outer(%{{.*}}: memref<4xf32> {llvm.noalias}, %{{.*}}: memref<f16> {llvm.noalias}) -> i32
+// CHECK-COUNT-2: memref.extract_aligned_pointer_as_index
+// CHECK-NOT: memref.extract_aligned_pointer_as_index
+// CHECK: func.call @__attnc_impl_outer(
+module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @inner(%a: memref<4xf32>) {
+    return
+  }
+  func.func @outer(%a: memref<4xf32>, %b: memref<f16>) {
+    func.call @inner(%a) : (memref<4xf32>) -> ()
+    return
+  }
+}
+
+// -----
+
+// A kernel without buffers cannot see a null pointer.
+// CHECK-LABEL: func.func private @__attnc_impl_nothing()
+// CHECK-LABEL: func.func @nothing() -> i32
+// CHECK-NOT: memref.extract_aligned_pointer_as_index
+// CHECK: %[[FALSE:.*]] = arith.constant false
+// CHECK: scf.if %[[FALSE]] -> (i32)
+// CHECK: func.call @__attnc_impl_nothing() : () -> ()
+module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @nothing() {
+    return
+  }
+}
