@@ -21,6 +21,19 @@ using namespace attnc::attn;
 
 namespace {
 
+/// The mask conditions of an attn.mask or attn.attention op.
+template <typename OpTy>
+MaskConditions maskConditionsOf(OpTy op, ValueRange captures) {
+  MaskConditions mask;
+  mask.causal = op.getCausal();
+  mask.window = op.getWindow();
+  mask.lengths = op.getLengths();
+  if (!op.getMaskMod().empty())
+    mask.maskMod = &op.getMaskMod();
+  mask.captures = captures;
+  return mask;
+}
+
 struct LowerProjection : OpRewritePattern<ProjectionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ProjectionOp op,
@@ -81,15 +94,8 @@ struct LowerMask : OpRewritePattern<MaskOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MaskOp op,
                                 PatternRewriter &rewriter) const override {
-    MaskConditions mask;
-    mask.causal = op.getCausal();
-    mask.window = op.getWindow();
-    mask.lengths = op.getLengths();
-    if (!op.getMaskMod().empty())
-      mask.maskMod = &op.getMaskMod();
-    mask.captures = op.getCaptures();
-    rewriter.replaceOp(op,
-                       buildMask(rewriter, op.getLoc(), op.getScores(), mask));
+    rewriter.replaceOp(op, buildMask(rewriter, op.getLoc(), op.getScores(),
+                                     maskConditionsOf(op, op.getCaptures())));
     return success();
   }
 };
@@ -126,14 +132,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     if (!op.getScoreMod().empty())
       scores = buildScoreMod(rewriter, loc, scores, op.getScoreMod(),
                              op.getScoreCaptures());
-    MaskConditions mask;
-    mask.causal = op.getCausal();
-    mask.window = op.getWindow();
-    mask.lengths = op.getLengths();
-    if (!op.getMaskMod().empty())
-      mask.maskMod = &op.getMaskMod();
-    mask.captures = op.getMaskCaptures();
-    scores = buildMask(rewriter, loc, scores, mask);
+    scores = buildMask(rewriter, loc, scores,
+                       maskConditionsOf(op, op.getMaskCaptures()));
     auto [probs, lse] = buildSoftmax(rewriter, loc, scores);
     Value output = buildApply(rewriter, loc, probs, op.getValue(),
                               op.getOutput().getType());

@@ -93,9 +93,11 @@ bool isReservedSymbol(StringRef name) {
          mathRoots.contains(name.drop_back());
 }
 
-/// A C identifier from an SSA name such as "%x" or "%q.1"; `fallback`
-/// when nothing usable is left.
-std::string identifierFrom(StringRef ssaName, const std::string &fallback) {
+/// A C identifier from the SSA name such as "%x" or "%q.1" that `range`
+/// covers in the source; `fallback` when nothing usable is left.
+std::string identifierFrom(llvm::SMRange range, const std::string &fallback) {
+  StringRef ssaName(range.Start.getPointer(),
+                    range.End.getPointer() - range.Start.getPointer());
   std::string name;
   for (char c : ssaName.drop_front(ssaName.starts_with("%") ? 1 : 0))
     name.push_back(isalnum(c) ? c : '_');
@@ -292,13 +294,8 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
         return failure();
       std::string fallback = "arg" + std::to_string(i);
       arg.name = fallback;
-      if (blockDef && i < blockDef->arguments.size()) {
-        llvm::SMRange range = blockDef->arguments[i].loc;
-        arg.name = identifierFrom(
-            StringRef(range.Start.getPointer(),
-                      range.End.getPointer() - range.Start.getPointer()),
-            fallback);
-      }
+      if (blockDef && i < blockDef->arguments.size())
+        arg.name = identifierFrom(blockDef->arguments[i].loc, fallback);
       arg.name = unique(arg.name);
       kernel.args.push_back(std::move(arg));
     }
@@ -318,12 +315,9 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
                 asmState.getOpDef(def))
           if (!opDef->resultGroups.empty() &&
               opDef->resultGroups.size() == def->getNumResults()) {
-            llvm::SMRange range =
-                opDef->resultGroups[cast<OpResult>(returned).getResultNumber()]
-                    .definition.loc;
             arg.name = identifierFrom(
-                StringRef(range.Start.getPointer(),
-                          range.End.getPointer() - range.Start.getPointer()),
+                opDef->resultGroups[cast<OpResult>(returned).getResultNumber()]
+                    .definition.loc,
                 fallback);
           }
       arg.name = unique(arg.name);
