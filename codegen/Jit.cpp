@@ -47,6 +47,8 @@ Kernels::compile(llvm::StringRef specText, const Options &options) {
   mlir::FailureOr<Spec> spec = parseSpec(sourceMgr, context);
   if (mlir::failed(spec))
     return failure();
+  if (options.backward && mlir::failed(deriveBackward(*spec)))
+    return failure();
   mlir::PassManager pm(&context);
   buildCpuPipeline(pm);
   if (mlir::failed(pm.run(*spec->module)))

@@ -18,6 +18,8 @@ namespace attnc::jit {
 
 struct Options {
   unsigned optLevel = 3;
+  /// Also derive <f>_fwd and <f>_bwd for every kernel <f>.
+  bool backward = true;
 };
 
 /// The entry points of one compiled spec, callable from this process.

@@ -6,7 +6,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "passes/ScalarGradients.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <limits>
@@ -243,11 +245,12 @@ Value buildMask(OpBuilder &b, Location loc, Value scores,
   return mapScores(
       b, loc, scores, [&](OpBuilder &nb, Location nl, Value s, ValueRange bhij) {
         Value visible = buildVisible(nb, nl, mask, bhij);
-        Value negInf = arith::ConstantOp::create(
+        Value fill = arith::ConstantOp::create(
             nb, nl,
-            nb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-        return arith::SelectOp::create(nb, nl, visible, s, negInf)
-            .getResult();
+            nb.getF32FloatAttr(mask.zeroFill
+                                   ? 0.0f
+                                   : -std::numeric_limits<float>::infinity()));
+        return arith::SelectOp::create(nb, nl, visible, s, fill).getResult();
       });
 }
 
@@ -361,6 +364,305 @@ Value buildApply(OpBuilder &b, Location loc, Value probs, Value value,
       AffineMap::get(5, 0, {bb, h, i, dv}, ctx)};
   return buildContraction(b, loc, probs, value, maps,
                           {kPar, kPar, kPar, kPar, kRed}, resultType);
+}
+
+Value buildTransposedApply(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                           RankedTensorType resultType) {
+  // Split the query heads into (KV head g, member hh) so that every loop
+  // is a plain dimension: loops (b, g, j, d, hh, i),
+  // R[b,g,j,d] += X[b,g,hh,i,j] * Y[b,g,hh,i,d].
+  int64_t kvHeads = resultType.getShape()[1];
+  int64_t group = shapeOf(lhs)[1] / kvHeads;
+  auto splitHeads = [&](Value v) {
+    ArrayRef<int64_t> s = shapeOf(v);
+    auto type = RankedTensorType::get({s[0], kvHeads, group, s[2], s[3]},
+                                      elementTypeOf(v));
+    return tensor::ExpandShapeOp::create(
+               b, loc, type, v,
+               SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
+        .getResult();
+  };
+  MLIRContext *ctx = b.getContext();
+  AffineExpr bb, g, j, d, hh, i;
+  bindDims(ctx, bb, g, j, d, hh, i);
+  SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {bb, g, hh, i, j}, ctx),
+                                 AffineMap::get(6, 0, {bb, g, hh, i, d}, ctx),
+                                 AffineMap::get(6, 0, {bb, g, j, d}, ctx)};
+  return buildContraction(b, loc, splitHeads(lhs), splitHeads(rhs), maps,
+                          {kPar, kPar, kPar, kPar, kRed, kRed}, resultType);
+}
+
+/// Collapses [A, B, C] into [A, B*C] (or [A*B, C] when `leading`).
+static Value collapse(OpBuilder &b, Location loc, Value source,
+                      bool leading) {
+  SmallVector<ReassociationIndices> groups =
+      leading ? SmallVector<ReassociationIndices>{{0, 1}, {2}}
+              : SmallVector<ReassociationIndices>{{0}, {1, 2}};
+  return tensor::CollapseShapeOp::create(b, loc, source, groups);
+}
+
+std::pair<Value, Value> buildProjectionGrad(OpBuilder &b, Location loc,
+                                            Value input, Value weight,
+                                            Value grad) {
+  ArrayRef<int64_t> x = shapeOf(input), g = shapeOf(grad);
+  int64_t heads = g[1], headDim = g[3];
+  MLIRContext *ctx = b.getContext();
+  Type elementType = elementTypeOf(input);
+  // dX: loops (b, s, e, h, d): dX[b,s,e] += dY[b,h,s,d] * W[e, h*D + d].
+  AffineExpr bb, s, e, h, d;
+  bindDims(ctx, bb, s, e, h, d);
+  Value dInput = buildContraction(
+      b, loc, grad, weight,
+      {AffineMap::get(5, 0, {bb, h, s, d}, ctx),
+       AffineMap::get(5, 0, {e, h * headDim + d}, ctx),
+       AffineMap::get(5, 0, {bb, s, e}, ctx)},
+      {kPar, kPar, kPar, kRed, kRed},
+      cast<RankedTensorType>(input.getType()));
+  // dW as [E, H, D]: loops (e, h, d, b, s): += X[b,s,e] * dY[b,h,s,d].
+  AffineExpr e2, h2, d2, b2, s2;
+  bindDims(ctx, e2, h2, d2, b2, s2);
+  Value dWeight3 = buildContraction(
+      b, loc, input, grad,
+      {AffineMap::get(5, 0, {b2, s2, e2}, ctx),
+       AffineMap::get(5, 0, {b2, h2, s2, d2}, ctx),
+       AffineMap::get(5, 0, {e2, h2, d2}, ctx)},
+      {kPar, kPar, kPar, kRed, kRed},
+      RankedTensorType::get({x[2], heads, headDim}, elementType));
+  return {dInput, collapse(b, loc, dWeight3, /*leading=*/false)};
+}
+
+std::pair<Value, Value> buildMergeGrad(OpBuilder &b, Location loc,
+                                       Value input, Value weight, Value grad) {
+  ArrayRef<int64_t> o = shapeOf(input), g = shapeOf(grad);
+  int64_t valueDim = o[3];
+  MLIRContext *ctx = b.getContext();
+  Type elementType = elementTypeOf(input);
+  // dO: loops (b, h, s, dv, e): dO[b,h,s,dv] += dY[b,s,e] * Wo[h*Dv + dv, e].
+  AffineExpr bb, h, s, dv, e;
+  bindDims(ctx, bb, h, s, dv, e);
+  Value dInput = buildContraction(
+      b, loc, grad, weight,
+      {AffineMap::get(5, 0, {bb, s, e}, ctx),
+       AffineMap::get(5, 0, {h * valueDim + dv, e}, ctx),
+       AffineMap::get(5, 0, {bb, h, s, dv}, ctx)},
+      {kPar, kPar, kPar, kPar, kRed},
+      cast<RankedTensorType>(input.getType()));
+  // dWo as [H, Dv, E]: loops (h, dv, e, b, s): += O[b,h,s,dv] * dY[b,s,e].
+  AffineExpr h2, dv2, e2, b2, s2;
+  bindDims(ctx, h2, dv2, e2, b2, s2);
+  Value dWeight3 = buildContraction(
+      b, loc, input, grad,
+      {AffineMap::get(5, 0, {b2, h2, s2, dv2}, ctx),
+       AffineMap::get(5, 0, {b2, s2, e2}, ctx),
+       AffineMap::get(5, 0, {h2, dv2, e2}, ctx)},
+      {kPar, kPar, kPar, kRed, kRed},
+      RankedTensorType::get({o[1], valueDim, g[2]}, elementType));
+  return {dInput, collapse(b, loc, dWeight3, /*leading=*/true)};
+}
+
+/// rowsum_j(A[b,h,i,j] * C[b,h,i,j]) in f32, as [B,H,Sq].
+static Value buildRowDot(OpBuilder &b, Location loc, Value a, Value c) {
+  ArrayRef<int64_t> shape = shapeOf(a);
+  SmallVector<int64_t> rowShape(shape.take_front(3));
+  Type f32 = b.getF32Type();
+  MLIRContext *ctx = b.getContext();
+  AffineMap full = b.getMultiDimIdentityMap(4);
+  AffineMap row = AffineMap::get(
+      4, 0,
+      {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+       getAffineDimExpr(2, ctx)},
+      ctx);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
+             ValueRange{a, c}, ValueRange{filled(b, loc, rowShape, f32, 0.0)},
+             ArrayRef<AffineMap>{full, full, row},
+             SmallVector<IteratorType>{kPar, kPar, kPar, kRed},
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value x = convertFloat(nb, nl, args[0], f32);
+               Value y = convertFloat(nb, nl, args[1], f32);
+               Value prod = arith::MulFOp::create(nb, nl, x, y);
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::AddFOp::create(nb, nl, args[2], prod).getResult());
+             })
+      .getResult(0);
+}
+
+/// P * (dP - delta [+ dLSE]) elementwise, with delta and dLSE per row.
+static Value buildScoresGrad(OpBuilder &b, Location loc, Value probs,
+                             Value probsGrad, Value delta, Value lseGrad) {
+  ArrayRef<int64_t> shape = shapeOf(probs);
+  MLIRContext *ctx = b.getContext();
+  AffineMap full = b.getMultiDimIdentityMap(4);
+  AffineMap row = AffineMap::get(
+      4, 0,
+      {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+       getAffineDimExpr(2, ctx)},
+      ctx);
+  SmallVector<Value> inputs = {probs, probsGrad, delta};
+  SmallVector<AffineMap> maps = {full, full, row};
+  if (lseGrad) {
+    inputs.push_back(lseGrad);
+    maps.push_back(row);
+  }
+  maps.push_back(full);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{probs.getType()}, inputs,
+             ValueRange{empty(b, loc, shape, b.getF32Type())}, maps,
+             SmallVector<IteratorType>(4, kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value centered =
+                   arith::SubFOp::create(nb, nl, args[1], args[2]);
+               if (lseGrad)
+                 centered = arith::AddFOp::create(nb, nl, centered, args[3]);
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::MulFOp::create(nb, nl, args[0], centered)
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+Value buildSoftmaxGrad(OpBuilder &b, Location loc, Value probs, Value grad) {
+  Value delta = buildRowDot(b, loc, probs, grad);
+  return buildScoresGrad(b, loc, probs, grad, delta, Value());
+}
+
+std::pair<Value, SmallVector<Value>>
+buildScoreModGrad(OpBuilder &b, Location loc, Value scores, Value grad,
+                  Region &body, ValueRange captures) {
+  ArrayRef<int64_t> shape = shapeOf(scores);
+  AffineMap id = b.getMultiDimIdentityMap(4);
+  // dS = dS' * df/ds, elementwise.
+  Value scoresGrad =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{scores.getType()}, ValueRange{scores, grad},
+          ValueRange{empty(b, loc, shape, b.getF32Type())},
+          ArrayRef<AffineMap>{id, id, id}, SmallVector<IteratorType>(4, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            SmallVector<Value> arguments = {args[0]};
+            llvm::append_range(arguments, loopIndices(nb, nl));
+            llvm::append_range(arguments, captures);
+            linalg::YieldOp::create(
+                nb, nl,
+                buildScoreModAdjoints(nb, nl, body, arguments, args[1])
+                    .scoreAdjoint);
+          })
+          .getResult(0);
+
+  // Capture gradients scatter into the captured tensors: a sequential loop
+  // nest over (b, h, i, j) keeps the accumulation order fixed.
+  SmallVector<Value> captureGrads;
+  SmallVector<unsigned> floatCaptures;
+  for (auto [k, capture] : llvm::enumerate(captures)) {
+    auto type = cast<RankedTensorType>(capture.getType());
+    if (isa<FloatType>(type.getElementType())) {
+      floatCaptures.push_back(k);
+      captureGrads.push_back(
+          filled(b, loc, type.getShape(), type.getElementType(), 0.0));
+    } else {
+      captureGrads.push_back(arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              type, b.getIntegerAttr(type.getElementType(), 0))));
+    }
+  }
+  if (floatCaptures.empty())
+    return {scoresGrad, captureGrads};
+
+  SmallVector<Value> lower(4, arith::ConstantIndexOp::create(b, loc, 0));
+  SmallVector<Value> step(4, arith::ConstantIndexOp::create(b, loc, 1));
+  SmallVector<Value> upper;
+  for (int64_t dim : shape)
+    upper.push_back(arith::ConstantIndexOp::create(b, loc, dim));
+  SmallVector<Value> init;
+  for (unsigned k : floatCaptures)
+    init.push_back(captureGrads[k]);
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lower, upper, step, init,
+      [&](OpBuilder &nb, Location nl, ValueRange ivs,
+          ValueRange accumulators) -> scf::ValueVector {
+        Value s = tensor::ExtractOp::create(nb, nl, scores, ivs);
+        Value g = tensor::ExtractOp::create(nb, nl, grad, ivs);
+        SmallVector<Value> arguments = {s};
+        llvm::append_range(arguments, ivs);
+        llvm::append_range(arguments, captures);
+        ScoreModAdjoints adjoints =
+            buildScoreModAdjoints(nb, nl, body, arguments, g);
+        scf::ValueVector updated(accumulators.begin(), accumulators.end());
+        for (const CaptureAdjoint &read : adjoints.captures) {
+          auto slot = llvm::find(floatCaptures, read.capture);
+          Value &acc = updated[slot - floatCaptures.begin()];
+          Value current = tensor::ExtractOp::create(nb, nl, acc, read.indices);
+          Value sum = arith::AddFOp::create(nb, nl, current, read.adjoint);
+          acc = tensor::InsertOp::create(nb, nl, sum, acc, read.indices);
+        }
+        return updated;
+      });
+  for (auto [slot, k] : llvm::enumerate(floatCaptures))
+    captureGrads[k] = nest.results[slot];
+  return {scoresGrad, captureGrads};
+}
+
+AttentionGrads buildAttentionGrad(OpBuilder &b, Location loc,
+                                  const AttentionGradInputs &in) {
+  // Recompute S' and P = exp(S' - LSE); never stored by the forward.
+  Value scores = buildScale(b, loc, buildScores(b, loc, in.query, in.key),
+                            in.scale);
+  Value modified = in.scoreMod ? buildScoreMod(b, loc, scores, *in.scoreMod,
+                                               in.scoreCaptures)
+                               : scores;
+  Value masked = buildMask(b, loc, modified, in.mask);
+  AffineMap full = b.getMultiDimIdentityMap(4);
+  MLIRContext *ctx = b.getContext();
+  AffineMap row = AffineMap::get(
+      4, 0,
+      {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+       getAffineDimExpr(2, ctx)},
+      ctx);
+  const float inf = std::numeric_limits<float>::infinity();
+  Value probs =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{masked.getType()}, ValueRange{masked, in.lse},
+          ValueRange{empty(b, loc, shapeOf(masked), b.getF32Type())},
+          ArrayRef<AffineMap>{full, row, full},
+          SmallVector<IteratorType>(4, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            // A fully masked row has LSE = -inf and P = 0.
+            Value negInf =
+                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(-inf));
+            Value zero =
+                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
+            Value empty = arith::CmpFOp::create(
+                nb, nl, arith::CmpFPredicate::OEQ, args[1], negInf);
+            Value e = math::ExpOp::create(
+                nb, nl, arith::SubFOp::create(nb, nl, args[0], args[1]));
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::SelectOp::create(nb, nl, empty, zero, e).getResult());
+          })
+          .getResult(0);
+
+  Value probsGrad = buildScores(b, loc, in.outputGrad, in.value);
+  Value delta = buildRowDot(b, loc, in.outputGrad, in.output);
+  Value modifiedGrad =
+      buildScoresGrad(b, loc, probs, probsGrad, delta, in.lseGrad);
+  AttentionGrads grads;
+  Value scoresGrad = modifiedGrad;
+  if (in.scoreMod) {
+    auto [ds, captureGrads] = buildScoreModGrad(
+        b, loc, scores, modifiedGrad, *in.scoreMod, in.scoreCaptures);
+    scoresGrad = ds;
+    grads.scoreCaptures = captureGrads;
+  }
+  scoresGrad = buildScale(b, loc, scoresGrad, in.scale);
+  grads.query = buildApply(b, loc, scoresGrad, in.key,
+                           cast<RankedTensorType>(in.query.getType()));
+  grads.key = buildTransposedApply(b, loc, scoresGrad, in.query,
+                                   cast<RankedTensorType>(in.key.getType()));
+  grads.value = buildTransposedApply(
+      b, loc, probs, in.outputGrad, cast<RankedTensorType>(in.value.getType()));
+  return grads;
 }
 
 } // namespace attnc

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 
@@ -21,6 +22,7 @@ struct MaskConditions {
   mlir::Value lengths;             // tensor<Bxi32|i64> or null
   mlir::Region *maskMod = nullptr; // (b, h, i, j, captures...) -> i1
   mlir::ValueRange captures;
+  bool zeroFill = false; // masked entries become 0 instead of -inf
 
   bool any() const { return causal || window || lengths || maskMod; }
 };
@@ -53,6 +55,43 @@ std::pair<mlir::Value, mlir::Value> buildSoftmax(mlir::OpBuilder &b,
 mlir::Value buildApply(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::Value probs, mlir::Value value,
                        mlir::RankedTensorType resultType);
+
+/// X^T Y summed over the query heads of each KV head (attn.transposed_apply).
+mlir::Value buildTransposedApply(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Value lhs, mlir::Value rhs,
+                                 mlir::RankedTensorType resultType);
+/// (dX, dW) of attn.projection and (dO, dWo) of attn.merge.
+std::pair<mlir::Value, mlir::Value>
+buildProjectionGrad(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                    mlir::Value weight, mlir::Value grad);
+std::pair<mlir::Value, mlir::Value>
+buildMergeGrad(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+               mlir::Value weight, mlir::Value grad);
+/// P * (dP - rowsum(P * dP)).
+mlir::Value buildSoftmaxGrad(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value probs, mlir::Value grad);
+/// dS = dS' * df/ds, and one gradient per capture (zeros for integer ones),
+/// accumulated in (b, h, i, j) order.
+std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>
+buildScoreModGrad(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scores,
+                  mlir::Value grad, mlir::Region &body,
+                  mlir::ValueRange captures);
+
+/// The operands of attn.attention_grad, without the op.
+struct AttentionGradInputs {
+  mlir::Value query, key, value, output, lse, outputGrad, lseGrad;
+  double scale;
+  mlir::Region *scoreMod = nullptr;
+  mlir::ValueRange scoreCaptures;
+  MaskConditions mask;
+};
+struct AttentionGrads {
+  mlir::Value query, key, value;
+  llvm::SmallVector<mlir::Value> scoreCaptures;
+};
+/// dQ, dK, dV and the score captures' gradients, recomputing P from LSE.
+AttentionGrads buildAttentionGrad(mlir::OpBuilder &b, mlir::Location loc,
+                                  const AttentionGradInputs &inputs);
 
 } // namespace attnc
 

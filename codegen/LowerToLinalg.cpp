@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -31,6 +32,13 @@ MaskConditions maskConditionsOf(OpTy op, ValueRange captures) {
   if (!op.getMaskMod().empty())
     mask.maskMod = &op.getMaskMod();
   mask.captures = captures;
+  return mask;
+}
+
+/// attn.mask's own options: those of the shared conditions plus zero_fill.
+MaskConditions maskConditionsOf(MaskOp op) {
+  MaskConditions mask = maskConditionsOf(op, op.getCaptures());
+  mask.zeroFill = op.getZeroFill();
   return mask;
 }
 
@@ -95,7 +103,7 @@ struct LowerMask : OpRewritePattern<MaskOp> {
   LogicalResult matchAndRewrite(MaskOp op,
                                 PatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, buildMask(rewriter, op.getLoc(), op.getScores(),
-                                     maskConditionsOf(op, op.getCaptures())));
+                                     maskConditionsOf(op)));
     return success();
   }
 };
@@ -142,6 +150,88 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
   }
 };
 
+struct LowerTransposedApply : OpRewritePattern<TransposedApplyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposedApplyOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildTransposedApply(rewriter, op.getLoc(),
+                                                op.getLhs(), op.getRhs(),
+                                                op.getResult().getType()));
+    return success();
+  }
+};
+
+struct LowerProjectionGrad : OpRewritePattern<ProjectionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ProjectionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto [input, weight] = buildProjectionGrad(
+        rewriter, op.getLoc(), op.getInput(), op.getWeight(), op.getGrad());
+    rewriter.replaceOp(op, {input, weight});
+    return success();
+  }
+};
+
+struct LowerMergeGrad : OpRewritePattern<MergeGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MergeGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto [input, weight] = buildMergeGrad(rewriter, op.getLoc(), op.getInput(),
+                                          op.getWeight(), op.getGrad());
+    rewriter.replaceOp(op, {input, weight});
+    return success();
+  }
+};
+
+struct LowerSoftmaxGrad : OpRewritePattern<SoftmaxGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxGradOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildSoftmaxGrad(rewriter, op.getLoc(),
+                                            op.getProbs(), op.getGrad()));
+    return success();
+  }
+};
+
+struct LowerScoreModGrad : OpRewritePattern<ScoreModGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScoreModGradOp op,
+                                PatternRewriter &rewriter) const override {
+    auto [scores, captures] =
+        buildScoreModGrad(rewriter, op.getLoc(), op.getScores(), op.getGrad(),
+                          op.getBody(), op.getCaptures());
+    SmallVector<Value> results = {scores};
+    llvm::append_range(results, captures);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct LowerAttentionGrad : OpRewritePattern<AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionGradOp op,
+                                PatternRewriter &rewriter) const override {
+    AttentionGradInputs inputs;
+    inputs.query = op.getQuery();
+    inputs.key = op.getKey();
+    inputs.value = op.getValue();
+    inputs.output = op.getOutput();
+    inputs.lse = op.getLse();
+    inputs.outputGrad = op.getOutputGrad();
+    inputs.lseGrad = op.getLseGrad();
+    inputs.scale = op.getEffectiveScale();
+    if (!op.getScoreMod().empty())
+      inputs.scoreMod = &op.getScoreMod();
+    inputs.scoreCaptures = op.getScoreCaptures();
+    inputs.mask = maskConditionsOf(op, op.getMaskCaptures());
+    AttentionGrads grads = buildAttentionGrad(rewriter, op.getLoc(), inputs);
+    SmallVector<Value> results = {grads.query, grads.key, grads.value};
+    llvm::append_range(results, grads.scoreCaptures);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 struct AttnLowerToLinalgPass
     : attnc::impl::AttnLowerToLinalgBase<AttnLowerToLinalgPass> {
   void runOnOperation() override {
@@ -162,7 +252,9 @@ struct AttnLowerToLinalgPass
     RewritePatternSet patterns(&getContext());
     patterns.add<LowerProjection, LowerMerge, LowerScores, LowerScale,
                  LowerScoreMod, LowerMask, LowerSoftmax, LowerApply,
-                 LowerAttention>(&getContext());
+                 LowerAttention, LowerTransposedApply, LowerProjectionGrad,
+                 LowerMergeGrad, LowerSoftmaxGrad, LowerScoreModGrad,
+                 LowerAttentionGrad>(&getContext());
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     WalkResult left = module.walk([](Operation *op) {

@@ -15,8 +15,8 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "mlir::ModuleOp"> {
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
-    "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
-    "mlir::bufferization::BufferizationDialect"
+    "mlir::math::MathDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect", "mlir::bufferization::BufferizationDialect"
   ];
 }
 

@@ -17,6 +17,8 @@ namespace attnc {
 
 void buildCpuBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createAttnLowerToLinalg());
+  // Gradient accumulation adds whole tensors with arith.addf.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgElementwiseOpFusionPass());
   bufferization::OneShotBufferizePassOptions bufferize;

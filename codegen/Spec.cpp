@@ -7,6 +7,9 @@
 #include "mlir/AsmParser/AsmParserState.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "passes/Passes.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -329,6 +332,66 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
     return emitError(spec.module->getLoc(),
                      "the spec has no public function to compile");
   return spec;
+}
+
+LogicalResult deriveBackward(Spec &spec) {
+  ModuleOp module = *spec.module;
+  PassManager pm(module.getContext());
+  pm.addPass(createInlinerPass());
+  pm.addPass(createAttnDeriveBackward());
+  if (failed(pm.run(module)))
+    return failure();
+
+  auto argOf = [](Type type, std::string name, bool isOutput) {
+    KernelArg arg;
+    auto tensor = cast<RankedTensorType>(type);
+    arg.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    arg.dtype = *dtypeOf(tensor.getElementType());
+    arg.name = std::move(name);
+    arg.isOutput = isOutput;
+    return arg;
+  };
+  std::vector<KernelSignature> derived;
+  for (const KernelSignature &kernel : spec.kernels) {
+    auto fwd = module.lookupSymbol<func::FuncOp>(kernel.name + "_fwd");
+    auto bwd = module.lookupSymbol<func::FuncOp>(kernel.name + "_bwd");
+    if (!fwd || !bwd)
+      continue;
+    std::vector<KernelArg> inputs, results;
+    for (const KernelArg &arg : kernel.args)
+      (arg.isOutput ? results : inputs).push_back(arg);
+    auto savedName = [](size_t k) { return "saved" + std::to_string(k); };
+
+    KernelSignature forward{fwd.getSymName().str(), kernel.args};
+    TypeRange fwdResults = fwd.getResultTypes();
+    for (size_t k = results.size(); k < fwdResults.size(); ++k)
+      forward.args.push_back(
+          argOf(fwdResults[k], savedName(k - results.size()), true));
+
+    // Inputs, results and saved values come in; gradients go out.
+    KernelSignature backward{bwd.getSymName().str(), {}};
+    TypeRange bwdInputs = bwd.getArgumentTypes();
+    size_t next = 0;
+    for (const KernelArg &arg : inputs)
+      backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));
+    for (const KernelArg &arg : results)
+      backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));
+    for (size_t k = 0; k + results.size() < fwdResults.size(); ++k)
+      backward.args.push_back(argOf(bwdInputs[next++], savedName(k), false));
+    for (const KernelArg &arg : results)
+      if (arg.dtype != "i32" && arg.dtype != "i64")
+        backward.args.push_back(
+            argOf(bwdInputs[next++], "d_" + arg.name, false));
+    size_t output = 0;
+    for (const KernelArg &arg : inputs)
+      if (arg.dtype != "i32" && arg.dtype != "i64")
+        backward.args.push_back(
+            argOf(bwd.getResultTypes()[output++], "d_" + arg.name, true));
+    derived.push_back(std::move(forward));
+    derived.push_back(std::move(backward));
+  }
+  llvm::append_range(spec.kernels, derived);
+  return success();
 }
 
 std::string cTypeOf(const std::string &dtype) {

@@ -45,6 +45,11 @@ void registerAttncDialects(mlir::DialectRegistry &registry);
 mlir::FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr,
                                 mlir::MLIRContext &context);
 
+/// Runs attn-derive-backward (after inlining calls) and appends the
+/// signatures of every kernel's @f_fwd and @f_bwd to `spec.kernels`, named
+/// after @f's arguments: saved values are saved<k>, gradients d_<name>.
+mlir::LogicalResult deriveBackward(Spec &spec);
+
 /// The C type of a dtype ("float", "uint16_t", ...).
 std::string cTypeOf(const std::string &dtype);
 

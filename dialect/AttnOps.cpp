@@ -330,46 +330,175 @@ double AttentionOp::getEffectiveScale() {
   return 1.0 / std::sqrt(double(shapeOf(getQuery())[3]));
 }
 
-LogicalResult AttentionOp::verify() {
-  if (failed(verifyQueryKey(*this, getQuery(), getKey())) ||
-      failed(verifySameElementType(*this, getQuery(), getValue(), "query",
-                                   "value")) ||
-      failed(verifySameElementType(*this, getValue(), getOutput(), "value",
-                                   "output")))
+/// The checks attn.attention and attn.attention_grad share: Q/K/V shapes,
+/// the output and LSE types, the scale, the mask options and both regions.
+template <typename OpTy>
+static LogicalResult verifyAttentionLike(OpTy op, Type outputType,
+                                         Type lseType) {
+  Operation *raw = op.getOperation();
+  if (failed(verifyQueryKey(raw, op.getQuery(), op.getKey())) ||
+      failed(verifySameElementType(raw, op.getQuery(), op.getValue(), "query",
+                                   "value")))
     return failure();
-  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
-  if (failed(verifyProbsValue(*this, {q[0], q[1], q[2], k[2]}, getValue())))
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
+  if (failed(verifyProbsValue(raw, {q[0], q[1], q[2], k[2]}, op.getValue())))
     return failure();
-  ArrayRef<int64_t> v = shapeOf(getValue());
+  ArrayRef<int64_t> v = shapeOf(op.getValue());
   if (v[1] != k[1])
-    return emitOpError() << "key and value head counts differ: " << k[1]
-                         << " vs " << v[1];
-  if (failed(verifyExpectedShape(*this, getOutput().getType(),
-                                 {q[0], q[1], q[2], v[3]}, "output")) ||
-      failed(verifyExpectedShape(*this, getLse().getType(), {q[0], q[1], q[2]},
-                                 "lse")))
+    return op.emitOpError() << "key and value head counts differ: " << k[1]
+                            << " vs " << v[1];
+  if (cast<RankedTensorType>(outputType).getElementType() !=
+      elementTypeOf(op.getValue()))
+    return op.emitOpError() << "output must have the element type of value, "
+                            << elementTypeOf(op.getValue()) << ", got "
+                            << outputType;
+  if (failed(verifyExpectedShape(raw, outputType, {q[0], q[1], q[2], v[3]},
+                                 "output")) ||
+      failed(verifyExpectedShape(raw, lseType, {q[0], q[1], q[2]}, "lse")))
     return failure();
-  if (FloatAttr scale = getScaleAttr())
-    if (failed(verifyScaleValue(*this, scale.getValueAsDouble(), "scale")))
+  if (FloatAttr scale = op.getScaleAttr())
+    if (failed(verifyScaleValue(raw, scale.getValueAsDouble(), "scale")))
       return failure();
-  if (failed(verifyMaskOptions(*this, getWindow(), getLengths(), q[0])))
+  if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
     return failure();
-  if (getScoreMod().empty()) {
-    if (!getScoreCaptures().empty())
-      return emitOpError("has score_captures but no score_mod region");
-  } else if (failed(verifyModRegion(*this, getScoreMod(), "score_mod", true,
-                                    getScoreCaptures().getTypes(),
-                                    Float32Type::get(getContext())))) {
+  if (op.getScoreMod().empty()) {
+    if (!op.getScoreCaptures().empty())
+      return op.emitOpError("has score_captures but no score_mod region");
+  } else if (failed(verifyModRegion(raw, op.getScoreMod(), "score_mod", true,
+                                    op.getScoreCaptures().getTypes(),
+                                    Float32Type::get(op.getContext())))) {
     return failure();
   }
-  if (getMaskMod().empty()) {
-    if (!getMaskCaptures().empty())
-      return emitOpError("has mask_captures but no mask_mod region");
+  if (op.getMaskMod().empty()) {
+    if (!op.getMaskCaptures().empty())
+      return op.emitOpError("has mask_captures but no mask_mod region");
     return success();
   }
-  return verifyModRegion(*this, getMaskMod(), "mask_mod", false,
-                         getMaskCaptures().getTypes(),
-                         IntegerType::get(getContext(), 1));
+  return verifyModRegion(raw, op.getMaskMod(), "mask_mod", false,
+                         op.getMaskCaptures().getTypes(),
+                         IntegerType::get(op.getContext(), 1));
+}
+
+/// Each capture gradient has its capture's type.
+static LogicalResult verifyCaptureGrads(Operation *op, TypeRange captures,
+                                        TypeRange grads) {
+  if (captures.size() != grads.size())
+    return op->emitOpError() << "must return one gradient per capture ("
+                             << captures.size() << "), got " << grads.size();
+  for (auto [k, pair] : llvm::enumerate(llvm::zip(captures, grads)))
+    if (std::get<0>(pair) != std::get<1>(pair))
+      return op->emitOpError()
+             << "gradient " << k << " must have its capture's type "
+             << std::get<0>(pair) << ", got " << std::get<1>(pair);
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionLike(*this, getOutput().getType(),
+                             getLse().getType());
+}
+
+double AttentionGradOp::getEffectiveScale() {
+  if (FloatAttr scale = getScaleAttr())
+    return scale.getValueAsDouble();
+  return 1.0 / std::sqrt(double(shapeOf(getQuery())[3]));
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyAttentionLike(*this, getOutput().getType(),
+                                 getLse().getType())))
+    return failure();
+  if (getOutputGrad().getType() != getOutput().getType())
+    return emitOpError() << "output_grad must have the output's type "
+                         << getOutput().getType() << ", got "
+                         << getOutputGrad().getType();
+  if (getLseGrad() && getLseGrad().getType() != getLse().getType())
+    return emitOpError() << "lse_grad must have the lse's type "
+                         << getLse().getType() << ", got "
+                         << getLseGrad().getType();
+  if (getQueryGrad().getType() != getQuery().getType() ||
+      getKeyGrad().getType() != getKey().getType() ||
+      getValueGrad().getType() != getValue().getType())
+    return emitOpError("query, key and value gradients must have the types "
+                       "of query, key and value");
+  return verifyCaptureGrads(*this, getScoreCaptures().getTypes(),
+                            getScoreCapturesGrad().getTypes());
+}
+
+//===----------------------------------------------------------------------===//
+// Other gradient ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProjectionGradOp::verify() {
+  if (failed(verifyShape(*this, getInput(), 3, "input")) ||
+      failed(verifyShape(*this, getWeight(), 2, "weight")) ||
+      failed(verifyShape(*this, getGrad(), 4, "grad")) ||
+      failed(verifySameElementType(*this, getInput(), getWeight(), "input",
+                                   "weight")) ||
+      failed(verifySameElementType(*this, getInput(), getGrad(), "input",
+                                   "grad")))
+    return failure();
+  if (getInputGrad().getType() != getInput().getType() ||
+      getWeightGrad().getType() != getWeight().getType())
+    return emitOpError("gradients must have the types of input and weight");
+  ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getWeight()),
+                    g = shapeOf(getGrad());
+  if (x[2] != w[0] || w[1] != g[1] * g[3])
+    return emitOpError("input, weight and grad shapes are inconsistent");
+  return verifyExpectedShape(*this, getGrad().getType(),
+                             {x[0], g[1], x[1], g[3]}, "grad");
+}
+
+LogicalResult MergeGradOp::verify() {
+  if (failed(verifyShape(*this, getInput(), 4, "input")) ||
+      failed(verifyShape(*this, getWeight(), 2, "weight")) ||
+      failed(verifyShape(*this, getGrad(), 3, "grad")) ||
+      failed(verifySameElementType(*this, getInput(), getWeight(), "input",
+                                   "weight")) ||
+      failed(verifySameElementType(*this, getInput(), getGrad(), "input",
+                                   "grad")))
+    return failure();
+  if (getInputGrad().getType() != getInput().getType() ||
+      getWeightGrad().getType() != getWeight().getType())
+    return emitOpError("gradients must have the types of input and weight");
+  ArrayRef<int64_t> o = shapeOf(getInput()), w = shapeOf(getWeight());
+  if (w[0] != o[1] * o[3])
+    return emitOpError("input, weight and grad shapes are inconsistent");
+  return verifyExpectedShape(*this, getGrad().getType(), {o[0], o[2], w[1]},
+                             "grad");
+}
+
+LogicalResult TransposedApplyOp::verify() {
+  if (failed(verifyShape(*this, getLhs(), 4, "lhs")) ||
+      failed(verifyShape(*this, getRhs(), 4, "rhs")) ||
+      failed(verifyShape(*this, getResult(), 4, "result")) ||
+      failed(verifySameElementType(*this, getRhs(), getResult(), "rhs",
+                                   "result")))
+    return failure();
+  ArrayRef<int64_t> x = shapeOf(getLhs()), y = shapeOf(getRhs()),
+                    r = shapeOf(getResult());
+  if (x[0] != y[0] || x[1] != y[1] || x[2] != y[2])
+    return emitOpError("lhs and rhs must agree on batch, heads and queries");
+  if (x[1] % r[1] != 0)
+    return emitOpError() << "query heads (" << x[1]
+                         << ") must be a multiple of result heads (" << r[1]
+                         << ")";
+  return verifyExpectedShape(*this, getResult().getType(),
+                             {x[0], r[1], x[3], y[3]}, "result");
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyShape(*this, getProbs(), 4, "probs");
+}
+
+LogicalResult ScoreModGradOp::verify() {
+  if (failed(verifyShape(*this, getScores(), 4, "scores")) ||
+      failed(verifyCaptureGrads(*this, getCaptures().getTypes(),
+                                getCapturesGrad().getTypes())))
+    return failure();
+  return verifyModRegion(*this, getBody(), "score_mod", /*withScore=*/true,
+                         getCaptures().getTypes(),
+                         Float32Type::get(getContext()));
 }
 
 #define GET_OP_CLASSES

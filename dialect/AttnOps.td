@@ -152,6 +152,8 @@ def Attn_MaskOp : Attn_Op<"mask",
     - `lengths(%len)`: j < len[b] (key padding; len is i32 or i64, size B);
     - a `mask_mod` region over (b, h, i, j, captures...) yielding i1.
     A row whose every key is masked yields zero probabilities and output.
+    With `zero_fill`, masked entries become 0 instead of -inf: the mask's
+    gradient, as attn-derive-backward emits it.
 
     ```mlir
     %m = attn.mask %s causal window 256 lengths(%len : tensor<2xi32>)
@@ -166,7 +168,7 @@ def Attn_MaskOp : Attn_Op<"mask",
     ```
   }];
   let arguments = (ins Attn_ScoreTensor:$scores, UnitAttr:$causal,
-                   OptionalAttr<I64Attr>:$window,
+                   UnitAttr:$zero_fill, OptionalAttr<I64Attr>:$window,
                    Optional<Attn_LengthsTensor>:$lengths,
                    Variadic<AnyRankedTensor>:$captures);
   let results = (outs Attn_ScoreTensor:$result);
@@ -175,7 +177,7 @@ def Attn_MaskOp : Attn_Op<"mask",
     $scores (`causal` $causal^)? (`window` $window^)?
     (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
-    attr-dict `:` type($result) ($mask_mod^)?
+    (`zero_fill` $zero_fill^)? attr-dict `:` type($result) ($mask_mod^)?
   }];
   let hasVerifier = 1;
 }
@@ -261,9 +263,184 @@ def Attn_AttentionOp : Attn_Op<"attention",
   }];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Gradient ops (emitted by attn-derive-backward; users may write them too)
+//===----------------------------------------------------------------------===//
+
+def Attn_ProjectionGradOp : Attn_Op<"projection_grad", [Pure]> {
+  let summary = "Gradients of attn.projection";
+  let description = [{
+    For `Y = attn.projection X, W` and the gradient dY[B,H,S,D]:
+    `dX[b,s,e] = sum_{h,d} dY[b,h,s,d] * W[e, h*D + d]` and
+    `dW[e, h*D + d] = sum_{b,s} X[b,s,e] * dY[b,h,s,d]`.
+
+    ```mlir
+    %dx, %dw = attn.projection_grad %x, %w, %dy
+        : tensor<2x16x32xf32>, tensor<32x32xf32>, tensor<2x4x16x8xf32>
+          -> tensor<2x16x32xf32>, tensor<32x32xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                   Attn_FloatTensor:$grad);
+  let results = (outs Attn_FloatTensor:$input_grad,
+                  Attn_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` type($input) `,` type($weight)
+    `,` type($grad) `->` type($input_grad) `,` type($weight_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MergeGradOp : Attn_Op<"merge_grad", [Pure]> {
+  let summary = "Gradients of attn.merge";
+  let description = [{
+    For `Y = attn.merge O, Wo` and the gradient dY[B,S,E]:
+    `dO[b,h,s,dv] = sum_e dY[b,s,e] * Wo[h*Dv + dv, e]` and
+    `dWo[h*Dv + dv, e] = sum_{b,s} O[b,h,s,dv] * dY[b,s,e]`.
+
+    ```mlir
+    %do, %dwo = attn.merge_grad %o, %wo, %dy
+        : tensor<2x4x16x8xf32>, tensor<32x32xf32>, tensor<2x16x32xf32>
+          -> tensor<2x4x16x8xf32>, tensor<32x32xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$input, Attn_FloatTensor:$weight,
+                   Attn_FloatTensor:$grad);
+  let results = (outs Attn_FloatTensor:$input_grad,
+                  Attn_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` type($input) `,` type($weight)
+    `,` type($grad) `->` type($input_grad) `,` type($weight_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TransposedApplyOp : Attn_Op<"transposed_apply", [Pure]> {
+  let summary = "X^T Y summed over the query heads of each KV head";
+  let description = [{
+    `R[b,g,j,d] = sum_{h in group g} sum_i X[b,h,i,j] * Y[b,h,i,d]` for
+    X[B,H,Sq,Skv] (f32) and Y[B,H,Sq,D]; R is [B,Hkv,Skv,D] with Y's element
+    type, where query head h belongs to KV head h / (H/Hkv). It computes
+    dV = P^T dO and dK = dS^T Q, GQA sums included.
+
+    ```mlir
+    %dv = attn.transposed_apply %p, %do : tensor<1x8x64x96xf32>,
+        tensor<1x8x64x16xf32> -> tensor<1x2x96x16xf32>
+    ```
+  }];
+  let arguments = (ins Attn_ScoreTensor:$lhs, Attn_FloatTensor:$rhs);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SoftmaxGradOp : Attn_Op<"softmax_grad",
+    [Pure, AllTypesMatch<["probs", "grad", "result"]>]> {
+  let summary = "Gradient of attn.softmax";
+  let description = [{
+    `dS[b,h,i,j] = P[b,h,i,j] * (dP[b,h,i,j] - sum_k P[b,h,i,k] * dP[b,h,i,k])`
+    for the probabilities P and their gradient dP.
+
+    ```mlir
+    %ds = attn.softmax_grad %p, %dp : tensor<1x8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_ScoreTensor:$probs, Attn_ScoreTensor:$grad);
+  let results = (outs Attn_ScoreTensor:$result);
+  let assemblyFormat = "$probs `,` $grad attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Attn_ScoreModGradOp : Attn_Op<"score_mod_grad",
+    [Pure, IsolatedFromAbove, AllTypesMatch<["scores", "grad", "scores_grad"]>]> {
+  let summary = "Gradients of attn.score_mod";
+  let description = [{
+    For `S' = attn.score_mod S captures(c...)` with region f and the gradient
+    dS': `dS[b,h,i,j] = dS'[b,h,i,j] * df/dscore` and, for each captured
+    tensor with a float element type,
+    `dc[idx] = sum_{b,h,i,j} dS'[b,h,i,j] * df/dc[idx]`, accumulated in
+    (b, h, i, j) order (deterministic). Integer captures get zero gradients.
+    The region is f itself; its ops must have gradient rules.
+
+    ```mlir
+    %ds, %dslopes = attn.score_mod_grad %s, %dsp captures(%slopes : tensor<8xf32>)
+        : tensor<1x8x64x64xf32> -> tensor<8xf32> {
+    ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index, %sl: tensor<8xf32>):
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Attn_ScoreTensor:$scores, Attn_ScoreTensor:$grad,
+                   Variadic<AnyRankedTensor>:$captures);
+  let results = (outs Attn_ScoreTensor:$scores_grad,
+                  Variadic<AnyRankedTensor>:$captures_grad);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $scores `,` $grad (`captures` `(` $captures^ `:` type($captures) `)`)?
+    attr-dict `:` type($scores) (`->` type($captures_grad)^)? $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_AttentionGradOp : Attn_Op<"attention_grad",
+    [Pure, IsolatedFromAbove, AttrSizedOperandSegments]> {
+  let summary = "Gradients of attn.attention (FlashAttention-2 form)";
+  let description = [{
+    Given the inputs of an `attn.attention` (same options and regions), its
+    outputs O and LSE, and the gradients dO (and optionally dLSE), returns
+    dQ, dK, dV and one gradient per score capture. P is recomputed from LSE:
+    `P = exp(S' - LSE)`, `dP = dO V^T`, `Delta_i = rowsum(dO * O)`,
+    `dS' = P * (dP - Delta + dLSE)`, `dS = dS' * dscore_mod/dS`,
+    `dQ = scale dS K`, `dK = scale dS^T Q`, `dV = P^T dO` (GQA: dK, dV sum over
+    the query heads of each KV head).
+
+    ```mlir
+    %dq, %dk, %dv = attn.attention_grad %q, %k, %v, %o, %lse, %do causal
+        : tensor<1x8x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>,
+          tensor<1x8x64x32xf32>, tensor<1x8x64xf32>, tensor<1x8x64x32xf32>
+          -> tensor<1x8x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                   Attn_FloatTensor:$value, Attn_FloatTensor:$output,
+                   Attn_ScoreTensor:$lse, Attn_FloatTensor:$output_grad,
+                   Optional<Attn_ScoreTensor>:$lse_grad,
+                   OptionalAttr<F64Attr>:$scale,
+                   UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                   Optional<Attn_LengthsTensor>:$lengths,
+                   Variadic<AnyRankedTensor>:$score_captures,
+                   Variadic<AnyRankedTensor>:$mask_captures);
+  let results = (outs Attn_FloatTensor:$query_grad, Attn_FloatTensor:$key_grad,
+                  Attn_FloatTensor:$value_grad,
+                  Variadic<AnyRankedTensor>:$score_captures_grad);
+  let regions = (region MaxSizedRegion<1>:$score_mod, MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $lse `,` $output_grad
+    (`lse_grad` `(` $lse_grad^ `:` type($lse_grad) `)`)?
+    (`scale` $scale^)? (`causal` $causal^)?
+    (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
+    (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
+    type($output) `,` type($lse) `,` type($output_grad) `->`
+    type($query_grad) `,` type($key_grad) `,` type($value_grad)
+    (`,` type($score_captures_grad)^)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale this op applies (the explicit one or 1/sqrt(D)).
+    double getEffectiveScale();
+  }];
+}
+
 def Attn_YieldOp : Attn_Op<"yield",
     [Pure, Terminator, ReturnLike,
-     ParentOneOf<["ScoreModOp", "MaskOp", "AttentionOp"]>]> {
+     ParentOneOf<["ScoreModOp", "MaskOp", "AttentionOp", "ScoreModGradOp",
+                  "AttentionGradOp"]>]> {
   let summary = "Yield the value of a score_mod or mask_mod region";
   let description = [{
     Terminates a `score_mod` region (one f32) or a `mask_mod` region (one i1).

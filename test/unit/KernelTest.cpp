@@ -350,6 +350,89 @@ void runCase(const AttentionCase &c, uint64_t seed) {
           << "row " << i;
     }
   }
+
+  // f_fwd returns what f returns (nothing is saved for Q/K/V given as
+  // inputs, and O and LSE are results already).
+  Buffer o2(o.values.size(), c.dtype), lse2(lse.values.size(), "f32");
+  std::vector<void *> fwdArgs(args.begin(), args.end() - (c.graphForm ? 1 : 2));
+  fwdArgs.push_back(o2.data());
+  if (!c.graphForm)
+    fwdArgs.push_back(lse2.data());
+  auto fwdStatus = (*kernels)->call("kernel_fwd", fwdArgs);
+  ASSERT_TRUE(bool(fwdStatus)) << llvm::toString(fwdStatus.takeError());
+  ASSERT_EQ(*fwdStatus, 0);
+  EXPECT_EQ(o2.bytes, o.bytes);
+
+  // f_bwd(inputs, results, d results) -> d (float inputs).
+  Buffer dO(o.values.size(), c.dtype), dLse(lse.values.size(), "f32");
+  ref::fillRandom(dO.values.data(), dO.values.size(), seed + 5);
+  dO.pack();
+  dLse.pack(); // zeros: the LSE cotangent is checked by finite differences
+  Buffer dQ(q.values.size(), c.dtype), dK(k.values.size(), c.dtype),
+      dV(v.values.size(), c.dtype), dCapture(capture.values.size(), "f32");
+  std::vector<void *> bwdArgs(fwdArgs.begin(), fwdArgs.end() - (c.graphForm ? 1 : 2));
+  bwdArgs.push_back(o.data());
+  if (!c.graphForm)
+    bwdArgs.push_back(lse.data());
+  bwdArgs.push_back(dO.data());
+  if (!c.graphForm)
+    bwdArgs.push_back(dLse.data());
+  for (Buffer *grad : {&dQ, &dK, &dV})
+    bwdArgs.push_back(grad->data());
+  if (!capture.values.empty())
+    bwdArgs.push_back(dCapture.data());
+  auto bwdStatus = (*kernels)->call("kernel_bwd", bwdArgs);
+  ASSERT_TRUE(bool(bwdStatus)) << llvm::toString(bwdStatus.takeError());
+  ASSERT_EQ(*bwdStatus, 0);
+  for (Buffer *grad : {&dQ, &dK, &dV, &dCapture})
+    grad->unpack();
+
+  std::vector<double> expectedCapture(capture.values.size(), 0.0);
+  switch (c.scoreMod) {
+  case ScoreModKind::Alibi:
+    mod.dScore = [](double, int64_t, int64_t, int64_t, int64_t) { return 1.0; };
+    mod.accumulateCaptureGrad = [&](double, int64_t, int64_t h, int64_t i,
+                                    int64_t j, double g) {
+      expectedCapture[h] += g * double(j - i);
+    };
+    break;
+  case ScoreModKind::Softcap:
+    mod.dScore = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      double t = std::tanh(s / 20.0);
+      return 1.0 - t * t;
+    };
+    break;
+  case ScoreModKind::BiasTable:
+    mod.dScore = [](double, int64_t, int64_t, int64_t, int64_t) { return 1.0; };
+    mod.accumulateCaptureGrad = [&](double, int64_t, int64_t h, int64_t i,
+                                    int64_t j, double g) {
+      expectedCapture[(h * c.Sq + i) * c.Skv + j] += g;
+    };
+    break;
+  case ScoreModKind::None:
+    break;
+  }
+  std::vector<double> expectedDQ(q.values.size()), expectedDK(k.values.size()),
+      expectedDV(v.values.size());
+  ref::attentionBackward({c.B, c.H, c.Hkv, c.Sq, c.Skv, c.D, c.Dv}, scale,
+                         mask, mod, q.values.data(), k.values.data(),
+                         v.values.data(), dO.values.data(), expectedDQ.data(),
+                         expectedDK.data(), expectedDV.data());
+  double gradTolerance = c.dtype == "f32" ? 1e-4 : c.dtype == "f16" ? 1e-2 : 5e-2;
+  EXPECT_LE(ref::maxRelativeError(dQ.values.data(), expectedDQ.data(),
+                                  expectedDQ.size()),
+            gradTolerance) << "dQ";
+  EXPECT_LE(ref::maxRelativeError(dK.values.data(), expectedDK.data(),
+                                  expectedDK.size()),
+            gradTolerance) << "dK";
+  EXPECT_LE(ref::maxRelativeError(dV.values.data(), expectedDV.data(),
+                                  expectedDV.size()),
+            gradTolerance) << "dV";
+  if (!expectedCapture.empty())
+    EXPECT_LE(ref::maxRelativeError(dCapture.values.data(),
+                                    expectedCapture.data(),
+                                    expectedCapture.size()),
+              gradTolerance) << "d capture";
 }
 
 TEST(KernelTest, Examples) {

@@ -54,6 +54,11 @@ cl::opt<std::string> cpuName(
 cl::opt<std::string>
     targetTriple("target", cl::desc("Target triple (default: the host)"),
                  cl::value_desc("triple"), cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<bool> noBackward(
+    "no-backward",
+    cl::desc("Export only the forward entry points (no <f>_fwd/<f>_bwd); "
+             "for specs whose score_mod has ops without gradient rules"),
+    cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
                            cl::init(3), cl::Prefix, cl::sub(compileCommand), cl::cat(attncCategory));
 
@@ -88,6 +93,8 @@ int runCompile() {
 
   FailureOr<attnc::Spec> spec = attnc::parseSpec(sourceMgr, context);
   if (failed(spec))
+    return 1;
+  if (!noBackward && failed(attnc::deriveBackward(*spec)))
     return 1;
 
   // Check the target before any work, so a bad --cpu fails fast.

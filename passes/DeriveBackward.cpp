@@ -1,0 +1,302 @@
+// attn-derive-backward: @f -> @f_fwd (saves what backward reuses) and @f_bwd.
+#include "passes/Passes.h"
+#include "passes/ScalarGradients.h"
+
+#include "dialect/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace attnc {
+#define GEN_PASS_DEF_ATTNDERIVEBACKWARD
+#include "passes/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+using namespace attnc::attn;
+
+namespace {
+
+bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+/// Rejects, with a located error, every op of @f that has no rule.
+LogicalResult checkDifferentiable(func::FuncOp func) {
+  for (Operation &op : func.getBody().getOps()) {
+    if (isa<ProjectionOp, MergeOp, ScoresOp, ScaleOp, MaskOp, SoftmaxOp,
+            ApplyOp, arith::ConstantOp, func::ReturnOp>(op))
+      continue;
+    if (auto mod = dyn_cast<ScoreModOp>(op)) {
+      if (failed(attnc::checkDifferentiable(mod.getBody())))
+        return failure();
+      continue;
+    }
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (!attention.getScoreMod().empty() &&
+          failed(attnc::checkDifferentiable(attention.getScoreMod())))
+        return failure();
+      continue;
+    }
+    return op.emitOpError()
+           << "has no gradient rule; attn-derive-backward differentiates attn "
+              "ops and constants (or compile with --no-backward)";
+  }
+  return success();
+}
+
+/// Builds @f_bwd's body: the recomputed forward values and the reverse sweep.
+class BackwardBuilder {
+public:
+  BackwardBuilder(OpBuilder &b, IRMapping &forward)
+      : b(b), forward(forward) {}
+
+  void accumulate(Value original, Value contribution) {
+    Value &slot = adjoints[original];
+    slot = slot ? arith::AddFOp::create(b, original.getLoc(), slot,
+                                        contribution)
+                      .getResult()
+                : contribution;
+  }
+
+  Value adjointOf(Value original) const { return adjoints.lookup(original); }
+
+  Value zerosLike(Location loc, Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(tensor,
+                               b.getFloatAttr(tensor.getElementType(), 0.0)));
+  }
+
+  /// Applies the rule of one forward op whose results have adjoints.
+  void applyRule(Operation *op) {
+    Location loc = op->getLoc();
+    auto m = [&](Value v) { return forward.lookup(v); };
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([&](ProjectionOp o) {
+          auto grad = ProjectionGradOp::create(
+              b, loc, o.getInput().getType(), o.getWeight().getType(),
+              m(o.getInput()), m(o.getWeight()), adjointOf(o.getResult()));
+          accumulate(o.getInput(), grad.getInputGrad());
+          accumulate(o.getWeight(), grad.getWeightGrad());
+        })
+        .Case([&](MergeOp o) {
+          auto grad = MergeGradOp::create(
+              b, loc, o.getInput().getType(), o.getWeight().getType(),
+              m(o.getInput()), m(o.getWeight()), adjointOf(o.getResult()));
+          accumulate(o.getInput(), grad.getInputGrad());
+          accumulate(o.getWeight(), grad.getWeightGrad());
+        })
+        .Case([&](ScoresOp o) {
+          // dQ = dS K, dK = dS^T Q (summed over each KV head's group).
+          Value g = adjointOf(o.getResult());
+          accumulate(o.getQuery(), ApplyOp::create(b, loc,
+                                                   o.getQuery().getType(), g,
+                                                   m(o.getKey())));
+          accumulate(o.getKey(),
+                     TransposedApplyOp::create(b, loc, o.getKey().getType(),
+                                               g, m(o.getQuery())));
+        })
+        .Case([&](ScaleOp o) {
+          accumulate(o.getScores(),
+                     ScaleOp::create(b, loc, o.getType(),
+                                     adjointOf(o.getResult()),
+                                     b.getF64FloatAttr(
+                                         o.getEffectiveFactor())));
+        })
+        .Case([&](ScoreModOp o) {
+          auto grad = ScoreModGradOp::create(
+              b, loc, o.getType(), o.getCaptures().getTypes(),
+              m(o.getScores()), adjointOf(o.getResult()),
+              llvm::map_to_vector(o.getCaptures(), m));
+          IRMapping regionMapping;
+          o.getBody().cloneInto(&grad.getBody(), regionMapping);
+          accumulate(o.getScores(), grad.getScoresGrad());
+          accumulateCaptures(o.getCaptures(), grad.getCapturesGrad());
+        })
+        .Case([&](MaskOp o) {
+          // Masked entries get no gradient.
+          auto grad = MaskOp::create(
+              b, loc, o.getType(), adjointOf(o.getResult()),
+              o.getCausalAttr(), b.getUnitAttr(), o.getWindowAttr(),
+              o.getLengths() ? m(o.getLengths()) : Value(),
+              llvm::map_to_vector(o.getCaptures(), m));
+          IRMapping regionMapping;
+          o.getMaskMod().cloneInto(&grad.getMaskMod(), regionMapping);
+          accumulate(o.getScores(), grad);
+        })
+        .Case([&](SoftmaxOp o) {
+          accumulate(o.getScores(),
+                     SoftmaxGradOp::create(b, loc, o.getType(),
+                                           m(o.getResult()),
+                                           adjointOf(o.getResult())));
+        })
+        .Case([&](ApplyOp o) {
+          // dP = dO V^T, dV = P^T dO.
+          Value g = adjointOf(o.getResult());
+          accumulate(o.getProbs(),
+                     ScoresOp::create(b, loc, o.getProbs().getType(), g,
+                                      m(o.getValue())));
+          accumulate(o.getValue(),
+                     TransposedApplyOp::create(b, loc, o.getValue().getType(),
+                                               m(o.getProbs()), g));
+        })
+        .Case([&](AttentionOp o) {
+          Value gOutput = adjointOf(o.getOutput());
+          if (!gOutput)
+            gOutput = zerosLike(loc, o.getOutput().getType());
+          auto grad = AttentionGradOp::create(
+              b, loc, o.getQuery().getType(), o.getKey().getType(),
+              o.getValue().getType(), o.getScoreCaptures().getTypes(),
+              m(o.getQuery()), m(o.getKey()), m(o.getValue()),
+              m(o.getOutput()), m(o.getLse()), gOutput,
+              adjointOf(o.getLse()), o.getScaleAttr(), o.getCausalAttr(),
+              o.getWindowAttr(),
+              o.getLengths() ? m(o.getLengths()) : Value(),
+              llvm::map_to_vector(o.getScoreCaptures(), m),
+              llvm::map_to_vector(o.getMaskCaptures(), m));
+          IRMapping scoreMapping, maskMapping;
+          o.getScoreMod().cloneInto(&grad.getScoreMod(), scoreMapping);
+          o.getMaskMod().cloneInto(&grad.getMaskMod(), maskMapping);
+          accumulate(o.getQuery(), grad.getQueryGrad());
+          accumulate(o.getKey(), grad.getKeyGrad());
+          accumulate(o.getValue(), grad.getValueGrad());
+          accumulateCaptures(o.getScoreCaptures(),
+                             grad.getScoreCapturesGrad());
+        });
+  }
+
+private:
+  void accumulateCaptures(ValueRange captures, ValueRange grads) {
+    for (auto [capture, grad] : llvm::zip(captures, grads))
+      if (isFloatTensor(capture.getType()))
+        accumulate(capture, grad);
+  }
+
+  OpBuilder &b;
+  IRMapping &forward;
+  DenseMap<Value, Value> adjoints;
+};
+
+LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
+  if (failed(checkDifferentiable(func)))
+    return failure();
+  MLIRContext *ctx = module.getContext();
+  std::string fwdName = (func.getSymName() + "_fwd").str();
+  std::string bwdName = (func.getSymName() + "_bwd").str();
+  for (const std::string &name : {fwdName, bwdName})
+    if (SymbolTable::lookupSymbolIn(module, name))
+      return func.emitError() << "cannot derive @" << name
+                              << ": a symbol of that name exists";
+
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  llvm::SmallDenseSet<Value> returned(ret.getOperands().begin(),
+                                      ret.getOperands().end());
+  // What the backward reuses and @f does not return: projected Q/K/V and the
+  // O and LSE of fused attention. Never S or P.
+  SmallVector<Value> saved;
+  for (Operation &op : func.getBody().getOps())
+    if (isa<ProjectionOp, AttentionOp>(op))
+      for (Value result : op.getResults())
+        if (!returned.contains(result))
+          saved.push_back(result);
+
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(func);
+
+  // @f_fwd: @f returning the saved values too.
+  IRMapping fwdMapping;
+  auto fwd = cast<func::FuncOp>(func->clone(fwdMapping));
+  fwd.setSymName(fwdName);
+  b.insert(fwd);
+  auto fwdReturn = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
+  SmallVector<Value> fwdResults(fwdReturn.getOperands());
+  for (Value value : saved)
+    fwdResults.push_back(fwdMapping.lookup(value));
+  OpBuilder returnBuilder(fwdReturn);
+  func::ReturnOp::create(returnBuilder, fwdReturn.getLoc(), fwdResults);
+  fwdReturn.erase();
+  fwd.setFunctionType(FunctionType::get(
+      ctx, func.getArgumentTypes(), ValueRange(fwdResults).getTypes()));
+  fwd.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+
+  // @f_bwd(inputs, results, saved, d results) -> d inputs.
+  SmallVector<Type> bwdInputs(func.getArgumentTypes());
+  llvm::append_range(bwdInputs, func.getResultTypes());
+  for (Value value : saved)
+    bwdInputs.push_back(value.getType());
+  SmallVector<unsigned> cotangentResults;
+  for (auto [k, type] : llvm::enumerate(func.getResultTypes()))
+    if (isFloatTensor(type)) {
+      cotangentResults.push_back(k);
+      bwdInputs.push_back(type);
+    }
+  SmallVector<unsigned> gradientInputs;
+  SmallVector<Type> bwdResults;
+  for (auto [k, type] : llvm::enumerate(func.getArgumentTypes()))
+    if (isFloatTensor(type)) {
+      gradientInputs.push_back(k);
+      bwdResults.push_back(type);
+    }
+  auto bwd = func::FuncOp::create(b, func.getLoc(), bwdName,
+                                  FunctionType::get(ctx, bwdInputs, bwdResults));
+  Block *block = bwd.addEntryBlock();
+  b.setInsertionPointToStart(block);
+
+  IRMapping forward;
+  unsigned next = 0;
+  for (BlockArgument arg : func.getArguments())
+    forward.map(arg, block->getArgument(next++));
+  for (Value value : ret.getOperands()) {
+    BlockArgument result = block->getArgument(next++);
+    if (!isa<BlockArgument>(value) && !forward.contains(value))
+      forward.map(value, result);
+  }
+  for (Value value : saved)
+    forward.map(value, block->getArgument(next++));
+  // Recompute the forward values that are neither inputs nor saved.
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (!llvm::all_of(op.getResults(),
+                      [&](Value r) { return forward.contains(r); }))
+      b.clone(op, forward);
+
+  BackwardBuilder backward(b, forward);
+  for (unsigned k : cotangentResults)
+    backward.accumulate(ret.getOperand(k), block->getArgument(next++));
+  for (Operation &op : llvm::reverse(func.getBody().front().without_terminator()))
+    if (llvm::any_of(op.getResults(),
+                     [&](Value r) { return backward.adjointOf(r); }))
+      backward.applyRule(&op);
+
+  SmallVector<Value> gradients;
+  for (unsigned k : gradientInputs) {
+    Value g = backward.adjointOf(func.getArgument(k));
+    gradients.push_back(
+        g ? g : backward.zerosLike(func.getLoc(), func.getArgumentTypes()[k]));
+  }
+  func::ReturnOp::create(b, func.getLoc(), gradients);
+  return success();
+}
+
+struct AttnDeriveBackwardPass
+    : attnc::impl::AttnDeriveBackwardBase<AttnDeriveBackwardPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> functions;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        functions.push_back(func);
+    for (func::FuncOp func : functions)
+      if (failed(deriveFunction(module, func)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

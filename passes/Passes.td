@@ -1,0 +1,33 @@
+// Graph-level passes over the attn dialect.
+#ifndef ATTNC_PASSES_PASSES_TD
+#define ATTNC_PASSES_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnDeriveBackward : Pass<"attn-derive-backward", "mlir::ModuleOp"> {
+  let summary = "Derive @f_fwd and @f_bwd for every public function @f";
+  let description = [{
+    Reverse-mode differentiation over the attn dialect and the scalar code of
+    score_mod regions. For each public @f(inputs) -> (results):
+
+    - @f_fwd(inputs) -> (results, saved...) also returns what the backward
+      reuses: the result of every attn.projection and the O and LSE of every
+      attn.attention that @f does not already return (never S or P);
+    - @f_bwd(inputs, saved..., d results...) -> (d inputs...) returns the
+      gradient of every floating-point input (projection weights, Q/K/V,
+      captured tensors such as ALiBi slopes), given one cotangent per
+      floating-point result. Integer inputs get no gradient.
+
+    The backward recomputes the forward values it needs from the inputs and
+    the saved values, then applies each op's rule: attn.projection_grad,
+    attn.merge_grad, attn.apply/attn.transposed_apply for scores and apply,
+    attn.softmax_grad, attn.mask ... zero_fill, attn.score_mod_grad and
+    attn.attention_grad. An op without a rule gets a located error.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+    "mlir::tensor::TensorDialect"
+  ];
+}
+
+#endif // ATTNC_PASSES_PASSES_TD
