@@ -892,7 +892,7 @@ func.func @attention_value_element_type(%q: tensor<1x2x4x8xbf16>, %k: tensor<1x2
 // -----
 
 func.func @attention_output_element_type(%q: tensor<1x2x4x8xbf16>, %k: tensor<1x2x4x8xbf16>, %v: tensor<1x2x4x8xbf16>) {
-  // expected-error @+1 {{'attn.attention' op value and output must have the same element type, got 'bf16' and 'f32'}}
+  // expected-error @+1 {{'attn.attention' op output must have the element type of value, 'bf16', got 'tensor<1x2x4x8xf32>'}}
   %o, %lse = attn.attention %q, %k, %v : tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16> -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
   return
 }
@@ -1261,6 +1261,6 @@ func.func @attention_mask_mod_terminator(%q: tensor<1x2x4x8xf32>) {
 // -----
 
 func.func @yield_outside(%x: f32) {
-  // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.score_mod, attn.mask, attn.attention'}}
+  // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.score_mod, attn.mask, attn.attention, attn.score_mod_grad, attn.attention_grad'}}
   attn.yield %x : f32
 }
