@@ -1,99 +1,572 @@
-// In-process compilation with the MLIR ExecutionEngine (see Jit.h).
-#include "codegen/Jit.h"
+// The attnc JIT (see include/attnc/jit.h): spec -> object (the same pipeline
+// as attnc compile) -> ORC LLJIT, with an in-memory and an on-disk cache of
+// the objects.
+#include "attnc/jit.h"
 
 #include "codegen/Passes.h"
+#include "codegen/Spec.h"
+#include "codegen/Target.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/xxhash.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <utility>
 
 namespace attnc::jit {
 
-Kernels::~Kernels() = default;
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
 
-llvm::Expected<std::unique_ptr<Kernels>>
-Kernels::compile(llvm::StringRef specText, const Options &options) {
-  static const bool initialized = [] {
+static std::optional<DType> parseDType(llvm::StringRef name) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64})
+    if (name == dtypeName(d))
+      return d;
+  return std::nullopt;
+}
+
+int64_t TensorSpec::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t TensorSpec::numBytes() const {
+  int64_t size = dtype == DType::F32 || dtype == DType::I32   ? 4
+                 : dtype == DType::I64                        ? 8
+                                                              : 2;
+  return numElements() * size;
+}
+
+//===----------------------------------------------------------------------===//
+// Compilation to an object
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr llvm::StringLiteral kCompilerVersion =
+    "attnc 0.1 / LLVM " LLVM_VERSION_STRING;
+constexpr llvm::StringLiteral kCacheMagic = "ATTNCJIT1\n";
+
+struct CompiledObject {
+  std::string object;
+  std::vector<EntryPoint> entryPoints;
+};
+
+void initializeLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
+  });
+}
 
-  std::unique_ptr<Kernels> result(new Kernels());
-  mlir::DialectRegistry registry;
-  registerAttncDialects(registry);
-  result->context = std::make_unique<mlir::MLIRContext>(registry);
-  mlir::MLIRContext &context = *result->context;
-  context.printOpOnDiagnostic(false);
-
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(specText, "spec.mlir"),
-      llvm::SMLoc());
-  std::string diagnostics;
-  llvm::raw_string_ostream diagnosticStream(diagnostics);
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context,
-                                           diagnosticStream);
-  auto failure = [&]() {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   diagnostics);
-  };
-
-  mlir::FailureOr<Spec> spec = parseSpec(sourceMgr, context);
-  if (mlir::failed(spec))
-    return failure();
-  if (options.backward && mlir::failed(deriveBackward(*spec)))
-    return failure();
-  mlir::PassManager pm(&context);
-  buildCpuPipeline(pm);
-  if (mlir::failed(pm.run(*spec->module)))
-    return failure();
-
-  mlir::ExecutionEngineOptions engineOptions;
-  auto transformer = mlir::makeOptimizingTransformer(options.optLevel,
-                                                     /*sizeLevel=*/0, nullptr);
-  engineOptions.transformer = transformer;
-  auto engine = mlir::ExecutionEngine::create(*spec->module, engineOptions);
-  if (!engine)
-    return engine.takeError();
-  result->engine = std::move(*engine);
-  result->kernels = std::move(spec->kernels);
+std::vector<EntryPoint> toEntryPoints(const std::vector<KernelSignature> &ks) {
+  std::vector<EntryPoint> result;
+  for (const KernelSignature &kernel : ks) {
+    EntryPoint entry{kernel.name, {}};
+    for (const KernelArg &arg : kernel.args)
+      entry.args.push_back(
+          {arg.name, arg.shape, *parseDType(arg.dtype), arg.isOutput});
+    result.push_back(std::move(entry));
+  }
   return result;
 }
 
-const KernelSignature *Kernels::find(llvm::StringRef name) const {
-  for (const KernelSignature &kernel : kernels)
-    if (kernel.name == name)
-      return &kernel;
+bool compileToObject(std::string_view specText, const Options &options,
+                     CompiledObject &out, std::string &error) {
+  mlir::DialectRegistry registry;
+  registerAttncDialects(registry);
+  mlir::MLIRContext context(registry,
+                            mlir::MLIRContext::Threading::DISABLED);
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(
+          llvm::StringRef(specText.data(), specText.size()), "spec.mlir"),
+      llvm::SMLoc());
+  llvm::raw_string_ostream diagnostics(error);
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnostics);
+
+  mlir::FailureOr<Spec> spec = parseSpec(sourceMgr, context);
+  if (mlir::failed(spec) ||
+      (options.backward && mlir::failed(deriveBackward(*spec))))
+    return false;
+  mlir::PassManager pm(&context);
+  buildCpuPipeline(pm);
+  if (mlir::failed(pm.run(*spec->module)))
+    return false;
+
+  TargetOptions target;
+  target.optLevel = std::min(options.optLevel, 3u);
+  auto machine = createTargetMachine(target);
+  if (!machine) {
+    error += llvm::toString(machine.takeError());
+    return false;
+  }
+  llvm::LLVMContext llvmContext;
+  auto module = translateToLLVMIR(*spec->module, llvmContext, **machine,
+                                  target.optLevel);
+  if (!module) {
+    error += llvm::toString(module.takeError());
+    return false;
+  }
+  llvm::SmallVector<char> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  if (llvm::Error e = emitMachineCode(**module, **machine, os, false)) {
+    error += llvm::toString(std::move(e));
+    return false;
+  }
+  out.object.assign(buffer.begin(), buffer.end());
+  out.entryPoints = toEntryPoints(spec->kernels);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Cache keys and the on-disk format
+//===----------------------------------------------------------------------===//
+
+/// Everything a compiled object depends on: the compiler, the host CPU, the
+/// options and the spec text.
+std::string cacheKey(std::string_view specText, const Options &options) {
+  std::ostringstream key;
+  key << kCompilerVersion.str() << "\n"
+      << llvm::sys::getHostCPUName().str() << "\n";
+  for (const auto &feature : llvm::sys::getHostCPUFeatures())
+    if (feature.second)
+      key << feature.first().str() << ",";
+  key << "\nO" << options.optLevel << " backward=" << options.backward
+      << "\n"
+      << specText;
+  return key.str();
+}
+
+std::string cacheDirectory(const Options &options) {
+  if (!options.cacheDir.empty())
+    return options.cacheDir;
+  if (const char *dir = std::getenv("ATTNC_CACHE_DIR"); dir && *dir)
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return (llvm::Twine(xdg) + "/attnc").str();
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return (llvm::Twine(home) + "/.cache/attnc").str();
+  return "";
+}
+
+void appendU64(std::string &out, uint64_t value) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(char((value >> (8 * i)) & 0xff));
+}
+
+bool readU64(llvm::StringRef &in, uint64_t &value) {
+  if (in.size() < 8)
+    return false;
+  value = 0;
+  for (int i = 0; i < 8; ++i)
+    value |= uint64_t(uint8_t(in[i])) << (8 * i);
+  in = in.drop_front(8);
+  return true;
+}
+
+bool readBlock(llvm::StringRef &in, llvm::StringRef &block) {
+  uint64_t size;
+  if (!readU64(in, size) || size > in.size())
+    return false;
+  block = in.take_front(size);
+  in = in.drop_front(size);
+  return true;
+}
+
+std::string serializeEntryPoints(const std::vector<EntryPoint> &entries) {
+  std::ostringstream os;
+  for (const EntryPoint &entry : entries) {
+    os << "entry " << entry.name << " " << entry.args.size() << "\n";
+    for (const TensorSpec &arg : entry.args) {
+      os << "arg " << arg.name << " " << dtypeName(arg.dtype) << " "
+         << arg.isOutput << " " << arg.shape.size();
+      for (int64_t d : arg.shape)
+        os << " " << d;
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+bool parseEntryPoints(llvm::StringRef text, std::vector<EntryPoint> &out) {
+  std::istringstream is(text.str());
+  std::string word;
+  while (is >> word) {
+    size_t count;
+    EntryPoint entry;
+    if (word != "entry" || !(is >> entry.name >> count) || count > 4096)
+      return false;
+    for (size_t k = 0; k < count; ++k) {
+      TensorSpec arg;
+      std::string dtype;
+      size_t rank;
+      if (!(is >> word >> arg.name >> dtype >> arg.isOutput >> rank) ||
+          word != "arg" || rank > 16)
+        return false;
+      std::optional<DType> d = parseDType(dtype);
+      if (!d)
+        return false;
+      arg.dtype = *d;
+      arg.shape.resize(rank);
+      for (int64_t &dim : arg.shape)
+        if (!(is >> dim) || dim < 0)
+          return false;
+      entry.args.push_back(std::move(arg));
+    }
+    out.push_back(std::move(entry));
+  }
+  return !out.empty();
+}
+
+std::string encodeCacheFile(const std::string &key,
+                            const CompiledObject &compiled) {
+  std::string data = kCacheMagic.str();
+  auto appendBlock = [&](llvm::StringRef block) {
+    appendU64(data, block.size());
+    data += block.str();
+  };
+  appendBlock(key);
+  appendBlock(serializeEntryPoints(compiled.entryPoints));
+  appendBlock(compiled.object);
+  appendU64(data, llvm::xxh3_64bits(llvm::StringRef(data)));
+  return data;
+}
+
+/// Decodes a cache file; false for a corrupt, truncated or foreign one.
+bool decodeCacheFile(llvm::StringRef data, const std::string &key,
+                     CompiledObject &out) {
+  if (data.size() < kCacheMagic.size() + 8 ||
+      !data.starts_with(kCacheMagic))
+    return false;
+  llvm::StringRef body = data.drop_back(8), tail = data.take_back(8);
+  uint64_t checksum;
+  if (!readU64(tail, checksum) || checksum != llvm::xxh3_64bits(body))
+    return false;
+  llvm::StringRef in = body.drop_front(kCacheMagic.size()), storedKey,
+                  entries, object;
+  if (!readBlock(in, storedKey) || storedKey != key ||
+      !readBlock(in, entries) || !readBlock(in, object) || !in.empty())
+    return false;
+  out.entryPoints.clear();
+  if (!parseEntryPoints(entries, out.entryPoints))
+    return false;
+  out.object = object.str();
+  return true;
+}
+
+std::string cachePath(const std::string &directory, const std::string &key) {
+  return directory + "/" + llvm::utohexstr(llvm::xxh3_64bits(key), true) +
+         ".attncjit";
+}
+
+/// Writes atomically (temporary file + rename) so that readers never see a
+/// partial entry; failures only cost a recompilation later.
+void storeInDiskCache(const std::string &directory, const std::string &key,
+                      const CompiledObject &compiled) {
+  if (directory.empty() || llvm::sys::fs::create_directories(directory))
+    return;
+  std::string path = cachePath(directory, key);
+  llvm::SmallString<256> temporary;
+  int fd;
+  if (llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, temporary))
+    return;
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << encodeCacheFile(key, compiled);
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(temporary);
+      return;
+    }
+  }
+  if (llvm::sys::fs::rename(temporary, path))
+    llvm::sys::fs::remove(temporary);
+}
+
+bool loadFromDiskCache(const std::string &directory, const std::string &key,
+                       CompiledObject &out) {
+  if (directory.empty())
+    return false;
+  auto buffer = llvm::MemoryBuffer::getFile(cachePath(directory, key),
+                                            /*IsText=*/false);
+  return buffer && decodeCacheFile((*buffer)->getBuffer(), key, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Calling an entry point with N pointer arguments
+//===----------------------------------------------------------------------===//
+
+constexpr size_t kMaxArgs = 64;
+
+template <size_t... I>
+int32_t callWith(void *function, void *const *args,
+                 std::index_sequence<I...>) {
+  using Fn = int32_t (*)(decltype((void)I, (void *)nullptr)...);
+  return reinterpret_cast<Fn>(function)(args[I]...);
+}
+
+template <size_t N>
+int32_t dispatch(void *function, void *const *args, size_t n) {
+  if constexpr (N > kMaxArgs) {
+    return -1;
+  } else {
+    if (n == N)
+      return callWith(function, args, std::make_index_sequence<N>());
+    return dispatch<N + 1>(function, args, n);
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+struct Module::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::vector<EntryPoint> entryPoints;
+  std::vector<void *> functions; // parallel to entryPoints
+  bool fromDiskCache = false;
+};
+
+Module::Module(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Module::~Module() = default;
+
+namespace {
+
+std::mutex memoryCacheMutex;
+std::map<std::string, std::weak_ptr<const Module>> &memoryCache() {
+  static auto *cache = new std::map<std::string, std::weak_ptr<const Module>>();
+  return *cache;
+}
+
+} // namespace
+
+/// Loads an object into a fresh LLJIT and resolves every entry point.
+static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
+                                          std::string &error) {
+  initializeLLVM();
+  auto impl = std::make_unique<Module::Impl>();
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) {
+    error = llvm::toString(jit.takeError());
+    return nullptr;
+  }
+  // Kernels call malloc, free, memset and libm from this process.
+  auto generator =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          (*jit)->getDataLayout().getGlobalPrefix());
+  if (!generator) {
+    error = llvm::toString(generator.takeError());
+    return nullptr;
+  }
+  (*jit)->getMainJITDylib().addGenerator(std::move(*generator));
+  if (llvm::Error e = (*jit)->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(compiled.object))) {
+    error = llvm::toString(std::move(e));
+    return nullptr;
+  }
+  for (const EntryPoint &entry : compiled.entryPoints) {
+    if (entry.args.size() > kMaxArgs) {
+      error = "entry point '" + entry.name + "' has more than 64 tensors";
+      return nullptr;
+    }
+    auto address = (*jit)->lookup(entry.name);
+    if (!address) {
+      error = llvm::toString(address.takeError());
+      return nullptr;
+    }
+    impl->functions.push_back(address->toPtr<void *>());
+  }
+  impl->entryPoints = std::move(compiled.entryPoints);
+  impl->jit = std::move(*jit);
+  return impl;
+}
+
+std::shared_ptr<const Module> Module::compile(std::string_view specText,
+                                              const Options &options,
+                                              std::string *error) {
+  std::string key = cacheKey(specText, options);
+  {
+    std::lock_guard<std::mutex> lock(memoryCacheMutex);
+    auto it = memoryCache().find(key);
+    if (it != memoryCache().end())
+      if (std::shared_ptr<const Module> module = it->second.lock())
+        return module;
+  }
+
+  std::string message;
+  CompiledObject compiled;
+  std::string directory = options.diskCache ? cacheDirectory(options) : "";
+  bool cached = loadFromDiskCache(directory, key, compiled);
+  if (!cached) {
+    initializeLLVM();
+    if (!compileToObject(specText, options, compiled, message)) {
+      if (error)
+        *error = message;
+      return nullptr;
+    }
+  }
+  std::unique_ptr<Impl> impl = load(compiled, message);
+  if (!impl && cached) {
+    // An entry that decodes but does not load is not trusted: recompile.
+    cached = false;
+    message.clear();
+    if (compileToObject(specText, options, compiled, message))
+      impl = load(compiled, message);
+  }
+  if (!impl) {
+    if (error)
+      *error = message;
+    return nullptr;
+  }
+  if (!cached && options.diskCache)
+    storeInDiskCache(directory, key, compiled);
+  impl->fromDiskCache = cached;
+
+  std::shared_ptr<const Module> module(new Module(std::move(impl)));
+  std::lock_guard<std::mutex> lock(memoryCacheMutex);
+  memoryCache()[key] = module;
+  return module;
+}
+
+std::shared_ptr<const Module> Module::compileFile(const std::string &path,
+                                                  const Options &options,
+                                                  std::string *error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer) {
+    if (error)
+      *error = "cannot read '" + path + "': " + buffer.getError().message();
+    return nullptr;
+  }
+  return compile((*buffer)->getBuffer().str(), options, error);
+}
+
+void clearMemoryCache() {
+  std::lock_guard<std::mutex> lock(memoryCacheMutex);
+  memoryCache().clear();
+}
+
+const std::vector<EntryPoint> &Module::entryPoints() const {
+  return impl->entryPoints;
+}
+
+const EntryPoint *Module::find(std::string_view name) const {
+  for (const EntryPoint &entry : impl->entryPoints)
+    if (entry.name == name)
+      return &entry;
   return nullptr;
 }
 
-llvm::Expected<int32_t> Kernels::call(llvm::StringRef name,
-                                      llvm::ArrayRef<void *> buffers) const {
-  const KernelSignature *kernel = find(name);
-  if (!kernel)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "no kernel named '" + name + "'");
-  if (buffers.size() != kernel->args.size())
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "kernel '" + name + "' takes " + llvm::Twine(kernel->args.size()) +
-            " buffers, got " + llvm::Twine(buffers.size()));
-  // The packed interface takes a pointer to each argument and to the result.
-  std::vector<void *> buffersCopy(buffers.begin(), buffers.end());
-  int32_t status = -1;
-  llvm::SmallVector<void *> packed;
-  for (void *&buffer : buffersCopy)
-    packed.push_back(&buffer);
-  packed.push_back(&status);
-  if (llvm::Error error = engine->invokePacked(name, packed))
-    return std::move(error);
-  return status;
+bool Module::fromDiskCache() const { return impl->fromDiskCache; }
+
+Result Module::callUnchecked(std::string_view name,
+                             const std::vector<void *> &buffers) const {
+  Result result;
+  const EntryPoint *entry = find(name);
+  if (!entry) {
+    result.error = "no entry point named '" + std::string(name) + "'";
+    return result;
+  }
+  if (buffers.size() != entry->args.size()) {
+    result.error = "'" + entry->name + "' takes " +
+                   std::to_string(entry->args.size()) + " tensors, got " +
+                   std::to_string(buffers.size());
+    return result;
+  }
+  void *function = impl->functions[entry - impl->entryPoints.data()];
+  result.status = dispatch<0>(function, buffers.data(), buffers.size());
+  return result;
+}
+
+static std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+Result Module::call(std::string_view name,
+                    const std::vector<TensorRef> &tensors) const {
+  Result result;
+  const EntryPoint *entry = find(name);
+  if (!entry) {
+    result.error = "no entry point named '" + std::string(name) + "'";
+    return result;
+  }
+  if (tensors.size() != entry->args.size()) {
+    result.error = "'" + entry->name + "' takes " +
+                   std::to_string(entry->args.size()) + " tensors, got " +
+                   std::to_string(tensors.size());
+    return result;
+  }
+  std::vector<void *> buffers;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const TensorSpec &spec = entry->args[k];
+    const TensorRef &tensor = tensors[k];
+    std::string where = "'" + entry->name + "' argument " +
+                        std::to_string(k) + " (" + spec.name + ")";
+    if (tensor.shape != spec.shape)
+      result.error = where + " must have shape " + shapeString(spec.shape) +
+                     ", got " + shapeString(tensor.shape);
+    else if (tensor.dtype != spec.dtype)
+      result.error = where + " must be " + dtypeName(spec.dtype) + ", got " +
+                     dtypeName(tensor.dtype);
+    else if (!tensor.data)
+      result.error = where + " is null";
+    if (!result.error.empty())
+      return result;
+    buffers.push_back(tensor.data);
+  }
+  return callUnchecked(name, buffers);
+}
+
+Result Module::forward(const std::vector<TensorRef> &tensors) const {
+  return call(impl->entryPoints.front().name, tensors);
+}
+
+Result Module::forwardWithSave(const std::vector<TensorRef> &tensors) const {
+  return call(impl->entryPoints.front().name + "_fwd", tensors);
+}
+
+Result Module::backward(const std::vector<TensorRef> &tensors) const {
+  return call(impl->entryPoints.front().name + "_bwd", tensors);
 }
 
 } // namespace attnc::jit

@@ -1,6 +1,6 @@
 // Gradients of compiled f_bwd kernels against the float64 reference and
 // against central finite differences of the float64 forward.
-#include "codegen/Jit.h"
+#include "attnc/jit.h"
 #include "tools/reference/Reference.h"
 
 #include "gtest/gtest.h"
@@ -14,6 +14,13 @@
 using namespace attnc;
 
 namespace {
+
+/// Tests compile in memory only: no disk cache shared with users.
+jit::Options testOptions() {
+  jit::Options options;
+  options.diskCache = false;
+  return options;
+}
 
 std::string tensor(std::initializer_list<int64_t> shape,
                    const char *dtype = "f32") {
@@ -184,8 +191,9 @@ TEST(GradientTest, RandomScoreModCompositions) {
          << expr.body.str() << "  attn.yield " << result << " : f32\n}\n"
          << "  return %o : " << oT << "\n}\n";
     SCOPED_TRACE(spec.str());
-    auto kernels = jit::Kernels::compile(spec.str());
-    ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+    std::string kernelsError;
+  auto kernels = jit::Module::compile(spec.str(), testOptions(), &kernelsError);
+    ASSERT_TRUE(kernels) << kernelsError;
 
     std::vector<double> q(B * H * Sq * D), k(B * Hkv * Skv * D),
         v(B * Hkv * Skv * Dv), cap(H), dO(B * H * Sq * Dv);
@@ -201,15 +209,15 @@ TEST(GradientTest, RandomScoreModCompositions) {
     std::vector<float> o(dO.size()), lse(B * H * Sq), dq(q.size()),
         dk(k.size()), dv(v.size()), dcap(H);
     // @k returns O only, so @k_fwd saves the LSE for @k_bwd.
-    auto status = (*kernels)->call("k_fwd", {qf.data(), kf.data(), vf.data(),
+    auto status = kernels->callUnchecked("k_fwd", {qf.data(), kf.data(), vf.data(),
                                              cf.data(), o.data(), lse.data()});
-    ASSERT_TRUE(status && *status == 0);
-    status = (*kernels)->call(
+    ASSERT_TRUE(status.ok()) << status.error;
+    status = kernels->callUnchecked(
         "k_bwd", {qf.data(), kf.data(), vf.data(), cf.data(), o.data(),
                   lse.data(), dOf.data(), dq.data(), dk.data(), dv.data(),
                   dcap.data()});
-    ASSERT_TRUE(bool(status)) << llvm::toString(status.takeError());
-    ASSERT_EQ(*status, 0);
+    ASSERT_TRUE(status.error.empty()) << status.error;
+    ASSERT_EQ(status.status, 0);
 
     ref::MaskSpec mask;
     mask.causal = causal;
@@ -272,8 +280,9 @@ TEST(GradientTest, FiniteDifferencesOfTheForward) {
       "  %r = arith.addf %s, %bias : f32\n  attn.yield %r : f32\n}\n"
       "  return %o, %lse : " +
       oT + ", " + lT + "\n}\n";
-  auto kernels = jit::Kernels::compile(spec);
-  ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+  std::string kernelsError;
+  auto kernels = jit::Module::compile(spec, testOptions(), &kernelsError);
+  ASSERT_TRUE(kernels) << kernelsError;
 
   std::vector<double> q(B * H * Sq * D), k(B * Hkv * Skv * D),
       v(B * Hkv * Skv * Dv), slopes(H), dO(B * H * Sq * Dv), dL(B * H * Sq);
@@ -293,16 +302,16 @@ TEST(GradientTest, FiniteDifferencesOfTheForward) {
        sf = toFloat(slopes), dOf = toFloat(dO), dLf = toFloat(dL);
   std::vector<float> o(dO.size()), lse(dL.size()), dq(q.size()),
       dk(k.size()), dv(v.size()), dslopes(H);
-  auto status = (*kernels)->call("k", {qf.data(), kf.data(), vf.data(),
+  auto status = kernels->callUnchecked("k", {qf.data(), kf.data(), vf.data(),
                                        lengths, sf.data(), o.data(),
                                        lse.data()});
-  ASSERT_TRUE(status && *status == 0);
-  status = (*kernels)->call(
+  ASSERT_TRUE(status.ok()) << status.error;
+  status = kernels->callUnchecked(
       "k_bwd", {qf.data(), kf.data(), vf.data(), lengths, sf.data(), o.data(),
                 lse.data(), dOf.data(), dLf.data(), dq.data(), dk.data(),
                 dv.data(), dslopes.data()});
-  ASSERT_TRUE(bool(status)) << llvm::toString(status.takeError());
-  ASSERT_EQ(*status, 0);
+  ASSERT_TRUE(status.error.empty()) << status.error;
+  ASSERT_EQ(status.status, 0);
 
   double scale = double(float(ref::defaultScale(D)));
   auto loss = [&]() {
@@ -365,8 +374,9 @@ TEST(GradientTest, ProjectionsAndMerge) {
        << "\n  %o = attn.apply %p, %v : " << sT << ", " << hT << " -> " << hT
        << "\n  %y = attn.merge %o, %wo : " << hT << ", " << woT << " -> " << xT
        << "\n  return %y : " << xT << "\n}\n";
-  auto kernels = jit::Kernels::compile(spec.str());
-  ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+  std::string kernelsError;
+  auto kernels = jit::Module::compile(spec.str(), testOptions(), &kernelsError);
+  ASSERT_TRUE(kernels) << kernelsError;
 
   std::vector<double> x(B * S * E), wq(E * H * D), wk(wq.size()),
       wv(wq.size()), wo(H * D * E), dy(x.size());
@@ -383,17 +393,17 @@ TEST(GradientTest, ProjectionsAndMerge) {
   std::vector<float> y(x.size()), savedQ(B * H * S * D), savedK(savedQ.size()),
       savedV(savedQ.size()), dx(x.size()), dwq(wq.size()), dwk(wk.size()),
       dwv(wv.size()), dwo(wo.size());
-  auto status = (*kernels)->call(
+  auto status = kernels->callUnchecked(
       "layer_fwd", {xf.data(), wqf.data(), wkf.data(), wvf.data(), wof.data(),
                     y.data(), savedQ.data(), savedK.data(), savedV.data()});
-  ASSERT_TRUE(status && *status == 0);
-  status = (*kernels)->call(
+  ASSERT_TRUE(status.ok()) << status.error;
+  status = kernels->callUnchecked(
       "layer_bwd",
       {xf.data(), wqf.data(), wkf.data(), wvf.data(), wof.data(), y.data(),
        savedQ.data(), savedK.data(), savedV.data(), dyf.data(), dx.data(),
        dwq.data(), dwk.data(), dwv.data(), dwo.data()});
-  ASSERT_TRUE(bool(status)) << llvm::toString(status.takeError());
-  ASSERT_EQ(*status, 0);
+  ASSERT_TRUE(status.error.empty()) << status.error;
+  ASSERT_EQ(status.status, 0);
 
   std::vector<double> q(savedQ.size()), k(q.size()), v(q.size()), o(q.size()),
       dO(q.size()), dQ(q.size()), dK(q.size()), dV(q.size()),
@@ -427,7 +437,8 @@ TEST(GradientTest, ProjectionsAndMerge) {
 }
 
 TEST(GradientTest, OpWithoutRuleIsALocatedError) {
-  auto kernels = jit::Kernels::compile(
+  std::string kernelsError;
+  auto kernels = jit::Module::compile(
       "func.func @k(%q: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {\n"
       "  %o, %l = attn.attention %q, %q, %q : tensor<1x1x2x2xf32>, "
       "tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>, "
@@ -435,9 +446,9 @@ TEST(GradientTest, OpWithoutRuleIsALocatedError) {
       "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
       "    %r = math.sin %s : f32\n"
       "    attn.yield %r : f32\n  }\n"
-      "  return %o : tensor<1x1x2x2xf32>\n}\n");
-  ASSERT_FALSE(bool(kernels));
-  std::string message = llvm::toString(kernels.takeError());
+      "  return %o : tensor<1x1x2x2xf32>\n}\n", testOptions(), &kernelsError);
+  ASSERT_FALSE(kernels);
+  std::string message = kernelsError;
   EXPECT_NE(message.find("spec.mlir:4:10: error: 'math.sin' op has no "
                          "gradient rule"),
             std::string::npos)
@@ -445,7 +456,8 @@ TEST(GradientTest, OpWithoutRuleIsALocatedError) {
   // Without the backward, the same spec compiles.
   jit::Options forwardOnly;
   forwardOnly.backward = false;
-  auto forward = jit::Kernels::compile(
+  std::string forwardError;
+  auto forward = jit::Module::compile(
       "func.func @k(%q: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {\n"
       "  %o, %l = attn.attention %q, %q, %q : tensor<1x1x2x2xf32>, "
       "tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>, "
@@ -453,9 +465,8 @@ TEST(GradientTest, OpWithoutRuleIsALocatedError) {
       "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
       "    %r = math.sin %s : f32\n"
       "    attn.yield %r : f32\n  }\n"
-      "  return %o : tensor<1x1x2x2xf32>\n}\n",
-      forwardOnly);
-  EXPECT_TRUE(bool(forward)) << llvm::toString(forward.takeError());
+      "  return %o : tensor<1x1x2x2xf32>\n}\n", forwardOnly, &forwardError);
+  EXPECT_TRUE(forward) << forwardError;
 }
 
 } // namespace

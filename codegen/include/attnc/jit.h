@@ -1,0 +1,114 @@
+// attnc JIT: compile attention specs at run time and call their kernels.
+//
+// Public API: depends on the C++ standard library only.
+//
+//   std::string error;
+//   auto module = attnc::jit::Module::compile(specText, {}, &error);
+//   if (!module) { ... error holds located diagnostics ... }
+//   attnc::jit::Result r = module->forward({q, k, v, o});
+//
+// Modules are immutable and shareable; compile and call are safe from many
+// threads at once. Compiled objects are cached in memory and on disk.
+#ifndef ATTNC_JIT_H
+#define ATTNC_JIT_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnc::jit {
+
+enum class DType { F32, F16, BF16, I32, I64 };
+
+/// The name of a dtype as specs write it ("f32", "bf16", ...).
+const char *dtypeName(DType dtype);
+
+/// One tensor argument of an entry point.
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape; // row-major, contiguous
+  DType dtype = DType::F32;
+  bool isOutput = false;
+  int64_t numElements() const;
+  int64_t numBytes() const;
+};
+
+/// An exported entry point: inputs in order, then one output per result.
+struct EntryPoint {
+  std::string name;
+  std::vector<TensorSpec> args;
+};
+
+/// A tensor passed to a checked call.
+struct TensorRef {
+  void *data = nullptr;
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+};
+
+struct Options {
+  /// LLVM optimization level 0-3.
+  unsigned optLevel = 2;
+  /// Also derive <f>_fwd and <f>_bwd for every kernel <f>.
+  bool backward = true;
+  /// Look up and store compiled objects on disk.
+  bool diskCache = true;
+  /// Cache directory; empty: $ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc,
+  /// else $HOME/.cache/attnc.
+  std::string cacheDir;
+};
+
+/// The outcome of a call: `error` is set when nothing was called (unknown
+/// entry point, wrong argument count, shape or dtype); otherwise `status`
+/// is the kernel's attnc status code (0: ATTNC_STATUS_OK).
+struct Result {
+  int32_t status = 0;
+  std::string error;
+  bool ok() const { return error.empty() && status == 0; }
+};
+
+class Module {
+public:
+  /// Compiles `specText` (or a lookup in the caches). On failure returns
+  /// null and, when `error` is given, the located diagnostics.
+  static std::shared_ptr<const Module>
+  compile(std::string_view specText, const Options &options = {},
+          std::string *error = nullptr);
+  static std::shared_ptr<const Module>
+  compileFile(const std::string &path, const Options &options = {},
+              std::string *error = nullptr);
+
+  const std::vector<EntryPoint> &entryPoints() const;
+  const EntryPoint *find(std::string_view name) const;
+  /// Whether this module came from the disk cache.
+  bool fromDiskCache() const;
+
+  /// Calls an entry point with one tensor per argument, checking the count,
+  /// every shape and dtype, and that no pointer is null.
+  Result call(std::string_view name,
+              const std::vector<TensorRef> &tensors) const;
+  /// Calls an entry point with raw buffers; only the count is checked.
+  Result callUnchecked(std::string_view name,
+                       const std::vector<void *> &buffers) const;
+
+  /// The first kernel of the spec (f), its <f>_fwd and its <f>_bwd.
+  Result forward(const std::vector<TensorRef> &tensors) const;
+  Result forwardWithSave(const std::vector<TensorRef> &tensors) const;
+  Result backward(const std::vector<TensorRef> &tensors) const;
+
+  ~Module();
+  struct Impl;
+
+private:
+  explicit Module(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// Drops every module of the in-memory cache (modules in use stay valid).
+void clearMemoryCache();
+
+} // namespace attnc::jit
+
+#endif // ATTNC_JIT_H

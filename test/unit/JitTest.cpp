@@ -1,0 +1,219 @@
+// The JIT API: checked calls, caches (memory, disk, corrupt entries) and
+// concurrent compiles and calls.
+#include "attnc/jit.h"
+#include "tools/reference/Reference.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using namespace attnc;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// GQA attention over Q[1,4,Sq,8], K/V[1,2,Skv,8], optionally causal.
+std::string spec(int64_t sq, int64_t skv, bool causal) {
+  auto t = [](int64_t h, int64_t s) {
+    return "tensor<1x" + std::to_string(h) + "x" + std::to_string(s) +
+           "x8xf32>";
+  };
+  std::string lse = "tensor<1x4x" + std::to_string(sq) + "xf32>";
+  return "func.func @attn(%q: " + t(4, sq) + ", %k: " + t(2, skv) +
+         ", %v: " + t(2, skv) + ") -> (" + t(4, sq) + ", " + lse +
+         ") {\n  %o, %lse = attn.attention %q, %k, %v" +
+         (causal ? " causal" : "") + " : " + t(4, sq) + ", " + t(2, skv) +
+         ", " + t(2, skv) + " -> " + t(4, sq) + ", " + lse +
+         "\n  return %o, %lse : " + t(4, sq) + ", " + lse + "\n}\n";
+}
+
+/// A fresh cache directory per test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("attnc-jit-test-" + std::to_string(std::random_device()()));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+jit::Options diskOptions(const TempDir &dir) {
+  jit::Options options;
+  options.cacheDir = dir.path.string();
+  return options;
+}
+
+/// Runs the forward on random inputs and returns the max relative error
+/// against the reference.
+double forwardError(const jit::Module &module, int64_t sq, int64_t skv,
+                    bool causal, uint64_t seed) {
+  std::vector<double> q(4 * sq * 8), k(2 * skv * 8), v(2 * skv * 8);
+  ref::fillRandom(q.data(), q.size(), seed);
+  ref::fillRandom(k.data(), k.size(), seed + 1);
+  ref::fillRandom(v.data(), v.size(), seed + 2);
+  std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end()),
+      vf(v.begin(), v.end()), o(4 * sq * 8), lse(4 * sq);
+  jit::Result r = module.forward(
+      {{qf.data(), {1, 4, sq, 8}}, {kf.data(), {1, 2, skv, 8}},
+       {vf.data(), {1, 2, skv, 8}}, {o.data(), {1, 4, sq, 8}},
+       {lse.data(), {1, 4, sq}}});
+  if (!r.ok())
+    return 1e9;
+  std::vector<double> expected(o.size());
+  ref::MaskSpec mask;
+  mask.causal = causal;
+  ref::attentionForward({1, 4, 2, sq, skv, 8, 8},
+                        double(float(ref::defaultScale(8))), mask, {},
+                        std::vector<double>(qf.begin(), qf.end()).data(),
+                        std::vector<double>(kf.begin(), kf.end()).data(),
+                        std::vector<double>(vf.begin(), vf.end()).data(),
+                        expected.data(), nullptr);
+  return ref::maxRelativeError(o.data(), expected.data(), o.size());
+}
+
+TEST(JitTest, CheckedCallsRejectBadArguments) {
+  jit::Options options;
+  options.diskCache = false;
+  std::string error;
+  auto module = jit::Module::compile(spec(5, 7, false), options, &error);
+  ASSERT_TRUE(module) << error;
+  ASSERT_NE(module->find("attn"), nullptr);
+  ASSERT_NE(module->find("attn_fwd"), nullptr);
+  ASSERT_NE(module->find("attn_bwd"), nullptr);
+  EXPECT_EQ(module->find("attn")->args.size(), 5u);
+
+  std::vector<float> q(4 * 5 * 8), k(2 * 7 * 8), v(k.size()), o(q.size(), 7),
+      lse(4 * 5);
+  std::vector<jit::TensorRef> args = {{q.data(), {1, 4, 5, 8}},
+                                      {k.data(), {1, 2, 7, 8}},
+                                      {v.data(), {1, 2, 7, 8}},
+                                      {o.data(), {1, 4, 5, 8}},
+                                      {lse.data(), {1, 4, 5}}};
+  EXPECT_TRUE(module->forward(args).ok());
+
+  auto wrongShape = args;
+  wrongShape[1].shape = {1, 2, 8, 8};
+  jit::Result r = module->forward(wrongShape);
+  EXPECT_NE(r.error.find("argument 1 (k) must have shape [1,2,7,8], got "
+                         "[1,2,8,8]"),
+            std::string::npos)
+      << r.error;
+  auto wrongType = args;
+  wrongType[0].dtype = jit::DType::BF16;
+  EXPECT_NE(module->forward(wrongType).error.find("must be f32, got bf16"),
+            std::string::npos);
+  auto nullData = args;
+  nullData[3].data = nullptr;
+  EXPECT_NE(module->forward(nullData).error.find("is null"),
+            std::string::npos);
+  args.pop_back();
+  EXPECT_NE(module->forward(args).error.find("takes 5 tensors, got 4"),
+            std::string::npos);
+  EXPECT_NE(module->call("nope", {}).error.find("no entry point"),
+            std::string::npos);
+  // Nothing was written by the rejected calls... except the one valid call.
+  jit::Result unchecked = module->callUnchecked(
+      "attn", {q.data(), nullptr, v.data(), o.data(), lse.data()});
+  EXPECT_TRUE(unchecked.error.empty());
+  EXPECT_EQ(unchecked.status, 1); // ATTNC_STATUS_NULL_ARGUMENT
+}
+
+TEST(JitTest, MemoryCacheReturnsTheSameModule) {
+  jit::Options options;
+  options.diskCache = false;
+  auto a = jit::Module::compile(spec(3, 3, true), options);
+  auto b = jit::Module::compile(spec(3, 3, true), options);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a.get(), b.get());
+  auto c = jit::Module::compile(spec(3, 4, true), options);
+  ASSERT_TRUE(c);
+  EXPECT_NE(a.get(), c.get());
+}
+
+TEST(JitTest, DiskCacheHitAndCorruptEntry) {
+  TempDir dir;
+  jit::Options options = diskOptions(dir);
+  std::string error;
+  auto first = jit::Module::compile(spec(6, 9, true), options, &error);
+  ASSERT_TRUE(first) << error;
+  EXPECT_FALSE(first->fromDiskCache());
+  ASSERT_EQ(std::distance(fs::directory_iterator(dir.path),
+                          fs::directory_iterator()),
+            1);
+  first.reset();
+  jit::clearMemoryCache();
+
+  auto hit = jit::Module::compile(spec(6, 9, true), options, &error);
+  ASSERT_TRUE(hit) << error;
+  EXPECT_TRUE(hit->fromDiskCache());
+  EXPECT_LE(forwardError(*hit, 6, 9, true, 1), 1e-5);
+  hit.reset();
+  jit::clearMemoryCache();
+
+  // Corrupt every byte class: a flipped byte in the object, a truncation
+  // and a foreign file are detected and recompiled, never loaded.
+  fs::path entry = fs::directory_iterator(dir.path)->path();
+  std::string bytes;
+  {
+    std::ifstream in(entry, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (int variant = 0; variant < 3; ++variant) {
+    std::string corrupt = bytes;
+    if (variant == 0)
+      corrupt[corrupt.size() / 2] ^= 0x5a;
+    else if (variant == 1)
+      corrupt.resize(corrupt.size() / 3);
+    else
+      corrupt = "not an attnc cache entry";
+    {
+      std::ofstream out(entry, std::ios::binary | std::ios::trunc);
+      out << corrupt;
+    }
+    auto module = jit::Module::compile(spec(6, 9, true), options, &error);
+    ASSERT_TRUE(module) << error;
+    EXPECT_FALSE(module->fromDiskCache()) << "variant " << variant;
+    EXPECT_LE(forwardError(*module, 6, 9, true, 2 + variant), 1e-5);
+    module.reset();
+    jit::clearMemoryCache();
+  }
+}
+
+TEST(JitTest, ConcurrentCompilesAndCalls) {
+  jit::Options options;
+  options.diskCache = false;
+  const int threads = 4;
+  std::vector<double> errors(threads, 1e9);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      // Two threads share each spec: the same module or two equal ones.
+      int64_t sq = 3 + t % 2, skv = 5;
+      auto module = jit::Module::compile(spec(sq, skv, t % 2), options);
+      if (!module)
+        return;
+      double worst = 0;
+      for (int call = 0; call < 20; ++call)
+        worst = std::max(worst, forwardError(*module, sq, skv, t % 2,
+                                             100 * t + call));
+      errors[t] = worst;
+    });
+  for (std::thread &thread : pool)
+    thread.join();
+  for (int t = 0; t < threads; ++t)
+    EXPECT_LE(errors[t], 1e-5) << "thread " << t;
+}
+
+TEST(JitTest, CompileFileReportsUnreadableFile) {
+  std::string error;
+  EXPECT_FALSE(jit::Module::compileFile("/nonexistent/spec.mlir", {}, &error));
+  EXPECT_NE(error.find("cannot read '/nonexistent/spec.mlir'"),
+            std::string::npos);
+}
+
+} // namespace
