@@ -105,8 +105,9 @@ std::vector<EntryPoint> toEntryPoints(const std::vector<KernelSignature> &ks) {
   return result;
 }
 
-bool compileToObject(std::string_view specText, const Options &options,
-                     CompiledObject &out, std::string &error) {
+bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
+                     const Options &options, CompiledObject &out,
+                     std::string &error) {
   mlir::DialectRegistry registry;
   registerAttncDialects(registry);
   mlir::MLIRContext context(registry,
@@ -115,7 +116,7 @@ bool compileToObject(std::string_view specText, const Options &options,
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(
-          llvm::StringRef(specText.data(), specText.size()), "spec.mlir"),
+          llvm::StringRef(specText.data(), specText.size()), sourceName),
       llvm::SMLoc());
   llvm::raw_string_ostream diagnostics(error);
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnostics);
@@ -419,9 +420,11 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
   return impl;
 }
 
-std::shared_ptr<const Module> Module::compile(std::string_view specText,
-                                              const Options &options,
-                                              std::string *error) {
+/// Compiles with diagnostics located in `sourceName`.
+static std::shared_ptr<const Module> compileNamed(std::string_view specText,
+                                                  llvm::StringRef sourceName,
+                                                  const Options &options,
+                                                  std::string *error) {
   std::string key = cacheKey(specText, options);
   {
     std::lock_guard<std::mutex> lock(memoryCacheMutex);
@@ -437,18 +440,18 @@ std::shared_ptr<const Module> Module::compile(std::string_view specText,
   bool cached = loadFromDiskCache(directory, key, compiled);
   if (!cached) {
     initializeLLVM();
-    if (!compileToObject(specText, options, compiled, message)) {
+    if (!compileToObject(specText, sourceName, options, compiled, message)) {
       if (error)
         *error = message;
       return nullptr;
     }
   }
-  std::unique_ptr<Impl> impl = load(compiled, message);
+  std::unique_ptr<Module::Impl> impl = load(compiled, message);
   if (!impl && cached) {
     // An entry that decodes but does not load is not trusted: recompile.
     cached = false;
     message.clear();
-    if (compileToObject(specText, options, compiled, message))
+    if (compileToObject(specText, sourceName, options, compiled, message))
       impl = load(compiled, message);
   }
   if (!impl) {
@@ -460,10 +463,20 @@ std::shared_ptr<const Module> Module::compile(std::string_view specText,
     storeInDiskCache(directory, key, compiled);
   impl->fromDiskCache = cached;
 
-  std::shared_ptr<const Module> module(new Module(std::move(impl)));
+  std::shared_ptr<const Module> module = Module::create(std::move(impl));
   std::lock_guard<std::mutex> lock(memoryCacheMutex);
   memoryCache()[key] = module;
   return module;
+}
+
+std::shared_ptr<const Module> Module::create(std::unique_ptr<Impl> impl) {
+  return std::shared_ptr<const Module>(new Module(std::move(impl)));
+}
+
+std::shared_ptr<const Module> Module::compile(std::string_view specText,
+                                              const Options &options,
+                                              std::string *error) {
+  return compileNamed(specText, "spec.mlir", options, error);
 }
 
 std::shared_ptr<const Module> Module::compileFile(const std::string &path,
@@ -475,7 +488,7 @@ std::shared_ptr<const Module> Module::compileFile(const std::string &path,
       *error = "cannot read '" + path + "': " + buffer.getError().message();
     return nullptr;
   }
-  return compile((*buffer)->getBuffer().str(), options, error);
+  return compileNamed((*buffer)->getBuffer().str(), path, options, error);
 }
 
 void clearMemoryCache() {

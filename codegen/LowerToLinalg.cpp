@@ -2,6 +2,7 @@
 #include "codegen/LinalgBuilders.h"
 #include "codegen/Passes.h"
 #include "dialect/AttnOps.h"
+#include "passes/ScalarGradients.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -197,6 +198,9 @@ struct LowerScoreModGrad : OpRewritePattern<ScoreModGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ScoreModGradOp op,
                                 PatternRewriter &rewriter) const override {
+    // Hand-written gradient ops get the check attn-derive-backward makes.
+    if (failed(checkDifferentiable(op.getBody())))
+      return failure();
     auto [scores, captures] =
         buildScoreModGrad(rewriter, op.getLoc(), op.getScores(), op.getGrad(),
                           op.getBody(), op.getCaptures());
@@ -211,6 +215,9 @@ struct LowerAttentionGrad : OpRewritePattern<AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
+    if (!op.getScoreMod().empty() &&
+        failed(checkDifferentiable(op.getScoreMod())))
+      return failure();
     AttentionGradInputs inputs;
     inputs.query = op.getQuery();
     inputs.key = op.getKey();
@@ -258,7 +265,7 @@ struct AttnLowerToLinalgPass
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     WalkResult left = module.walk([](Operation *op) {
-      if (isa<AttnDialect>(op->getDialect())) {
+      if (isa<AttnDialect>(op->getDialect()) && !isa<YieldOp>(op)) {
         op->emitOpError("could not be lowered to linalg");
         return WalkResult::interrupt();
       }

@@ -360,7 +360,26 @@ LogicalResult deriveBackward(Spec &spec) {
     std::vector<KernelArg> inputs, results;
     for (const KernelArg &arg : kernel.args)
       (arg.isOutput ? results : inputs).push_back(arg);
-    auto savedName = [](size_t k) { return "saved" + std::to_string(k); };
+    // Derived names (saved<k>, d_<name>) must not collide with the spec's.
+    llvm::StringSet<> taken;
+    for (const KernelArg &arg : kernel.args)
+      taken.insert(arg.name);
+    auto fresh = [&](std::string name) {
+      std::string candidate = name;
+      for (int k = 1; taken.contains(candidate); ++k)
+        candidate = name + "_" + std::to_string(k);
+      taken.insert(candidate);
+      return candidate;
+    };
+    std::vector<std::string> savedNames;
+    for (size_t k = results.size(); k < fwd.getNumResults(); ++k)
+      savedNames.push_back(fresh("saved" + std::to_string(k - results.size())));
+    auto savedName = [&](size_t k) { return savedNames[k]; };
+    std::vector<std::string> resultGradNames, inputGradNames;
+    for (const KernelArg &arg : results)
+      resultGradNames.push_back(fresh("d_" + arg.name));
+    for (const KernelArg &arg : inputs)
+      inputGradNames.push_back(fresh("d_" + arg.name));
 
     KernelSignature forward{fwd.getSymName().str(), kernel.args};
     TypeRange fwdResults = fwd.getResultTypes();
@@ -378,15 +397,15 @@ LogicalResult deriveBackward(Spec &spec) {
       backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));
     for (size_t k = 0; k + results.size() < fwdResults.size(); ++k)
       backward.args.push_back(argOf(bwdInputs[next++], savedName(k), false));
-    for (const KernelArg &arg : results)
+    for (auto [k, arg] : llvm::enumerate(results))
       if (arg.dtype != "i32" && arg.dtype != "i64")
         backward.args.push_back(
-            argOf(bwdInputs[next++], "d_" + arg.name, false));
+            argOf(bwdInputs[next++], resultGradNames[k], false));
     size_t output = 0;
-    for (const KernelArg &arg : inputs)
+    for (auto [k, arg] : llvm::enumerate(inputs))
       if (arg.dtype != "i32" && arg.dtype != "i64")
-        backward.args.push_back(
-            argOf(bwd.getResultTypes()[output++], "d_" + arg.name, true));
+        backward.args.push_back(argOf(bwd.getResultTypes()[output++],
+                                      inputGradNames[k], true));
     derived.push_back(std::move(forward));
     derived.push_back(std::move(backward));
   }

@@ -188,6 +188,11 @@ private:
 LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
   if (failed(checkDifferentiable(func)))
     return failure();
+  // Resolve 1/sqrt(D) now: the backward recomputes a scale from a block
+  // argument when @f returns its scores, and there the default is unknown.
+  func.walk([](ScaleOp op) {
+    op.setFactorAttr(Builder(op).getF64FloatAttr(op.getEffectiveFactor()));
+  });
   MLIRContext *ctx = module.getContext();
   std::string fwdName = (func.getSymName() + "_fwd").str();
   std::string bwdName = (func.getSymName() + "_bwd").str();

@@ -13,7 +13,8 @@ def AttnDeriveBackward : Pass<"attn-derive-backward", "mlir::ModuleOp"> {
     - @f_fwd(inputs) -> (results, saved...) also returns what the backward
       reuses: the result of every attn.projection and the O and LSE of every
       attn.attention that @f does not already return (never S or P);
-    - @f_bwd(inputs, saved..., d results...) -> (d inputs...) returns the
+    - @f_bwd(inputs, results, saved..., d results...) -> (d inputs...)
+      returns the
       gradient of every floating-point input (projection weights, Q/K/V,
       captured tensors such as ALiBi slopes), given one cotangent per
       floating-point result. Integer inputs get no gradient.

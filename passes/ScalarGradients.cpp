@@ -159,7 +159,8 @@ LogicalResult checkDifferentiable(Region &region) {
       return op.emitOpError()
              << "has no gradient rule; attn-derive-backward supports addf, "
                 "subf, mulf, divf, negf, exp, log, tanh, sqrt, absf, maximumf, "
-                "minimumf, select, extf/truncf, constants and casts";
+                "minimumf, maxnumf, minnumf, select, extf/truncf, constants and "
+                "casts";
   }
   return success();
 }

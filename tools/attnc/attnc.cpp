@@ -3,6 +3,7 @@
 #include "codegen/Passes.h"
 #include "codegen/Spec.h"
 #include "codegen/Target.h"
+#include "tools/attnc/Run.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -61,6 +62,24 @@ cl::opt<bool> noBackward(
     cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
                            cl::init(3), cl::Prefix, cl::sub(compileCommand), cl::cat(attncCategory));
+
+cl::SubCommand runCommand(
+    "run", "JIT a spec, run it on random inputs and print the errors of the "
+           "forward and of every gradient against the float64 reference");
+cl::opt<std::string> runInput(cl::Positional, cl::desc("<spec.mlir>"),
+                              cl::Required, cl::sub(runCommand),
+                              cl::cat(attncCategory));
+cl::opt<bool> runCheck("check",
+                       cl::desc("Exit non-zero when an error exceeds the "
+                                "tolerance of its dtype (f32 1e-4, f16 5e-3, "
+                                "bf16 3e-2)"),
+                       cl::sub(runCommand), cl::cat(attncCategory));
+cl::opt<bool> runNoBackward("no-backward",
+                            cl::desc("Check the forward entry points only"),
+                            cl::sub(runCommand), cl::cat(attncCategory));
+cl::opt<uint64_t> runSeed("seed", cl::desc("Seed of the random inputs"),
+                          cl::init(1), cl::sub(runCommand),
+                          cl::cat(attncCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "attnc") << message << "\n";
@@ -163,8 +182,17 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "attnc: compiles attention specs (the attn dialect) to kernels\n\n"
-      "  attnc compile spec.mlir -o kernel.o --emit-header kernel.h\n");
+      "  attnc compile spec.mlir -o kernel.o --emit-header kernel.h\n"
+      "  attnc run spec.mlir --check\n");
   if (compileCommand)
     return runCompile();
-  return fail("no command given; try 'attnc compile --help'");
+  if (runCommand) {
+    attnc::RunOptions options;
+    options.check = runCheck;
+    options.backward = !runNoBackward;
+    options.seed = runSeed;
+    return attnc::runSpec(runInput, options, outs(), errs());
+  }
+  return fail("no command given; try 'attnc compile --help' or 'attnc run "
+              "--help'");
 }

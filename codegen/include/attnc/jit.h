@@ -100,6 +100,7 @@ public:
 
   ~Module();
   struct Impl;
+  static std::shared_ptr<const Module> create(std::unique_ptr<Impl> impl);
 
 private:
   explicit Module(std::unique_ptr<Impl> impl);

@@ -1,0 +1,12 @@
+// RUN: attnc-opt %s -split-input-file -attn-derive-backward -verify-diagnostics | FileCheck %s
+
+// A returned scores tensor feeds a scale without `by`: the factor is resolved
+// before the backward recomputes the scale from @f_bwd's argument.
+// CHECK-LABEL: func.func @returns_scores_bwd
+// CHECK: attn.scale %{{.*}} by 2.500000e-01 : tensor<1x2x4x4xf32>
+func.func @returns_scores(%q: tensor<1x2x4x16xf32>, %k: tensor<1x2x4x16xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %s = attn.scores %q, %k : tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32> -> tensor<1x2x4x4xf32>
+  %t = attn.scale %s : tensor<1x2x4x4xf32>
+  %p = attn.softmax %t : tensor<1x2x4x4xf32>
+  return %s, %p : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}

@@ -1,0 +1,409 @@
+// The float64 interpreter of attn specs (see Interpreter.h).
+#include "tools/attnc/Interpreter.h"
+
+#include "dialect/AttnOps.h"
+#include "tools/reference/Reference.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+
+namespace attnc {
+namespace {
+
+/// Evaluates the scalar code of a score_mod/mask_mod region. Floats and
+/// integers are both held as doubles (exact for the integers specs use).
+class RegionEvaluator {
+public:
+  RegionEvaluator(Region &region, ArrayRef<const HostTensor *> captures)
+      : block(region.front()), captures(captures) {}
+
+  /// Checks once that every op can be evaluated.
+  LogicalResult check() {
+    for (Operation &op : block)
+      if (!isa<arith::ConstantOp, arith::AddFOp, arith::SubFOp, arith::MulFOp,
+               arith::DivFOp, arith::NegFOp, arith::MaximumFOp,
+               arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp,
+               arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivSIOp,
+               arith::RemSIOp, arith::AndIOp, arith::OrIOp, arith::XOrIOp,
+               arith::CmpFOp, arith::CmpIOp, arith::SelectOp,
+               arith::IndexCastOp, arith::SIToFPOp, arith::UIToFPOp,
+               arith::FPToSIOp, arith::ExtFOp, arith::TruncFOp, math::ExpOp,
+               math::LogOp, math::TanhOp, math::SqrtOp, math::AbsFOp,
+               math::SinOp, math::CosOp, math::Exp2Op, math::Log2Op,
+               math::PowFOp, math::RsqrtOp, math::ErfOp, tensor::ExtractOp,
+               attn::YieldOp>(op))
+        return op.emitOpError("cannot be evaluated by the float64 "
+                              "reference of attnc run");
+    return success();
+  }
+
+  double evaluate(ArrayRef<double> leading) {
+    values.clear();
+    for (auto [arg, value] : llvm::zip(block.getArguments(), leading))
+      values[arg] = value;
+    for (Operation &op : block) {
+      if (auto yield = dyn_cast<attn::YieldOp>(op))
+        return values.lookup(yield.getValue());
+      values[op.getResult(0)] = evaluateOp(op);
+    }
+    return 0;
+  }
+
+private:
+  double get(Value v) { return values.lookup(v); }
+
+  double evaluateOp(Operation &op) {
+    auto a = [&] { return get(op.getOperand(0)); };
+    auto b = [&] { return get(op.getOperand(1)); };
+    return llvm::TypeSwitch<Operation *, double>(&op)
+        .Case([&](arith::ConstantOp c) {
+          if (auto f = dyn_cast<FloatAttr>(c.getValue()))
+            return f.getValueAsDouble();
+          if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+            return c.getType().isInteger(1) ? double(i.getValue().getBoolValue())
+                                            : double(i.getInt());
+          return 0.0;
+        })
+        .Case([&](arith::AddFOp) { return a() + b(); })
+        .Case([&](arith::SubFOp) { return a() - b(); })
+        .Case([&](arith::MulFOp) { return a() * b(); })
+        .Case([&](arith::DivFOp) { return a() / b(); })
+        .Case([&](arith::NegFOp) { return -a(); })
+        .Case<arith::MaximumFOp, arith::MaxNumFOp>(
+            [&](Operation *) { return std::max(a(), b()); })
+        .Case<arith::MinimumFOp, arith::MinNumFOp>(
+            [&](Operation *) { return std::min(a(), b()); })
+        .Case([&](arith::AddIOp) { return a() + b(); })
+        .Case([&](arith::SubIOp) { return a() - b(); })
+        .Case([&](arith::MulIOp) { return a() * b(); })
+        .Case([&](arith::DivSIOp) {
+          return b() == 0 ? 0.0 : double(int64_t(a()) / int64_t(b()));
+        })
+        .Case([&](arith::RemSIOp) {
+          return b() == 0 ? 0.0 : double(int64_t(a()) % int64_t(b()));
+        })
+        .Case([&](arith::AndIOp) { return double(int64_t(a()) & int64_t(b())); })
+        .Case([&](arith::OrIOp) { return double(int64_t(a()) | int64_t(b())); })
+        .Case([&](arith::XOrIOp) { return double(int64_t(a()) ^ int64_t(b())); })
+        .Case([&](arith::CmpFOp c) { return double(compareF(c.getPredicate(), a(), b())); })
+        .Case([&](arith::CmpIOp c) { return double(compareI(c.getPredicate(), a(), b())); })
+        .Case([&](arith::SelectOp) {
+          return get(op.getOperand(0)) != 0 ? b() : get(op.getOperand(2));
+        })
+        .Case<arith::IndexCastOp, arith::SIToFPOp, arith::UIToFPOp,
+              arith::ExtFOp, arith::TruncFOp>([&](Operation *) { return a(); })
+        .Case([&](arith::FPToSIOp) { return std::trunc(a()); })
+        .Case([&](math::ExpOp) { return std::exp(a()); })
+        .Case([&](math::LogOp) { return std::log(a()); })
+        .Case([&](math::TanhOp) { return std::tanh(a()); })
+        .Case([&](math::SqrtOp) { return std::sqrt(a()); })
+        .Case([&](math::AbsFOp) { return std::fabs(a()); })
+        .Case([&](math::SinOp) { return std::sin(a()); })
+        .Case([&](math::CosOp) { return std::cos(a()); })
+        .Case([&](math::Exp2Op) { return std::exp2(a()); })
+        .Case([&](math::Log2Op) { return std::log2(a()); })
+        .Case([&](math::PowFOp) { return std::pow(a(), b()); })
+        .Case([&](math::RsqrtOp) { return 1 / std::sqrt(a()); })
+        .Case([&](math::ErfOp) { return std::erf(a()); })
+        .Case([&](tensor::ExtractOp e) {
+          auto arg = cast<BlockArgument>(e.getTensor());
+          const HostTensor &t =
+              *captures[arg.getArgNumber() - (block.getNumArguments() -
+                                               captures.size())];
+          int64_t offset = 0;
+          for (auto [k, index] : llvm::enumerate(e.getIndices())) {
+            int64_t i = int64_t(get(index));
+            if (i < 0 || i >= t.shape[k])
+              return std::numeric_limits<double>::quiet_NaN();
+            offset = offset * t.shape[k] + i;
+          }
+          return t.data[offset];
+        })
+        .Default([](Operation *) { return 0.0; });
+  }
+
+  static bool compareF(arith::CmpFPredicate p, double x, double y) {
+    bool unordered = std::isnan(x) || std::isnan(y);
+    switch (p) {
+    case arith::CmpFPredicate::OEQ: return !unordered && x == y;
+    case arith::CmpFPredicate::OGT: return !unordered && x > y;
+    case arith::CmpFPredicate::OGE: return !unordered && x >= y;
+    case arith::CmpFPredicate::OLT: return !unordered && x < y;
+    case arith::CmpFPredicate::OLE: return !unordered && x <= y;
+    case arith::CmpFPredicate::ONE: return !unordered && x != y;
+    case arith::CmpFPredicate::ORD: return !unordered;
+    case arith::CmpFPredicate::UEQ: return unordered || x == y;
+    case arith::CmpFPredicate::UGT: return unordered || x > y;
+    case arith::CmpFPredicate::UGE: return unordered || x >= y;
+    case arith::CmpFPredicate::ULT: return unordered || x < y;
+    case arith::CmpFPredicate::ULE: return unordered || x <= y;
+    case arith::CmpFPredicate::UNE: return unordered || x != y;
+    case arith::CmpFPredicate::UNO: return unordered;
+    case arith::CmpFPredicate::AlwaysTrue: return true;
+    case arith::CmpFPredicate::AlwaysFalse: return false;
+    }
+    return false;
+  }
+
+  static bool compareI(arith::CmpIPredicate p, double x, double y) {
+    // Indices and the integers of specs are non-negative or small signed.
+    switch (p) {
+    case arith::CmpIPredicate::eq: return x == y;
+    case arith::CmpIPredicate::ne: return x != y;
+    case arith::CmpIPredicate::slt: case arith::CmpIPredicate::ult: return x < y;
+    case arith::CmpIPredicate::sle: case arith::CmpIPredicate::ule: return x <= y;
+    case arith::CmpIPredicate::sgt: case arith::CmpIPredicate::ugt: return x > y;
+    case arith::CmpIPredicate::sge: case arith::CmpIPredicate::uge: return x >= y;
+    }
+    return false;
+  }
+
+  Block &block;
+  ArrayRef<const HostTensor *> captures;
+  DenseMap<Value, double> values;
+};
+
+std::vector<int64_t> shapeOf(Value v) {
+  auto s = cast<RankedTensorType>(v.getType()).getShape();
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+HostTensor zeros(std::vector<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return {std::move(shape), std::vector<double>(n, 0.0)};
+}
+
+/// The named mask conditions and mask_mod of attn.mask/attn.attention.
+struct MaskEvaluator {
+  ref::MaskSpec spec;
+  std::vector<int64_t> lengths;
+  std::unique_ptr<RegionEvaluator> maskMod;
+};
+
+template <typename OpTy>
+FailureOr<std::unique_ptr<MaskEvaluator>>
+makeMask(OpTy op, DenseMap<Value, HostTensor> &env, ValueRange maskCaptures,
+         std::vector<const HostTensor *> &captureStorage) {
+  auto mask = std::make_unique<MaskEvaluator>();
+  mask->spec.causal = op.getCausal();
+  if (std::optional<int64_t> w = op.getWindow())
+    mask->spec.window = *w;
+  if (Value len = op.getLengths()) {
+    for (double l : env[len].data)
+      mask->lengths.push_back(int64_t(l));
+    mask->spec.lengths = mask->lengths.data();
+  }
+  if (!op.getMaskMod().empty()) {
+    for (Value c : maskCaptures)
+      captureStorage.push_back(&env[c]);
+    mask->maskMod =
+        std::make_unique<RegionEvaluator>(op.getMaskMod(), captureStorage);
+    if (failed(mask->maskMod->check()))
+      return failure();
+    RegionEvaluator *region = mask->maskMod.get();
+    mask->spec.maskMod = [region](int64_t b, int64_t h, int64_t i,
+                                  int64_t j) {
+      return region->evaluate({double(b), double(h), double(i), double(j)}) !=
+             0;
+    };
+  }
+  return mask;
+}
+
+} // namespace
+
+FailureOr<std::vector<HostTensor>>
+interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs) {
+  DenseMap<Value, HostTensor> env;
+  for (auto [arg, input] : llvm::zip(func.getArguments(), inputs))
+    env[arg] = input;
+  const double negInf = -std::numeric_limits<double>::infinity();
+
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<HostTensor> results;
+      for (Value v : ret.getOperands())
+        results.push_back(env[v]);
+      return results;
+    }
+    LogicalResult ok = success();
+    llvm::TypeSwitch<Operation *>(&op)
+        .Case([&](attn::ProjectionOp p) {
+          auto x = shapeOf(p.getInput()), r = shapeOf(p.getResult());
+          HostTensor out = zeros(r);
+          ref::projection(x[0], x[1], x[2], r[1], r[3],
+                          env[p.getInput()].data.data(),
+                          env[p.getWeight()].data.data(), out.data.data());
+          env[p.getResult()] = std::move(out);
+        })
+        .Case([&](attn::MergeOp m) {
+          auto o = shapeOf(m.getInput()), r = shapeOf(m.getResult());
+          HostTensor out = zeros(r);
+          ref::merge(o[0], o[1], o[2], o[3], r[2], env[m.getInput()].data.data(),
+                     env[m.getWeight()].data.data(), out.data.data());
+          env[m.getResult()] = std::move(out);
+        })
+        .Case([&](attn::ScoresOp s) {
+          auto q = shapeOf(s.getQuery()), k = shapeOf(s.getKey());
+          HostTensor out = zeros({q[0], q[1], q[2], k[2]});
+          const auto &Q = env[s.getQuery()].data, &K = env[s.getKey()].data;
+          int64_t group = q[1] / k[1];
+          for (int64_t b = 0; b < q[0]; ++b)
+            for (int64_t h = 0; h < q[1]; ++h)
+              for (int64_t i = 0; i < q[2]; ++i)
+                for (int64_t j = 0; j < k[2]; ++j) {
+                  double acc = 0;
+                  for (int64_t d = 0; d < q[3]; ++d)
+                    acc += Q[((b * q[1] + h) * q[2] + i) * q[3] + d] *
+                           K[((b * k[1] + h / group) * k[2] + j) * k[3] + d];
+                  out.data[((b * q[1] + h) * q[2] + i) * k[2] + j] = acc;
+                }
+          env[s.getResult()] = std::move(out);
+        })
+        .Case([&](attn::ScaleOp s) {
+          HostTensor out = env[s.getScores()];
+          double factor = double(float(s.getEffectiveFactor()));
+          for (double &x : out.data)
+            x *= factor;
+          env[s.getResult()] = std::move(out);
+        })
+        .Case([&](attn::ScoreModOp s) {
+          std::vector<const HostTensor *> captures;
+          for (Value c : s.getCaptures())
+            captures.push_back(&env[c]);
+          RegionEvaluator region(s.getBody(), captures);
+          if (failed(region.check())) {
+            ok = failure();
+            return;
+          }
+          HostTensor out = env[s.getScores()];
+          auto shape = out.shape;
+          size_t n = 0;
+          for (int64_t b = 0; b < shape[0]; ++b)
+            for (int64_t h = 0; h < shape[1]; ++h)
+              for (int64_t i = 0; i < shape[2]; ++i)
+                for (int64_t j = 0; j < shape[3]; ++j, ++n)
+                  out.data[n] = region.evaluate(
+                      {out.data[n], double(b), double(h), double(i), double(j)});
+          env[s.getResult()] = std::move(out);
+        })
+        .Case([&](attn::MaskOp m) {
+          std::vector<const HostTensor *> storage;
+          auto mask = makeMask(m, env, m.getCaptures(), storage);
+          if (failed(mask)) {
+            ok = failure();
+            return;
+          }
+          HostTensor out = env[m.getScores()];
+          auto shape = out.shape;
+          size_t n = 0;
+          for (int64_t b = 0; b < shape[0]; ++b)
+            for (int64_t h = 0; h < shape[1]; ++h)
+              for (int64_t i = 0; i < shape[2]; ++i)
+                for (int64_t j = 0; j < shape[3]; ++j, ++n)
+                  if (!ref::isVisible((*mask)->spec, b, h, i, j))
+                    out.data[n] = m.getZeroFill() ? 0.0 : negInf;
+          env[m.getResult()] = std::move(out);
+        })
+        .Case([&](attn::SoftmaxOp s) {
+          HostTensor out = env[s.getScores()];
+          int64_t cols = out.shape[3];
+          for (size_t row = 0; row < out.data.size(); row += cols) {
+            double m = negInf, sum = 0;
+            for (int64_t j = 0; j < cols; ++j)
+              m = std::max(m, out.data[row + j]);
+            for (int64_t j = 0; j < cols; ++j)
+              sum += m == negInf ? 0 : std::exp(out.data[row + j] - m);
+            for (int64_t j = 0; j < cols; ++j)
+              out.data[row + j] = sum == 0 ? 0 : std::exp(out.data[row + j] - m) / sum;
+          }
+          env[s.getResult()] = std::move(out);
+        })
+        .Case([&](attn::ApplyOp a) {
+          auto p = shapeOf(a.getProbs()), v = shapeOf(a.getValue());
+          HostTensor out = zeros({p[0], p[1], p[2], v[3]});
+          const auto &P = env[a.getProbs()].data, &V = env[a.getValue()].data;
+          int64_t group = p[1] / v[1];
+          for (int64_t b = 0; b < p[0]; ++b)
+            for (int64_t h = 0; h < p[1]; ++h)
+              for (int64_t i = 0; i < p[2]; ++i)
+                for (int64_t j = 0; j < p[3]; ++j) {
+                  double w = P[((b * p[1] + h) * p[2] + i) * p[3] + j];
+                  for (int64_t d = 0; d < v[3]; ++d)
+                    out.data[((b * p[1] + h) * p[2] + i) * v[3] + d] +=
+                        w * V[((b * v[1] + h / group) * v[2] + j) * v[3] + d];
+                }
+          env[a.getResult()] = std::move(out);
+        })
+        .Case([&](attn::AttentionOp a) {
+          auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
+               v = shapeOf(a.getValue());
+          std::vector<const HostTensor *> storage, scoreCaptures;
+          auto mask = makeMask(a, env, a.getMaskCaptures(), storage);
+          if (failed(mask)) {
+            ok = failure();
+            return;
+          }
+          ref::ScoreMod mod;
+          std::unique_ptr<RegionEvaluator> region;
+          if (!a.getScoreMod().empty()) {
+            for (Value c : a.getScoreCaptures())
+              scoreCaptures.push_back(&env[c]);
+            region = std::make_unique<RegionEvaluator>(a.getScoreMod(),
+                                                       scoreCaptures);
+            if (failed(region->check())) {
+              ok = failure();
+              return;
+            }
+            RegionEvaluator *r = region.get();
+            mod.apply = [r](double s, int64_t b, int64_t h, int64_t i,
+                            int64_t j) {
+              return r->evaluate({s, double(b), double(h), double(i), double(j)});
+            };
+          }
+          HostTensor out = zeros({q[0], q[1], q[2], v[3]}),
+                     lse = zeros({q[0], q[1], q[2]});
+          ref::attentionForward({q[0], q[1], k[1], q[2], k[2], q[3], v[3]},
+                                double(float(a.getEffectiveScale())),
+                                (*mask)->spec, mod, env[a.getQuery()].data.data(),
+                                env[a.getKey()].data.data(),
+                                env[a.getValue()].data.data(), out.data.data(),
+                                lse.data.data());
+          env[a.getOutput()] = std::move(out);
+          env[a.getLse()] = std::move(lse);
+        })
+        .Case([&](arith::ConstantOp c) {
+          auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+          if (!dense) {
+            ok = c.emitOpError("cannot be evaluated by attnc run");
+            return;
+          }
+          HostTensor t = zeros(shapeOf(c.getResult()));
+          size_t n = 0;
+          if (isa<FloatType>(dense.getElementType()))
+            for (APFloat f : dense.getValues<APFloat>())
+              t.data[n++] = f.convertToDouble();
+          else
+            for (APInt i : dense.getValues<APInt>())
+              t.data[n++] = double(i.getSExtValue());
+          env[c.getResult()] = std::move(t);
+        })
+        .Default([&](Operation *other) {
+          ok = other->emitOpError("cannot be evaluated by attnc run");
+        });
+    if (failed(ok))
+      return failure();
+  }
+  return failure();
+}
+
+} // namespace attnc

@@ -1,0 +1,26 @@
+// A float64 interpreter of attn specs: the reference `attnc run` checks
+// compiled kernels against, for any spec (regions included).
+#ifndef ATTNC_TOOLS_ATTNC_INTERPRETER_H
+#define ATTNC_TOOLS_ATTNC_INTERPRETER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <vector>
+
+namespace attnc {
+
+/// A dense row-major tensor of float64 values (integers stored exactly).
+struct HostTensor {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+};
+
+/// Evaluates `func` (attn ops, arith.constant, func.return; score_mod and
+/// mask_mod regions of scalar arith/math code and tensor.extract) in
+/// float64 on `inputs`. Emits a located error for an op it cannot evaluate.
+mlir::FailureOr<std::vector<HostTensor>>
+interpretSpec(mlir::func::FuncOp func, const std::vector<HostTensor> &inputs);
+
+} // namespace attnc
+
+#endif // ATTNC_TOOLS_ATTNC_INTERPRETER_H

@@ -1,0 +1,321 @@
+// attnc run (see Run.h).
+#include "tools/attnc/Run.h"
+
+#include "attnc/jit.h"
+#include "codegen/Spec.h"
+#include "tools/attnc/Interpreter.h"
+#include "tools/reference/Reference.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+namespace attnc {
+namespace {
+
+using jit::DType;
+
+bool isFloat(DType d) { return d == DType::F32 || d == DType::F16 || d == DType::BF16; }
+
+/// One argument's bytes as the kernel sees them, and its float64 values.
+struct Buffer {
+  jit::TensorSpec spec;
+  std::vector<uint8_t> bytes;
+  HostTensor values;
+
+  explicit Buffer(const jit::TensorSpec &s) : spec(s) {
+    bytes.resize(s.numBytes());
+    values.shape = s.shape;
+    values.data.assign(s.numElements(), 0.0);
+  }
+  /// Stores `values` (rounding them to the dtype, in place).
+  void pack() {
+    for (size_t i = 0; i < values.data.size(); ++i) {
+      double &x = values.data[i];
+      switch (spec.dtype) {
+      case DType::F32: {
+        float f = float(x);
+        std::memcpy(&bytes[4 * i], &f, 4);
+        x = f;
+        break;
+      }
+      case DType::F16:
+      case DType::BF16: {
+        uint16_t bits = spec.dtype == DType::F16 ? ref::floatToHalf(float(x))
+                                                 : ref::floatToBFloat16(float(x));
+        std::memcpy(&bytes[2 * i], &bits, 2);
+        x = spec.dtype == DType::F16 ? ref::halfToFloat(bits)
+                                     : ref::bfloat16ToFloat(bits);
+        break;
+      }
+      case DType::I32: {
+        int32_t v = int32_t(x);
+        std::memcpy(&bytes[4 * i], &v, 4);
+        break;
+      }
+      case DType::I64: {
+        int64_t v = int64_t(x);
+        std::memcpy(&bytes[8 * i], &v, 8);
+        break;
+      }
+      }
+    }
+  }
+  void unpack() {
+    for (size_t i = 0; i < values.data.size(); ++i) {
+      switch (spec.dtype) {
+      case DType::F32: {
+        float f;
+        std::memcpy(&f, &bytes[4 * i], 4);
+        values.data[i] = f;
+        break;
+      }
+      case DType::F16:
+      case DType::BF16: {
+        uint16_t bits;
+        std::memcpy(&bits, &bytes[2 * i], 2);
+        values.data[i] = spec.dtype == DType::F16 ? ref::halfToFloat(bits)
+                                                  : ref::bfloat16ToFloat(bits);
+        break;
+      }
+      case DType::I32: {
+        int32_t v;
+        std::memcpy(&v, &bytes[4 * i], 4);
+        values.data[i] = v;
+        break;
+      }
+      case DType::I64: {
+        int64_t v;
+        std::memcpy(&v, &bytes[8 * i], 8);
+        values.data[i] = double(v);
+        break;
+      }
+      }
+    }
+  }
+};
+
+double toleranceFor(DType d) {
+  return d == DType::BF16 ? 3e-2 : d == DType::F16 ? 5e-3 : 1e-4;
+}
+
+double dot(const std::vector<double> &a, const std::vector<double> &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+} // namespace
+
+int runSpec(const std::string &path, const RunOptions &options,
+            llvm::raw_ostream &outs, llvm::raw_ostream &errs) {
+  auto file = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (!file) {
+    errs << "attnc: error: cannot read '" << path
+         << "': " << file.getError().message() << "\n";
+    return 1;
+  }
+  std::string text = (*file)->getBuffer().str();
+
+  // The spec as the float64 reference sees it (calls inlined).
+  mlir::DialectRegistry registry;
+  registerAttncDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, errs);
+  mlir::FailureOr<Spec> spec = parseSpec(sourceMgr, context);
+  if (mlir::failed(spec))
+    return 1;
+  mlir::PassManager inliner(&context);
+  inliner.addPass(mlir::createInlinerPass());
+  if (mlir::failed(inliner.run(*spec->module)))
+    return 1;
+
+  jit::Options jitOptions;
+  jitOptions.backward = options.backward;
+  std::string error;
+  auto start = std::chrono::steady_clock::now();
+  auto module = path == "-"
+                    ? jit::Module::compile(text, jitOptions, &error)
+                    : jit::Module::compileFile(path, jitOptions, &error);
+  double compileMs = std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  if (!module) {
+    // The JIT names its buffer spec.mlir; diagnostics are already located.
+    errs << error;
+    return 1;
+  }
+
+  std::mt19937_64 rng(options.seed);
+  bool allOk = true;
+  for (const KernelSignature &kernel : spec->kernels) {
+    const jit::EntryPoint *entry = module->find(kernel.name);
+    auto func = spec->module->lookupSymbol<mlir::func::FuncOp>(kernel.name);
+    if (!entry || !func)
+      continue;
+    outs << "@" << kernel.name << ": compiled in "
+         << llvm::format("%.0f", compileMs)
+         << (module->fromDiskCache() ? " ms (disk cache)" : " ms") << "\n";
+
+    // Random inputs: floats in [-1, 1); integers (lengths, ids) in
+    // [0, the largest dimension].
+    int64_t largest = 1;
+    for (const jit::TensorSpec &arg : entry->args)
+      for (int64_t d : arg.shape)
+        largest = std::max(largest, d);
+    std::vector<Buffer> buffers;
+    std::vector<HostTensor> inputs;
+    for (const jit::TensorSpec &arg : entry->args) {
+      buffers.emplace_back(arg);
+      Buffer &buffer = buffers.back();
+      if (!arg.isOutput) {
+        for (double &x : buffer.values.data)
+          x = isFloat(arg.dtype)
+                  ? double(rng() >> 11) / double(1ull << 53) * 2 - 1
+                  : double(rng() % uint64_t(largest + 1));
+        buffer.pack();
+        inputs.push_back(buffer.values);
+      }
+    }
+    std::vector<void *> pointers;
+    for (Buffer &buffer : buffers)
+      pointers.push_back(buffer.bytes.data());
+    jit::Result result = module->callUnchecked(kernel.name, pointers);
+    if (!result.ok()) {
+      errs << "attnc: error: @" << kernel.name << " failed: "
+           << (result.error.empty() ? "status " + std::to_string(result.status)
+                                    : result.error)
+           << "\n";
+      return 1;
+    }
+    mlir::FailureOr<std::vector<HostTensor>> expected =
+        interpretSpec(func, inputs);
+    if (mlir::failed(expected))
+      return 1;
+
+    size_t resultIndex = 0;
+    for (Buffer &buffer : buffers) {
+      if (!buffer.spec.isOutput)
+        continue;
+      buffer.unpack();
+      const HostTensor &want = (*expected)[resultIndex++];
+      double err = ref::maxRelativeError(buffer.values.data.data(),
+                                         want.data.data(), want.data.size());
+      bool ok = err <= toleranceFor(buffer.spec.dtype);
+      allOk &= ok;
+      outs << "  forward   " << llvm::left_justify(buffer.spec.name, 12)
+           << " max relative error " << llvm::format("%.2e", err)
+           << (options.check && !ok ? "  FAILED" : "") << "\n";
+    }
+
+    // Gradients: <f>_bwd against central differences of the float64
+    // reference along a random direction of each float input.
+    const jit::EntryPoint *fwd = module->find(kernel.name + "_fwd");
+    const jit::EntryPoint *bwd = module->find(kernel.name + "_bwd");
+    if (!options.backward || !fwd || !bwd)
+      continue;
+    std::vector<Buffer> fwdBuffers;
+    std::vector<void *> fwdPointers;
+    size_t input = 0;
+    for (const jit::TensorSpec &arg : fwd->args) {
+      fwdBuffers.emplace_back(arg);
+      if (!arg.isOutput)
+        fwdBuffers.back() = buffers[input++];
+      fwdPointers.push_back(fwdBuffers.back().bytes.data());
+    }
+    result = module->callUnchecked(fwd->name, fwdPointers);
+    if (!result.ok()) {
+      errs << "attnc: error: @" << fwd->name << " failed\n";
+      return 1;
+    }
+    std::vector<Buffer> bwdBuffers;
+    std::vector<void *> bwdPointers;
+    std::vector<HostTensor> cotangents;
+    for (size_t k = 0; k < bwd->args.size(); ++k) {
+      const jit::TensorSpec &arg = bwd->args[k];
+      if (k < fwdBuffers.size()) {
+        bwdBuffers.push_back(fwdBuffers[k]);
+      } else {
+        bwdBuffers.emplace_back(arg);
+        if (!arg.isOutput) {
+          for (double &x : bwdBuffers.back().values.data)
+            x = double(rng() >> 11) / double(1ull << 53) * 2 - 1;
+          bwdBuffers.back().pack();
+          cotangents.push_back(bwdBuffers.back().values);
+        }
+      }
+    }
+    for (Buffer &buffer : bwdBuffers)
+      bwdPointers.push_back(buffer.bytes.data());
+    result = module->callUnchecked(bwd->name, bwdPointers);
+    if (!result.ok()) {
+      errs << "attnc: error: @" << bwd->name << " failed\n";
+      return 1;
+    }
+
+    // L(x) = sum over float results of <result, cotangent>.
+    std::vector<size_t> floatResults;
+    for (size_t r = 0, e = func.getNumResults(); r < e; ++r)
+      if (mlir::isa<mlir::FloatType>(
+              mlir::cast<mlir::RankedTensorType>(func.getResultTypes()[r])
+                  .getElementType()))
+        floatResults.push_back(r);
+    auto loss = [&](const std::vector<HostTensor> &x) -> double {
+      mlir::FailureOr<std::vector<HostTensor>> y = interpretSpec(func, x);
+      double total = 0;
+      for (size_t c = 0; c < floatResults.size(); ++c)
+        total += dot((*y)[floatResults[c]].data, cotangents[c].data);
+      return total;
+    };
+    // The outputs of <f>_bwd: one gradient per float input, in order.
+    std::vector<Buffer *> gradients;
+    for (size_t k = 0; k < bwd->args.size(); ++k)
+      if (bwd->args[k].isOutput)
+        gradients.push_back(&bwdBuffers[k]);
+    auto nextGradient = gradients.begin();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (!isFloat(entry->args[k].dtype))
+        continue;
+      Buffer &grad = **nextGradient++;
+      grad.unpack();
+      std::vector<double> direction(inputs[k].data.size());
+      for (double &x : direction)
+        x = double(rng() >> 11) / double(1ull << 53) * 2 - 1;
+      const double h = 1e-6;
+      std::vector<HostTensor> plus = inputs, minus = inputs;
+      for (size_t i = 0; i < direction.size(); ++i) {
+        plus[k].data[i] += h * direction[i];
+        minus[k].data[i] -= h * direction[i];
+      }
+      double numeric = (loss(plus) - loss(minus)) / (2 * h);
+      double analytic = dot(grad.values.data, direction), scale = 1e-30;
+      for (size_t i = 0; i < direction.size(); ++i)
+        scale += std::fabs(grad.values.data[i] * direction[i]);
+      double err = std::fabs(analytic - numeric) / std::max(scale, std::fabs(numeric));
+      bool ok = err <= toleranceFor(grad.spec.dtype);
+      allOk &= ok;
+      outs << "  gradient  " << llvm::left_justify(grad.spec.name, 12)
+           << " relative error " << llvm::format("%.2e", err)
+           << " (directional, central differences of the float64 reference)"
+           << (options.check && !ok ? "  FAILED" : "") << "\n";
+    }
+  }
+  if (options.check)
+    outs << (allOk ? "check passed\n" : "check FAILED\n");
+  return options.check && !allOk ? 1 : 0;
+}
+
+} // namespace attnc
