@@ -26,6 +26,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -159,11 +160,31 @@ bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
 // Cache keys and the on-disk format
 //===----------------------------------------------------------------------===//
 
-/// Everything a compiled object depends on: the compiler, the host CPU, the
-/// options and the spec text.
+/// This library's file, size and modification time: a rebuilt compiler
+/// never reuses the objects of the one before, even at the same version.
+std::string compilerBuildId() {
+  static const std::string id = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void *>(&compilerBuildId), &info) ||
+        !info.dli_fname)
+      return std::string("unknown");
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(info.dli_fname, status))
+      return std::string(info.dli_fname);
+    return std::string(info.dli_fname) + ":" +
+           std::to_string(status.getSize()) + ":" +
+           std::to_string(status.getLastModificationTime()
+                              .time_since_epoch()
+                              .count());
+  }();
+  return id;
+}
+
+/// Everything a compiled object depends on: the compiler (version and
+/// build), the host CPU, the options and the spec text.
 std::string cacheKey(std::string_view specText, const Options &options) {
   std::ostringstream key;
-  key << kCompilerVersion.str() << "\n"
+  key << kCompilerVersion.str() << "\n" << compilerBuildId() << "\n"
       << llvm::sys::getHostCPUName().str() << "\n";
   for (const auto &feature : llvm::sys::getHostCPUFeatures())
     if (feature.second)

@@ -20,6 +20,28 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "mlir::ModuleOp"> {
   ];
 }
 
+def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
+  let summary = "Lower attn.attention to the flash-attention CPU kernel";
+  let description = [{
+    Rewrites every attn.attention the kernel covers (f32, named masks, Dv a
+    multiple of 16) into a loop nest over (batch, head, query tile) with an
+    online softmax over key tiles and broadcast-FMA vector microkernels:
+    extra memory is O(B*H*S) (a transposed, padded K), never Sq x Skv. Key
+    tiles that the causal, window or length mask empties are skipped. The
+    vector exp becomes a polynomial (math polynomial approximation).
+    Other attention ops are left to attn-lower-to-linalg.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", /*default=*/"8",
+           "Query rows per task (register blocking)">
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
+    "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"
+  ];
+}
+
 def AttnExportAbi : Pass<"attn-export-abi", "mlir::ModuleOp"> {
   let summary = "Wrap each public function in a C entry point with a status code";
   let description = [{

@@ -16,6 +16,7 @@ using namespace mlir;
 namespace attnc {
 
 void buildCpuBufferizePipeline(OpPassManager &pm) {
+  pm.addPass(createAttnLowerCpu());
   pm.addPass(createAttnLowerToLinalg());
   // Gradient accumulation adds whole tensors with arith.addf.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -44,6 +45,7 @@ void buildCpuToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

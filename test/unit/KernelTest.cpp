@@ -509,6 +509,31 @@ TEST(KernelTest, RandomSpecs) {
   }
 }
 
+/// Shapes around the flash kernel's tiles (8 query rows, 32 keys, 16-lane
+/// value chunks): S at, below and above tile multiples, S = 1, Sq != Skv,
+/// every named mask; f32 with Dv a multiple of 16 takes the flash path.
+TEST(KernelTest, FlashKernelTileBoundaries) {
+  std::mt19937_64 rng(77);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + rng() % values.size());
+  };
+  for (int n = 0; n < 24; ++n) {
+    AttentionCase c;
+    c.B = pick({1, 2});
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 3});
+    c.Sq = pick({1, 7, 8, 9, 31, 33, 64});
+    c.Skv = pick({1, 31, 32, 33, 63, 65});
+    c.D = pick({1, 5, 16, 24, 64});
+    c.Dv = pick({16, 32, 48, 64});
+    c.causal = rng() % 2;
+    c.window = rng() % 3 == 0 ? pick({1, 5, 40}) : 0;
+    c.lengths = rng() % 3 == 0;
+    c.scale = rng() % 4 == 0 ? 0.3 : 0;
+    runCase(c, 500 + n);
+  }
+}
+
 TEST(KernelTest, ProjectionAndMerge) {
   std::mt19937_64 rng(7);
   for (int n = 0; n < 4; ++n) {

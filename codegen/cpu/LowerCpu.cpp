@@ -1,0 +1,64 @@
+// attn-lower-cpu: attn.attention -> the flash-attention CPU kernel.
+#include "codegen/Passes.h"
+#include "codegen/cpu/FlashAttention.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Approximation.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace attnc {
+#define GEN_PASS_DEF_ATTNLOWERCPU
+#include "codegen/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+
+namespace {
+
+struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
+  using AttnLowerCpuBase::AttnLowerCpuBase;
+
+  void runOnOperation() override {
+    if (rows < 1 || rows > 12) {
+      getOperation().emitError("attn-lower-cpu: rows must be in [1, 12]");
+      return signalPassFailure();
+    }
+    SmallVector<attnc::attn::AttentionOp> ops;
+    getOperation().walk([&](attnc::attn::AttentionOp op) {
+      if (attnc::canLowerToFlashCpu(op))
+        ops.push_back(op);
+    });
+    attnc::FlashTileOptions options;
+    options.rows = rows;
+    for (attnc::attn::AttentionOp op : ops) {
+      OpBuilder b(op);
+      auto [output, lse] = attnc::buildFlashAttentionCpu(b, op, options);
+      op.getOutput().replaceAllUsesWith(output);
+      op.getLse().replaceAllUsesWith(lse);
+      op.erase();
+    }
+    if (ops.empty())
+      return;
+    // exp on vectors has no LLVM lowering but a libm call per lane, and a
+    // scalar expf call per row rescale is no better: use upstream's
+    // polynomial approximation (f32 accuracy) for every f32 exp.
+    SmallVector<Operation *> exps;
+    getOperation().walk([&](math::ExpOp op) {
+      if (getElementTypeOrSelf(op.getType()).isF32())
+        exps.push_back(op);
+    });
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef name) { return name == "math.exp"; });
+    if (failed(applyOpPatternsGreedily(exps, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
