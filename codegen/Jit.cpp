@@ -3,6 +3,7 @@
 // the objects.
 #include "attnc/jit.h"
 
+#include "attnc/runtime.h"
 #include "codegen/Passes.h"
 #include "codegen/Spec.h"
 #include "codegen/Target.h"
@@ -13,6 +14,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -419,6 +421,25 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
     return nullptr;
   }
   (*jit)->getMainJITDylib().addGenerator(std::move(*generator));
+  // The runtime is linked into this library: hand its entry points to the
+  // JIT directly rather than hoping the process exports them.
+  llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(),
+                                      (*jit)->getDataLayout());
+  llvm::orc::SymbolMap runtime;
+  auto addRuntimeSymbol = [&](const char *name, auto *address) {
+    runtime[mangle(name)] = llvm::orc::ExecutorSymbolDef(
+        llvm::orc::ExecutorAddr::fromPtr(address),
+        llvm::JITSymbolFlags::Exported);
+  };
+  addRuntimeSymbol("attnc_parallel_for", &attnc_parallel_for);
+  addRuntimeSymbol("attnc_num_threads", &attnc_num_threads);
+  addRuntimeSymbol("attnc_set_num_threads", &attnc_set_num_threads);
+  addRuntimeSymbol("attnc_status_string", &attnc_status_string);
+  if (llvm::Error e = (*jit)->getMainJITDylib().define(
+          llvm::orc::absoluteSymbols(std::move(runtime)))) {
+    error = llvm::toString(std::move(e));
+    return nullptr;
+  }
   if (llvm::Error e = (*jit)->addObjectFile(
           llvm::MemoryBuffer::getMemBufferCopy(compiled.object))) {
     error = llvm::toString(std::move(e));

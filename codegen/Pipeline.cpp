@@ -57,6 +57,7 @@ void buildCpuToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createAttnLowerParallelCalls());
   pm.addPass(createCanonicalizerPass());
 }
 

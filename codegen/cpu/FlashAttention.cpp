@@ -10,6 +10,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -65,17 +67,21 @@ public:
     // the d loop walks 128-byte steps (a row-major K^T would stride by
     // SkvPad floats and alias in the L1 sets).
     Kt = alloc({B, Hkv, SkvPad / kCols, D, kCols});
-    oBuf = memref::AllocaOp::create(b, MemRefType::get({rows, Dv}, f32),
-                                    b.getI64IntegerAttr(64));
-    pBuf = memref::AllocaOp::create(b, MemRefType::get({rows, kCols}, f32),
-                                    b.getI64IntegerAttr(64));
-
     transposeKeys();
-    loop(0, B, [&](Value bi) {
-      loop(0, H, [&](Value h) {
-        loop(0, (Sq + rows - 1) / rows, [&](Value ib) { task(bi, h, ib); });
-      });
-    });
+    // The tasks, one per (batch, head, query tile), run on the runtime's
+    // thread pool: their loop is outlined into a function that
+    // attn-lower-parallel-calls turns into an attnc_parallel_for call.
+    int64_t tiles = (Sq + rows - 1) / rows;
+    SmallVector<Value> args = {Q, Kt, V, O, L};
+    if (lengths)
+      args.push_back(lengths);
+    Value outputs[2] = {O, L};
+    func::FuncOp tasks = buildTaskFunction(tiles);
+    O = outputs[0];
+    L = outputs[1];
+    args.push_back(idx(0));
+    args.push_back(idx(B * H * tiles));
+    func::CallOp::create(b, tasks, args);
 
     auto tensorOf = [&](Value memref, Type type) {
       return bufferization::ToTensorOp::create(b, type, memref,
@@ -88,6 +94,49 @@ public:
   }
 
 private:
+  /// func.func private @__attnc_flash_tasks(Q, Kt, V, O, L, [lengths],
+  /// begin, end) running tasks [begin, end) with its own tile buffers.
+  func::FuncOp buildTaskFunction(int64_t tiles) {
+    auto parent = op->getParentOfType<func::FuncOp>();
+    SmallVector<Value> captured = {Q, Kt, V, O, L};
+    if (lengths)
+      captured.push_back(lengths);
+    SmallVector<Type> types(ValueRange(captured).getTypes());
+    types.push_back(b.getIndexType());
+    types.push_back(b.getIndexType());
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(parent);
+    auto fn = func::FuncOp::create(
+        b, "__attnc_flash_tasks", FunctionType::get(b.getContext(), types, {}));
+    SymbolTable(parent->getParentOp()).insert(fn);
+    fn.setPrivate();
+    fn->setAttr("attnc.parallel_tasks", b.getUnitAttr());
+    Block *block = fn.addEntryBlock();
+    b.setInsertionPointToStart(block);
+    Q = block->getArgument(0);
+    Kt = block->getArgument(1);
+    V = block->getArgument(2);
+    O = block->getArgument(3);
+    L = block->getArgument(4);
+    if (lengths)
+      lengths = block->getArgument(5);
+    Value begin = block->getArgument(block->getNumArguments() - 2);
+    Value end = block->getArgument(block->getNumArguments() - 1);
+    oBuf = memref::AllocaOp::create(b, MemRefType::get({rows, Dv}, f32),
+                                    b.getI64IntegerAttr(64));
+    pBuf = memref::AllocaOp::create(b, MemRefType::get({rows, kCols}, f32),
+                                    b.getI64IntegerAttr(64));
+    loop(begin, end, 1, [&](Value t) {
+      Value ib = arith::RemUIOp::create(b, t, idx(tiles));
+      Value bh = arith::DivUIOp::create(b, t, idx(tiles));
+      Value h = arith::RemUIOp::create(b, bh, idx(H));
+      Value bi = arith::DivUIOp::create(b, bh, idx(H));
+      task(bi, h, ib);
+    });
+    func::ReturnOp::create(b);
+    return fn;
+  }
+
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
   Value f(float v) {
     return arith::ConstantOp::create(b, b.getF32FloatAttr(v));

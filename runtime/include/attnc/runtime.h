@@ -22,6 +22,23 @@ typedef enum attnc_status {
 /* A static, human-readable description of a status code. */
 const char *attnc_status_string(int status);
 
+#include <stdint.h>
+
+/* The body of a parallel loop: runs tasks [begin, end). */
+typedef void (*attnc_task_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* Runs tasks [0, n) on the process's thread pool (the caller works too) and
+ * returns when all are done. Generated kernels call it for their outer
+ * loops. The pool starts on first use with ATTNC_NUM_THREADS threads, or
+ * one per online core. A call made while another is running (from another
+ * host thread) runs its tasks in the calling thread. */
+void attnc_parallel_for(int64_t n, attnc_task_fn fn, void *ctx);
+
+/* The threads parallel loops use: attnc_set_num_threads's value if set
+ * (>= 1, capped by the pool's size), else ATTNC_NUM_THREADS, else cores. */
+int attnc_num_threads(void);
+void attnc_set_num_threads(int n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,99 @@
+// attn-lower-parallel-calls: calls of outlined task loops -> the runtime's
+// attnc_parallel_for, in the LLVM dialect.
+//
+// By hand because upstream's parallel lowerings target OpenMP or the async
+// runtime, and kernels must only need libattnc_rt: the runtime's pool takes
+// a C function pointer and a context, which only exist in the LLVM dialect.
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace attnc {
+#define GEN_PASS_DEF_ATTNLOWERPARALLELCALLS
+#include "codegen/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+
+namespace {
+
+constexpr llvm::StringLiteral kParallelAttr = "attnc.parallel_tasks";
+constexpr llvm::StringLiteral kParallelFor = "attnc_parallel_for";
+
+struct AttnLowerParallelCallsPass
+    : attnc::impl::AttnLowerParallelCallsBase<AttnLowerParallelCallsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto i64 = IntegerType::get(ctx, 64);
+    auto voidType = LLVM::LLVMVoidType::get(ctx);
+    OpBuilder b(ctx);
+
+    SmallVector<LLVM::LLVMFuncOp> taskFunctions;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (fn->hasAttr(kParallelAttr))
+        taskFunctions.push_back(fn);
+    if (taskFunctions.empty())
+      return;
+
+    auto parallelFor = module.lookupSymbol<LLVM::LLVMFuncOp>(kParallelFor);
+    if (!parallelFor) {
+      b.setInsertionPointToStart(module.getBody());
+      parallelFor = LLVM::LLVMFuncOp::create(
+          b, module.getLoc(), kParallelFor,
+          LLVM::LLVMFunctionType::get(voidType, {i64, ptr, ptr}));
+    }
+
+    for (LLVM::LLVMFuncOp fn : taskFunctions) {
+      // The calls to rewrite, before the packed function adds its own.
+      SmallVector<LLVM::CallOp> calls;
+      module.walk([&](LLVM::CallOp call) {
+        if (call.getCallee() == fn.getName())
+          calls.push_back(call);
+      });
+      auto type = fn.getFunctionType();
+      unsigned numPointers = type.getNumParams() - 2;
+      // void packed(ptr ctx, i64 begin, i64 end): ctx holds the pointers.
+      b.setInsertionPointAfter(fn);
+      auto packed = LLVM::LLVMFuncOp::create(
+          b, fn.getLoc(), (fn.getName() + "_packed").str(),
+          LLVM::LLVMFunctionType::get(voidType, {ptr, i64, i64}),
+          LLVM::Linkage::Internal);
+      Block *entry = packed.addEntryBlock(b);
+      b.setInsertionPointToStart(entry);
+      SmallVector<Value> args;
+      for (unsigned k = 0; k < numPointers; ++k) {
+        Value slot = LLVM::GEPOp::create(b, fn.getLoc(), ptr, ptr,
+                                         entry->getArgument(0),
+                                         ArrayRef<LLVM::GEPArg>{int32_t(k)});
+        args.push_back(LLVM::LoadOp::create(b, fn.getLoc(), ptr, slot));
+      }
+      args.push_back(entry->getArgument(1));
+      args.push_back(entry->getArgument(2));
+      LLVM::CallOp::create(b, fn.getLoc(), fn, args);
+      LLVM::ReturnOp::create(b, fn.getLoc(), ValueRange());
+
+      for (LLVM::CallOp call : calls) {
+        Location loc = call.getLoc();
+        b.setInsertionPoint(call);
+        Value one = LLVM::ConstantOp::create(b, loc, i64, 1);
+        auto arrayType = LLVM::LLVMArrayType::get(ptr, numPointers);
+        Value array = LLVM::AllocaOp::create(b, loc, ptr, arrayType, one);
+        for (unsigned k = 0; k < numPointers; ++k) {
+          Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, array,
+                                           ArrayRef<LLVM::GEPArg>{int32_t(k)});
+          LLVM::StoreOp::create(b, loc, call.getOperand(k), slot);
+        }
+        // Task loops are emitted for [0, n): n is the end operand.
+        Value n = call.getOperand(numPointers + 1);
+        Value function = LLVM::AddressOfOp::create(b, loc, packed);
+        LLVM::CallOp::create(b, loc, parallelFor, ValueRange{n, function, array});
+        call.erase();
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,123 @@
+/* The thread pool generated kernels run their parallel loops on. */
+#include "attnc/runtime.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* One pool per process, created on first use: workers wait for a job,
+ * take task indices from a shared counter, and the caller works too. A
+ * second concurrent caller (another host thread) runs its loop inline
+ * rather than waiting for the pool. */
+#define ATTNC_MAX_THREADS 256
+
+typedef struct {
+  attnc_task_fn fn;
+  void *ctx;
+  int64_t n;
+  atomic_llong next;
+  int helpers;       /* workers that take tasks in this job */
+  atomic_int active; /* workers still inside the current job */
+} job_t;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+static job_t job;
+static long generation;
+static int workers;              /* threads besides the caller */
+static atomic_int wanted = 0;    /* attnc_set_num_threads, 0: default */
+
+static int default_threads(void) {
+  const char *env = getenv("ATTNC_NUM_THREADS");
+  if (env && *env) {
+    int n = atoi(env);
+    if (n >= 1)
+      return n < ATTNC_MAX_THREADS ? n : ATTNC_MAX_THREADS;
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1)
+    cores = 1;
+  return cores < ATTNC_MAX_THREADS ? (int)cores : ATTNC_MAX_THREADS;
+}
+
+static void run_tasks(job_t *j) {
+  for (;;) {
+    int64_t i = atomic_fetch_add(&j->next, 1);
+    if (i >= j->n)
+      return;
+    j->fn(j->ctx, i, i + 1);
+  }
+}
+
+static void *worker(void *arg) {
+  int id = (int)(intptr_t)arg; /* 1, 2, ...: the caller is 0 */
+  long seen = 0;
+  for (;;) {
+    pthread_mutex_lock(&lock);
+    while (generation == seen)
+      pthread_cond_wait(&wake, &lock);
+    seen = generation;
+    pthread_mutex_unlock(&lock);
+    if (id <= job.helpers)
+      run_tasks(&job);
+    if (atomic_fetch_sub(&job.active, 1) == 1) {
+      pthread_mutex_lock(&lock);
+      pthread_cond_signal(&done);
+      pthread_mutex_unlock(&lock);
+    }
+  }
+  return NULL;
+}
+
+static void start_pool(void) {
+  int threads = default_threads();
+  for (int t = 1; t < threads; ++t) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, worker, (void *)(intptr_t)t) != 0)
+      break;
+    pthread_detach(thread);
+    ++workers;
+  }
+}
+
+int attnc_num_threads(void) {
+  int n = atomic_load(&wanted);
+  return n >= 1 ? n : default_threads();
+}
+
+void attnc_set_num_threads(int n) { atomic_store(&wanted, n < 0 ? 0 : n); }
+
+void attnc_parallel_for(int64_t n, attnc_task_fn fn, void *ctx) {
+  if (n <= 0)
+    return;
+  pthread_once(&once, start_pool);
+  int threads = attnc_num_threads();
+  if (n == 1 || threads <= 1 || workers == 0 ||
+      pthread_mutex_trylock(&busy) != 0) {
+    fn(ctx, 0, n);
+    return;
+  }
+  /* Wake only as many workers as asked for: the others stay asleep. */
+  int helpers = threads - 1 < workers ? threads - 1 : workers;
+  pthread_mutex_lock(&lock);
+  job.fn = fn;
+  job.ctx = ctx;
+  job.n = n;
+  job.helpers = helpers;
+  atomic_store(&job.next, 0);
+  atomic_store(&job.active, workers);
+  ++generation;
+  pthread_cond_broadcast(&wake);
+  pthread_mutex_unlock(&lock);
+  run_tasks(&job);
+  pthread_mutex_lock(&lock);
+  while (atomic_load(&job.active) != 0)
+    pthread_cond_wait(&done, &lock);
+  pthread_mutex_unlock(&lock);
+  pthread_mutex_unlock(&busy);
+}
