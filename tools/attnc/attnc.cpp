@@ -3,6 +3,7 @@
 #include "codegen/Passes.h"
 #include "codegen/Spec.h"
 #include "codegen/Target.h"
+#include "tools/attnc/Bench.h"
 #include "tools/attnc/Run.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -80,6 +81,27 @@ cl::opt<bool> runNoBackward("no-backward",
 cl::opt<uint64_t> runSeed("seed", cl::desc("Seed of the random inputs"),
                           cl::init(1), cl::sub(runCommand),
                           cl::cat(attncCategory));
+
+cl::SubCommand benchCommand(
+    "bench", "Time a spec's first kernel (forward, and forward+backward) on "
+             "random inputs: GFLOP/s, fraction of the measured FMA peak, "
+             "peak memory");
+cl::opt<std::string> benchInput(cl::Positional, cl::desc("<spec.mlir>"),
+                                cl::Required, cl::sub(benchCommand),
+                                cl::cat(attncCategory));
+cl::opt<int> benchThreads("threads",
+                          cl::desc("Threads of the kernels' parallel loops "
+                                   "(default: ATTNC_NUM_THREADS or all cores)"),
+                          cl::init(0), cl::sub(benchCommand),
+                          cl::cat(attncCategory));
+cl::opt<int> benchReps("reps", cl::desc("Timed repetitions (median)"),
+                       cl::init(10), cl::sub(benchCommand),
+                       cl::cat(attncCategory));
+cl::opt<bool> benchJson("json", cl::desc("Print one JSON object"),
+                        cl::sub(benchCommand), cl::cat(attncCategory));
+cl::opt<bool> benchNoBackward("no-backward",
+                              cl::desc("Time the forward only"),
+                              cl::sub(benchCommand), cl::cat(attncCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "attnc") << message << "\n";
@@ -183,7 +205,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "attnc: compiles attention specs (the attn dialect) to kernels\n\n"
       "  attnc compile spec.mlir -o kernel.o --emit-header kernel.h\n"
-      "  attnc run spec.mlir --check\n");
+      "  attnc run spec.mlir --check\n"
+      "  attnc bench spec.mlir --threads 2 --json\n");
   if (compileCommand)
     return runCompile();
   if (runCommand) {
@@ -192,6 +215,14 @@ int main(int argc, char **argv) {
     options.backward = !runNoBackward;
     options.seed = runSeed;
     return attnc::runSpec(runInput, options, outs(), errs());
+  }
+  if (benchCommand) {
+    attnc::BenchOptions options;
+    options.threads = benchThreads;
+    options.reps = benchReps;
+    options.json = benchJson;
+    options.backward = !benchNoBackward;
+    return attnc::benchSpec(benchInput, options, outs(), errs());
   }
   return fail("no command given; try 'attnc compile --help' or 'attnc run "
               "--help'");
