@@ -1,22 +1,23 @@
-// The flash-attention CPU kernel (see FlashAttention.h).
+// The flash-attention CPU kernels (see FlashAttention.h).
 //
 // Written with scf/vector/memref builders rather than linalg tiling because
 // the online softmax couples the two matmuls through per-row state (running
-// max, sum, rescaling) that upstream tiling does not express; the
-// microkernels are the classic broadcast-FMA register blocks:
-//   S[r, 0:32]  += Q[r, d] * K^T[d, 0:32]      (Kt is K transposed, padded)
-//   O[r, c:c+32] += P[r, j] * V[j, c:c+32]
+// max, sum, rescaling) that upstream tiling does not express. Every matmul
+// is a broadcast-FMA register block over a tile of 32 keys:
+//   S[r, 0:32]   += A[r, d] * Xt[d, 0:32]      (Q K^T, dO V^T)
+//   Y[r, c:c+32] += C[r, j] * X[j, c:c+32]     (P V, dS K)
+//   Z[j, c:c+16] += C[r, j] * A[r, c:c+16]     (P^T dO, dS^T Q)
 #include "codegen/cpu/FlashAttention.h"
+
+#include "codegen/cpu/KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/ImplicitLocOpBuilder.h"
 
 #include <limits>
 
@@ -25,406 +26,564 @@ using namespace mlir;
 namespace attnc {
 namespace {
 
-constexpr int64_t kLanes = 16; // one 512-bit vector of f32
-constexpr int64_t kCols = 32;  // keys per tile: two vectors
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
 }
 
-class FlashBuilder {
+/// What the forward and backward kernels share: shapes, masks, buffers in
+/// and out of bufferization, and the tile computations.
+class FlashCommon : public KernelBuilder {
 public:
-  FlashBuilder(ImplicitLocOpBuilder &b, attn::AttentionOp op, int64_t rows)
-      : b(b), op(op), rows(rows) {
+  template <typename OpTy>
+  FlashCommon(ImplicitLocOpBuilder &b, OpTy op, int64_t rows)
+      : KernelBuilder(b, rows), causal(op.getCausal()),
+        window(op.getWindow()), scale(float(op.getEffectiveScale())),
+        parent(op->template getParentOfType<func::FuncOp>()) {
     ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
                       v = shapeOf(op.getValue());
     B = q[0], H = q[1], Sq = q[2], D = q[3], Hkv = k[1], Skv = k[2],
     Dv = v[3];
-    SkvPad = (Skv + kCols - 1) / kCols * kCols;
-    f32 = b.getF32Type();
-    vec = VectorType::get({kLanes}, f32);
+    tiles = (Skv + kCols - 1) / kCols;
   }
 
-  std::pair<Value, Value> build() {
-    auto memrefOf = [&](Value tensor) {
-      auto type = cast<RankedTensorType>(tensor.getType());
-      return bufferization::ToBufferOp::create(
-          b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-          /*read_only=*/true);
-    };
-    Q = memrefOf(op.getQuery());
-    K = memrefOf(op.getKey());
-    V = memrefOf(op.getValue());
-    if (op.getLengths())
-      lengths = memrefOf(op.getLengths());
-    auto alloc = [&](ArrayRef<int64_t> shape) {
-      return memref::AllocOp::create(b, MemRefType::get(shape, f32),
-                                     b.getI64IntegerAttr(64));
-    };
-    O = alloc({B, H, Sq, Dv});
-    L = alloc({B, H, Sq});
-    // K^T in key tiles: Kt[b, g, tile, d, 0:32] is contiguous per tile, so
-    // the d loop walks 128-byte steps (a row-major K^T would stride by
-    // SkvPad floats and alias in the L1 sets).
-    Kt = alloc({B, Hkv, SkvPad / kCols, D, kCols});
-    transposeKeys();
-    // The tasks, one per (batch, head, query tile), run on the runtime's
-    // thread pool: their loop is outlined into a function that
-    // attn-lower-parallel-calls turns into an attnc_parallel_for call.
-    int64_t tiles = (Sq + rows - 1) / rows;
-    SmallVector<Value> args = {Q, Kt, V, O, L};
-    if (lengths)
-      args.push_back(lengths);
-    Value outputs[2] = {O, L};
-    func::FuncOp tasks = buildTaskFunction(tiles);
-    O = outputs[0];
-    L = outputs[1];
-    args.push_back(idx(0));
-    args.push_back(idx(B * H * tiles));
-    func::CallOp::create(b, tasks, args);
-
-    auto tensorOf = [&](Value memref, Type type) {
-      return bufferization::ToTensorOp::create(b, type, memref,
-                                               b.getUnitAttr(),
-                                               b.getUnitAttr())
-          .getResult();
-    };
-    return {tensorOf(O, op.getOutput().getType()),
-            tensorOf(L, op.getLse().getType())};
+protected:
+  Value bufferOf(Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return bufferization::ToBufferOp::create(
+        b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+        /*read_only=*/true);
   }
-
-private:
-  /// func.func private @__attnc_flash_tasks(Q, Kt, V, O, L, [lengths],
-  /// begin, end) running tasks [begin, end) with its own tile buffers.
-  func::FuncOp buildTaskFunction(int64_t tiles) {
-    auto parent = op->getParentOfType<func::FuncOp>();
-    SmallVector<Value> captured = {Q, Kt, V, O, L};
-    if (lengths)
-      captured.push_back(lengths);
-    SmallVector<Type> types(ValueRange(captured).getTypes());
-    types.push_back(b.getIndexType());
-    types.push_back(b.getIndexType());
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(parent);
-    auto fn = func::FuncOp::create(
-        b, "__attnc_flash_tasks", FunctionType::get(b.getContext(), types, {}));
-    SymbolTable(parent->getParentOp()).insert(fn);
-    fn.setPrivate();
-    fn->setAttr("attnc.parallel_tasks", b.getUnitAttr());
-    Block *block = fn.addEntryBlock();
-    b.setInsertionPointToStart(block);
-    Q = block->getArgument(0);
-    Kt = block->getArgument(1);
-    V = block->getArgument(2);
-    O = block->getArgument(3);
-    L = block->getArgument(4);
-    if (lengths)
-      lengths = block->getArgument(5);
-    Value begin = block->getArgument(block->getNumArguments() - 2);
-    Value end = block->getArgument(block->getNumArguments() - 1);
-    oBuf = memref::AllocaOp::create(b, MemRefType::get({rows, Dv}, f32),
+  Value alloc(ArrayRef<int64_t> shape) {
+    return memref::AllocOp::create(b, MemRefType::get(shape, f32),
+                                   b.getI64IntegerAttr(64));
+  }
+  Value scratchBuffer(ArrayRef<int64_t> shape) {
+    return memref::AllocaOp::create(b, MemRefType::get(shape, f32),
                                     b.getI64IntegerAttr(64));
-    pBuf = memref::AllocaOp::create(b, MemRefType::get({rows, kCols}, f32),
-                                    b.getI64IntegerAttr(64));
-    loop(begin, end, 1, [&](Value t) {
-      Value ib = arith::RemUIOp::create(b, t, idx(tiles));
-      Value bh = arith::DivUIOp::create(b, t, idx(tiles));
-      Value h = arith::RemUIOp::create(b, bh, idx(H));
-      Value bi = arith::DivUIOp::create(b, bh, idx(H));
-      task(bi, h, ib);
-    });
-    func::ReturnOp::create(b);
-    return fn;
+  }
+  Value tensorOf(Value memref, Type type) {
+    return bufferization::ToTensorOp::create(b, type, memref, b.getUnitAttr(),
+                                             b.getUnitAttr())
+        .getResult();
+  }
+  /// K or V transposed into key tiles [B, Hkv, tiles, width, 32].
+  Value transposed(Value memref) {
+    Value t = alloc({B, Hkv, tiles, shapeOf(memref)[3], kCols});
+    transposeTiles(memref, t);
+    return t;
   }
 
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f(float v) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
-  }
-  Value splat(Value scalar) {
-    return vector::BroadcastOp::create(b, VectorType::get({kLanes},
-                                                          scalar.getType()),
-                                       scalar);
-  }
-
-  /// for (i = lo; i < hi; ++i) body(i), without loop-carried values.
-  void loop(int64_t lo, int64_t hi, function_ref<void(Value)> body) {
-    loop(idx(lo), idx(hi), 1, body);
-  }
-  void loop(Value lo, Value hi, int64_t step, function_ref<void(Value)> body) {
-    auto forOp = scf::ForOp::create(b, lo, hi, idx(step));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(forOp.getBody());
-    body(forOp.getInductionVar());
-  }
-
-  /// Kt[b, g, j / 32, d, j % 32] = K[b, g, j, d] for j < Skv, 0 in the
-  /// padding.
-  void transposeKeys() {
-    loop(0, B, [&](Value bi) {
-      loop(0, Hkv, [&](Value g) {
-        loop(0, SkvPad, [&](Value j) {
-          Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                                j, idx(Skv));
-          Value jc = arith::MinUIOp::create(b, j, idx(Skv - 1));
-          Value tile = arith::DivUIOp::create(b, j, idx(kCols));
-          Value lane = arith::RemUIOp::create(b, j, idx(kCols));
-          loop(0, D, [&](Value d) {
-            Value x = memref::LoadOp::create(b, K, ValueRange{bi, g, jc, d});
-            Value y = arith::SelectOp::create(b, inRange, x, f(0.0f));
-            memref::StoreOp::create(b, y, Kt,
-                                    ValueRange{bi, g, tile, d, lane});
-          });
-        });
-      });
-    });
-  }
-
-  /// One task: query rows [i0, i0 + rows) of head h in batch bi.
-  void task(Value bi, Value h, Value ib) {
-    Value g = arith::DivUIOp::create(b, h, idx(H / Hkv));
-    Value i0 = arith::MulIOp::create(b, ib, idx(rows));
-    // Rows past Sq repeat the last row; they are computed, never stored.
-    SmallVector<Value> row, jMin, jMax;
+  /// The rows of a query tile (rows past Sq repeat the last one) and the
+  /// key range [lo, hi) each row sees; `existsOnly` empties the repeats.
+  void rowRanges(Value lengths, Value bi, Value i0, bool existsOnly,
+                 SmallVectorImpl<Value> &row, SmallVectorImpl<Value> &lo,
+                 SmallVectorImpl<Value> &hi) {
     Value limit = idx(Skv);
     if (lengths) {
       Value len = memref::LoadOp::create(b, lengths, bi);
-      Value lenIdx = arith::IndexCastOp::create(b, b.getIndexType(), len);
-      lenIdx = arith::MaxSIOp::create(b, lenIdx, idx(0));
-      limit = arith::MinSIOp::create(b, limit, lenIdx);
+      Value n = arith::IndexCastOp::create(b, b.getIndexType(), len);
+      limit = arith::MinSIOp::create(b, limit,
+                                     arith::MaxSIOp::create(b, n, idx(0)));
     }
-    bool causal = op.getCausal() || op.getWindow().has_value();
     for (int64_t r = 0; r < rows; ++r) {
-      Value i = arith::MinUIOp::create(
-          b, arith::AddIOp::create(b, i0, idx(r)), idx(Sq - 1));
-      row.push_back(i);
-      Value hi = limit;
-      if (causal)
-        hi = arith::MinSIOp::create(b, hi,
-                                    arith::AddIOp::create(b, i, idx(1)));
-      jMax.push_back(hi);
-      Value lo = idx(0);
-      if (std::optional<int64_t> w = op.getWindow())
-        lo = arith::MaxSIOp::create(
-            b, lo, arith::SubIOp::create(b, i, idx(*w - 1)));
-      jMin.push_back(lo);
+      Value i = arith::AddIOp::create(b, i0, idx(r));
+      Value clamped = arith::MinUIOp::create(b, i, idx(Sq - 1));
+      row.push_back(clamped);
+      Value top = limit;
+      if (causal || window)
+        top = arith::MinSIOp::create(b, top,
+                                     arith::AddIOp::create(b, clamped, idx(1)));
+      if (existsOnly)
+        top = arith::SelectOp::create(
+            b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
+            top, idx(0));
+      hi.push_back(top);
+      Value bottom = idx(0);
+      if (window)
+        bottom = arith::MaxSIOp::create(
+            b, bottom, arith::SubIOp::create(b, clamped, idx(*window - 1)));
+      lo.push_back(bottom);
     }
-    // Key tiles that some row sees: [jMin of the first row rounded down,
-    // jMax of the last row); tiles outside are skipped.
-    Value jStart = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, jMin.front(), idx(kCols)), idx(kCols));
-    Value jEnd = arith::MaxSIOp::create(b, jMax.back(), jStart);
-
-    // O accumulators start at 0.
-    Value zeroVec = splat(f(0.0f));
-    loop(0, rows, [&](Value r) {
-      loop(idx(0), idx(Dv), kLanes, [&](Value c) {
-        vector::StoreOp::create(b, zeroVec, oBuf, ValueRange{r, c});
-      });
-    });
-
-    const float negInf = -std::numeric_limits<float>::infinity();
-    SmallVector<Value> init;
-    for (int64_t r = 0; r < rows; ++r)
-      init.push_back(f(negInf)); // running max
-    for (int64_t r = 0; r < rows; ++r)
-      init.push_back(f(0.0f)); // running sum
-    auto kvLoop = scf::ForOp::create(b, jStart, jEnd, idx(kCols), init);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(kvLoop.getBody());
-      Value j0 = kvLoop.getInductionVar();
-      ValueRange state = kvLoop.getRegionIterArgs();
-      SmallVector<Value> next =
-          keyTile(bi, h, g, j0, row, jMin, jMax, state.take_front(rows),
-                  state.drop_front(rows));
-      scf::YieldOp::create(b, next);
-    }
-    ValueRange results = kvLoop.getResults();
-    epilogue(bi, h, i0, results.take_front(rows), results.drop_front(rows));
   }
 
-  /// One key tile [j0, j0 + 32): scores, mask, online softmax, O += P V.
-  /// Returns the new (max..., sum...).
-  SmallVector<Value> keyTile(Value bi, Value h, Value g, Value j0,
-                             ArrayRef<Value> row, ArrayRef<Value> jMin,
-                             ArrayRef<Value> jMax, ValueRange maxes,
-                             ValueRange sums) {
-    // S = Q K^T: 2 * rows vector accumulators over d.
-    SmallVector<Value> zeros(2 * rows, splat(f(0.0f)));
-    auto dLoop = scf::ForOp::create(b, idx(0), idx(D), idx(1), zeros);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(dLoop.getBody());
-      Value d = dLoop.getInductionVar();
-      Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-      Value k0 =
-          vector::LoadOp::create(b, vec, Kt, ValueRange{bi, g, tile, d, idx(0)});
-      Value k1 = vector::LoadOp::create(b, vec, Kt,
-                                        ValueRange{bi, g, tile, d, idx(kLanes)});
-      SmallVector<Value> acc(dLoop.getRegionIterArgs());
-      for (int64_t r = 0; r < rows; ++r) {
-        Value q = splat(
-            memref::LoadOp::create(b, Q, ValueRange{bi, h, row[r], d}));
-        acc[2 * r] = vector::FMAOp::create(b, q, k0, acc[2 * r]);
-        acc[2 * r + 1] = vector::FMAOp::create(b, q, k1, acc[2 * r + 1]);
-      }
-      scf::YieldOp::create(b, acc);
-    }
-
-    // Key indices of the two vectors, as i32.
+  /// Whether each key of the tile starting at j0 lies in [lo, hi), for the
+  /// two 16-lane halves.
+  std::pair<Value, Value> keyMask(Value j0, Value lo, Value hi) {
     SmallVector<int32_t> lanes(kLanes);
     for (int32_t l = 0; l < kLanes; ++l)
       lanes[l] = l;
     auto i32Vec = VectorType::get({kLanes}, b.getI32Type());
-    Value step = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(lanes)));
     auto toI32 = [&](Value index) {
       return arith::IndexCastOp::create(b, b.getI32Type(), index).getResult();
     };
+    Value step = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(lanes)));
     Value jv0 = arith::AddIOp::create(b, step, splat(toI32(j0)));
     Value jv1 = arith::AddIOp::create(
-        b, jv0, splat(arith::ConstantOp::create(b, b.getI32IntegerAttr(kLanes))));
+        b, jv0,
+        splat(arith::ConstantOp::create(b, b.getI32IntegerAttr(kLanes))));
+    Value l = splat(toI32(lo)), h = splat(toI32(hi));
+    auto inRange = [&](Value jv) {
+      return arith::AndIOp::create(
+                 b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, jv, l),
+                 arith::CmpIOp::create(b, arith::CmpIPredicate::slt, jv, h))
+          .getResult();
+    };
+    return {inRange(jv0), inRange(jv1)};
+  }
 
-    Value scale = splat(f(float(op.getEffectiveScale())));
-    const float negInf = -std::numeric_limits<float>::infinity();
-    Value negInfVec = splat(f(negInf));
-    SmallVector<Value> newMax, newSum, alpha;
-    for (int64_t r = 0; r < rows; ++r) {
-      Value lo = splat(toI32(jMin[r])), hi = splat(toI32(jMax[r]));
-      auto masked = [&](Value s, Value jv) {
-        Value inRange = arith::AndIOp::create(
-            b,
-            arith::CmpIOp::create(b, arith::CmpIPredicate::sge, jv, lo),
-            arith::CmpIOp::create(b, arith::CmpIPredicate::slt, jv, hi));
-        return arith::SelectOp::create(
-                   b, inRange, arith::MulFOp::create(b, s, scale), negInfVec)
-            .getResult();
-      };
-      Value s0 = masked(dLoop.getResult(2 * r), jv0);
-      Value s1 = masked(dLoop.getResult(2 * r + 1), jv1);
-      // maxnum, not maximum: no NaN propagation to pay for (scores of
-      // finite inputs are never NaN), and a tree of vmaxps.
-      Value tileMax = vector::ReductionOp::create(
-          b, vector::CombiningKind::MAXNUMF,
-          arith::MaxNumFOp::create(b, s0, s1));
-      Value m = arith::MaxNumFOp::create(b, maxes[r], tileMax);
-      // While a row has seen no key, m = -inf: subtract 0 instead so that
-      // exp gives 0, never NaN.
-      Value safe = arith::SelectOp::create(
-          b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(negInf)),
-          f(0.0f), m);
-      Value a = math::ExpOp::create(b, arith::SubFOp::create(b, maxes[r], safe));
-      Value p0 = math::ExpOp::create(b, arith::SubFOp::create(b, s0, splat(safe)));
-      Value p1 = math::ExpOp::create(b, arith::SubFOp::create(b, s1, splat(safe)));
-      // reassoc: a tree reduction instead of 16 dependent adds.
-      Value tileSum = vector::ReductionOp::create(
-          b, vector::CombiningKind::ADD, arith::AddFOp::create(b, p0, p1),
-          /*acc=*/Value(), arith::FastMathFlags::reassoc);
-      newSum.push_back(arith::AddFOp::create(
-          b, arith::MulFOp::create(b, sums[r], a), tileSum));
-      newMax.push_back(m);
-      alpha.push_back(a);
-      vector::StoreOp::create(b, p0, pBuf, ValueRange{idx(r), idx(0)});
-      vector::StoreOp::create(b, p1, pBuf, ValueRange{idx(r), idx(kLanes)});
-    }
-
-    // O = alpha * O + P V over the keys of this tile that exist.
-    Value valid = arith::MinUIOp::create(
-        b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
-    for (int64_t c = 0; c < Dv; c += 2 * kLanes) {
-      int64_t width = std::min<int64_t>(2, (Dv - c) / kLanes);
+  /// y[r, :] = alpha[r] * y[r, :] + sum_{j < valid} c[r, j] * x[bi, g, j0 + j, :]
+  /// (x's width a multiple of 16); alpha empty means 1.
+  void rowsTimesKeys(Value y, Value c, Value x, Value bi, Value g, Value j0,
+                     Value valid, ArrayRef<Value> alpha) {
+    int64_t width = shapeOf(x)[3];
+    for (int64_t col = 0; col < width; col += 2 * kLanes) {
+      int64_t n = std::min<int64_t>(2, (width - col) / kLanes);
       SmallVector<Value> acc;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t w = 0; w < width; ++w)
-          acc.push_back(arith::MulFOp::create(
-              b,
-              vector::LoadOp::create(b, vec, oBuf,
-                                     ValueRange{idx(r), idx(c + w * kLanes)}),
-              splat(alpha[r])));
+        for (int64_t w = 0; w < n; ++w) {
+          Value v = vector::LoadOp::create(
+              b, vec, y, ValueRange{idx(r), idx(col + w * kLanes)});
+          acc.push_back(alpha.empty()
+                            ? v
+                            : arith::MulFOp::create(b, v, splat(alpha[r]))
+                                  .getResult());
+        }
       auto jLoop = scf::ForOp::create(b, idx(0), valid, idx(1), acc);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(jLoop.getBody());
         Value j = jLoop.getInductionVar();
         Value key = arith::AddIOp::create(b, j0, j);
-        SmallVector<Value> vs;
-        for (int64_t w = 0; w < width; ++w)
-          vs.push_back(vector::LoadOp::create(
-              b, vec, V, ValueRange{bi, g, key, idx(c + w * kLanes)}));
+        SmallVector<Value> xs;
+        for (int64_t w = 0; w < n; ++w)
+          xs.push_back(vector::LoadOp::create(
+              b, vec, x, ValueRange{bi, g, key, idx(col + w * kLanes)}));
         SmallVector<Value> next(jLoop.getRegionIterArgs());
         for (int64_t r = 0; r < rows; ++r) {
-          Value p = splat(memref::LoadOp::create(b, pBuf, ValueRange{idx(r), j}));
-          for (int64_t w = 0; w < width; ++w)
-            next[r * width + w] =
-                vector::FMAOp::create(b, p, vs[w], next[r * width + w]);
+          Value coef = splat(memref::LoadOp::create(b, c, ValueRange{idx(r), j}));
+          for (int64_t w = 0; w < n; ++w)
+            next[r * n + w] = vector::FMAOp::create(b, coef, xs[w], next[r * n + w]);
         }
         scf::YieldOp::create(b, next);
       }
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t w = 0; w < width; ++w)
-          vector::StoreOp::create(b, jLoop.getResult(r * width + w), oBuf,
-                                  ValueRange{idx(r), idx(c + w * kLanes)});
+        for (int64_t w = 0; w < n; ++w)
+          vector::StoreOp::create(b, jLoop.getResult(r * n + w), y,
+                                  ValueRange{idx(r), idx(col + w * kLanes)});
     }
-    SmallVector<Value> next(newMax);
-    llvm::append_range(next, newSum);
-    return next;
   }
 
-  /// O = oBuf / l and LSE = m + log l for the rows that exist; a row that
-  /// saw no key gets O = 0 and LSE = -inf.
-  void epilogue(Value bi, Value h, Value i0, ValueRange maxes,
-                ValueRange sums) {
-    const float negInf = -std::numeric_limits<float>::infinity();
+  /// z[j, :] += sum_r c[r, j] * a[bi, h, row[r], :] for the 32 keys of a tile
+  /// (a's width a multiple of 16).
+  void keysTimesRows(Value z, Value c, Value a, Value bi, Value h,
+                     ArrayRef<Value> row) {
+    int64_t width = shapeOf(a)[3];
+    loop(idx(0), idx(width), kLanes, [&](Value col) {
+      SmallVector<Value> as;
+      for (int64_t r = 0; r < rows; ++r)
+        as.push_back(
+            vector::LoadOp::create(b, vec, a, ValueRange{bi, h, row[r], col}));
+      loop(0, kCols, [&](Value j) {
+        Value acc = vector::LoadOp::create(b, vec, z, ValueRange{j, col});
+        for (int64_t r = 0; r < rows; ++r) {
+          Value coef =
+              splat(memref::LoadOp::create(b, c, ValueRange{idx(r), j}));
+          acc = vector::FMAOp::create(b, coef, as[r], acc);
+        }
+        vector::StoreOp::create(b, acc, z, ValueRange{j, col});
+      });
+    });
+  }
+
+  void zero(Value buffer) {
+    ArrayRef<int64_t> s = shapeOf(buffer);
+    Value zeros = splat(f(0.0f));
+    loop(0, s[0], [&](Value r) {
+      loop(idx(0), idx(s[1]), kLanes, [&](Value c) {
+        vector::StoreOp::create(b, zeros, buffer, ValueRange{r, c});
+      });
+    });
+  }
+
+  bool causal;
+  std::optional<int64_t> window;
+  float scale;
+  func::FuncOp parent;
+  int64_t B, H, Sq, D, Hkv, Skv, Dv, tiles;
+};
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+class FlashForward : public FlashCommon {
+public:
+  FlashForward(ImplicitLocOpBuilder &b, attn::AttentionOp op, int64_t rows)
+      : FlashCommon(b, op, rows), op(op) {}
+
+  std::pair<Value, Value> build() {
+    Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
+          v = bufferOf(op.getValue());
+    Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
+    Value o = alloc({B, H, Sq, Dv}), l = alloc({B, H, Sq});
+    Value kt = transposed(k);
+    SmallVector<Value> captured = {q, kt, v, o, l};
+    if (lengths)
+      captured.push_back(lengths);
+    int64_t qTiles = (Sq + rows - 1) / rows;
+    parallelTasks(
+        parent, "__attnc_flash_forward", captured, B * H * qTiles,
+        [&](ArrayRef<Value>) {
+          return SmallVector<Value>{scratchBuffer({rows, Dv}), scratchBuffer({rows, kCols})};
+        },
+        [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+          Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
+          Value bh = arith::DivUIOp::create(b, t, idx(qTiles));
+          task(args, scratch, arith::DivUIOp::create(b, bh, idx(H)),
+               arith::RemUIOp::create(b, bh, idx(H)), ib);
+        });
+    return {tensorOf(o, op.getOutput().getType()),
+            tensorOf(l, op.getLse().getType())};
+  }
+
+private:
+  void task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi, Value h,
+            Value ib) {
+    Value q = args[0], kt = args[1], v = args[2], o = args[3], l = args[4];
+    Value lengths = args.size() > 5 ? args[5] : Value();
+    Value oBuf = scratch[0], pBuf = scratch[1];
+    Value g = arith::DivUIOp::create(b, h, idx(H / Hkv));
+    Value i0 = arith::MulIOp::create(b, ib, idx(rows));
+    SmallVector<Value> row, lo, hi;
+    rowRanges(lengths, bi, i0, /*existsOnly=*/false, row, lo, hi);
+    // Key tiles some row sees: [lo of the first row, hi of the last).
+    Value jStart = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, lo.front(), idx(kCols)), idx(kCols));
+    Value jEnd = arith::MaxSIOp::create(b, hi.back(), jStart);
+    zero(oBuf);
+
+    SmallVector<Value> init(rows, f(kNegInf));
+    init.append(rows, f(0.0f));
+    auto kvLoop = scf::ForOp::create(b, jStart, jEnd, idx(kCols), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(kvLoop.getBody());
+      Value j0 = kvLoop.getInductionVar();
+      ValueRange state = kvLoop.getRegionIterArgs();
+      Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
+      SmallVector<Value> s = tileProduct(q, bi, h, row, kt, g, tile);
+      Value scaleVec = splat(f(scale)), negInf = splat(f(kNegInf));
+      SmallVector<Value> next(rows), sums(rows), alpha(rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        auto [in0, in1] = keyMask(j0, lo[r], hi[r]);
+        Value s0 = arith::SelectOp::create(
+            b, in0, arith::MulFOp::create(b, s[2 * r], scaleVec), negInf);
+        Value s1 = arith::SelectOp::create(
+            b, in1, arith::MulFOp::create(b, s[2 * r + 1], scaleVec), negInf);
+        // maxnum, not maximum: scores are never NaN, and a tree of vmaxps.
+        Value tileMax = vector::ReductionOp::create(
+            b, vector::CombiningKind::MAXNUMF,
+            arith::MaxNumFOp::create(b, s0, s1));
+        Value m = arith::MaxNumFOp::create(b, state[r], tileMax);
+        // While a row has seen no key, m = -inf: subtract 0 instead so that
+        // exp gives 0, never NaN.
+        Value safe = arith::SelectOp::create(
+            b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf)),
+            f(0.0f), m);
+        alpha[r] =
+            math::ExpOp::create(b, arith::SubFOp::create(b, state[r], safe));
+        Value p0 =
+            math::ExpOp::create(b, arith::SubFOp::create(b, s0, splat(safe)));
+        Value p1 =
+            math::ExpOp::create(b, arith::SubFOp::create(b, s1, splat(safe)));
+        // reassoc: a tree reduction instead of 16 dependent adds.
+        Value tileSum = vector::ReductionOp::create(
+            b, vector::CombiningKind::ADD, arith::AddFOp::create(b, p0, p1),
+            Value(), arith::FastMathFlags::reassoc);
+        next[r] = m;
+        sums[r] = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, state[rows + r], alpha[r]), tileSum);
+        vector::StoreOp::create(b, p0, pBuf, ValueRange{idx(r), idx(0)});
+        vector::StoreOp::create(b, p1, pBuf, ValueRange{idx(r), idx(kLanes)});
+      }
+      Value valid = arith::MinUIOp::create(
+          b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
+      rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alpha);
+      next.append(sums);
+      scf::YieldOp::create(b, next);
+    }
+    // O = oBuf / l and LSE = m + log l for the rows that exist; a row that
+    // saw no key gets O = 0 and LSE = -inf.
     for (int64_t r = 0; r < rows; ++r) {
+      Value m = kvLoop.getResult(r), sum = kvLoop.getResult(rows + r);
       Value i = arith::AddIOp::create(b, i0, idx(r));
-      Value exists =
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq));
-      auto ifOp = scf::IfOp::create(b, exists, /*withElseRegion=*/false);
+      auto ifOp = scf::IfOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
+          /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
       Value empty =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sums[r], f(0.0f));
-      Value inv = arith::SelectOp::create(
-          b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sums[r]));
-      Value invVec = splat(inv);
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum, f(0.0f));
+      Value inv = splat(arith::SelectOp::create(
+          b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sum)));
       loop(idx(0), idx(Dv), kLanes, [&](Value c) {
-        Value o = vector::LoadOp::create(b, vec, oBuf, ValueRange{idx(r), c});
-        vector::StoreOp::create(b, arith::MulFOp::create(b, o, invVec), O,
+        Value x = vector::LoadOp::create(b, vec, oBuf, ValueRange{idx(r), c});
+        vector::StoreOp::create(b, arith::MulFOp::create(b, x, inv), o,
                                 ValueRange{bi, h, i, c});
       });
-      Value lse = arith::AddFOp::create(b, maxes[r],
-                                        math::LogOp::create(b, sums[r]));
-      lse = arith::SelectOp::create(b, empty, f(negInf), lse);
-      memref::StoreOp::create(b, lse, L, ValueRange{bi, h, i});
+      Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, sum));
+      memref::StoreOp::create(b, arith::SelectOp::create(b, empty, f(kNegInf), lse),
+                              l, ValueRange{bi, h, i});
     }
   }
 
-  ImplicitLocOpBuilder &b;
   attn::AttentionOp op;
-  int64_t rows;
-  int64_t B, H, Sq, D, Hkv, Skv, Dv, SkvPad;
-  Type f32;
-  VectorType vec;
-  Value Q, K, V, lengths, O, L, Kt, oBuf, pBuf;
 };
+
+//===----------------------------------------------------------------------===//
+// Backward (FlashAttention-2 with two passes: dK/dV per key tile, dQ per
+// query tile, so that every gradient has one writer and a fixed order)
+//===----------------------------------------------------------------------===//
+
+class FlashBackward : public FlashCommon {
+public:
+  FlashBackward(ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
+                int64_t rows)
+      : FlashCommon(b, op, rows), op(op) {}
+
+  SmallVector<Value> build() {
+    Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
+          v = bufferOf(op.getValue()), o = bufferOf(op.getOutput()),
+          lse = bufferOf(op.getLse()), dO = bufferOf(op.getOutputGrad());
+    Value dLse = op.getLseGrad() ? bufferOf(op.getLseGrad()) : Value();
+    Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
+    Value kt = transposed(k), vt = transposed(v);
+    Value delta = rowDeltas(o, dO, dLse);
+    Value dQ = alloc({B, H, Sq, D}), dK = alloc({B, Hkv, Skv, D}),
+          dV = alloc({B, Hkv, Skv, Dv});
+
+    SmallVector<Value> common = {q, kt, vt, dO, lse, delta};
+    // Pass 1: dK and dV, one task per (batch, KV head, key tile).
+    SmallVector<Value> captured1(common);
+    captured1.append({dK, dV});
+    if (lengths)
+      captured1.push_back(lengths);
+    parallelTasks(
+        parent, "__attnc_flash_backward_kv", captured1, B * Hkv * tiles,
+        [&](ArrayRef<Value>) {
+          return SmallVector<Value>{scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
+                                    scratchBuffer({kCols, D}), scratchBuffer({kCols, Dv})};
+        },
+        [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+          Value tile = arith::RemUIOp::create(b, t, idx(tiles));
+          Value bg = arith::DivUIOp::create(b, t, idx(tiles));
+          keyTileTask(args, scratch, arith::DivUIOp::create(b, bg, idx(Hkv)),
+                      arith::RemUIOp::create(b, bg, idx(Hkv)), tile);
+        });
+    // Pass 2: dQ, one task per (batch, head, query tile).
+    SmallVector<Value> captured2(common);
+    captured2.append({k, dQ});
+    if (lengths)
+      captured2.push_back(lengths);
+    int64_t qTiles = (Sq + rows - 1) / rows;
+    parallelTasks(
+        parent, "__attnc_flash_backward_q", captured2, B * H * qTiles,
+        [&](ArrayRef<Value>) {
+          return SmallVector<Value>{scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
+                                    scratchBuffer({rows, D})};
+        },
+        [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+          Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
+          Value bh = arith::DivUIOp::create(b, t, idx(qTiles));
+          queryTileTask(args, scratch, arith::DivUIOp::create(b, bh, idx(H)),
+                        arith::RemUIOp::create(b, bh, idx(H)), ib);
+        });
+    SmallVector<Value> results = {
+        tensorOf(dQ, op.getQueryGrad().getType()),
+        tensorOf(dK, op.getKeyGrad().getType()),
+        tensorOf(dV, op.getValueGrad().getType())};
+    return results;
+  }
+
+private:
+  /// Delta[b, h, i] = rowsum(dO * O) - dLSE (the dLSE term of the LSE's own
+  /// gradient folds in here).
+  Value rowDeltas(Value o, Value dO, Value dLse) {
+    Value delta = alloc({B, H, Sq});
+    loop(0, B, [&](Value bi) {
+      loop(0, H, [&](Value h) {
+        loop(0, Sq, [&](Value i) {
+          Value acc = splat(f(0.0f));
+          for (int64_t c = 0; c < Dv; c += kLanes) {
+            Value x = vector::LoadOp::create(b, vec, o, ValueRange{bi, h, i, idx(c)});
+            Value y = vector::LoadOp::create(b, vec, dO, ValueRange{bi, h, i, idx(c)});
+            acc = vector::FMAOp::create(b, x, y, acc);
+          }
+          Value sum = vector::ReductionOp::create(
+              b, vector::CombiningKind::ADD, acc, Value(),
+              arith::FastMathFlags::reassoc);
+          if (dLse)
+            sum = arith::SubFOp::create(
+                b, sum, memref::LoadOp::create(b, dLse, ValueRange{bi, h, i}));
+          memref::StoreOp::create(b, sum, delta, ValueRange{bi, h, i});
+        });
+      });
+    });
+    return delta;
+  }
+
+  /// P = exp(scale S - LSE) and dS = scale * P * (dP - Delta) of a rows x 32
+  /// tile into pBuf and dsBuf (0 outside each row's [lo, hi)).
+  void probabilities(ArrayRef<Value> args, Value pBuf, Value dsBuf, Value bi,
+                     Value h, Value g, Value j0, ArrayRef<Value> row,
+                     ArrayRef<Value> lo, ArrayRef<Value> hi) {
+    Value q = args[0], kt = args[1], vt = args[2], dO = args[3],
+          lse = args[4], delta = args[5];
+    Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
+    SmallVector<Value> s = tileProduct(q, bi, h, row, kt, g, tile);
+    SmallVector<Value> dp = tileProduct(dO, bi, h, row, vt, g, tile);
+    Value scaleVec = splat(f(scale)), zeros = splat(f(0.0f));
+    for (int64_t r = 0; r < rows; ++r) {
+      auto [in0, in1] = keyMask(j0, lo[r], hi[r]);
+      Value l = splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, row[r]}));
+      Value d =
+          splat(memref::LoadOp::create(b, delta, ValueRange{bi, h, row[r]}));
+      Value in[2] = {in0, in1};
+      for (int64_t w = 0; w < 2; ++w) {
+        Value x = arith::SubFOp::create(
+            b, arith::MulFOp::create(b, s[2 * r + w], scaleVec), l);
+        // A row with no visible key has LSE = -inf: the select keeps P = 0.
+        Value p = arith::SelectOp::create(b, in[w], math::ExpOp::create(b, x),
+                                          zeros);
+        Value ds = arith::MulFOp::create(
+            b, arith::MulFOp::create(
+                   b, p, arith::SubFOp::create(b, dp[2 * r + w], d)),
+            scaleVec);
+        vector::StoreOp::create(b, p, pBuf, ValueRange{idx(r), idx(w * kLanes)});
+        vector::StoreOp::create(b, ds, dsBuf,
+                                ValueRange{idx(r), idx(w * kLanes)});
+      }
+    }
+  }
+
+  void keyTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
+                   Value g, Value tile) {
+    Value q = args[0], dO = args[3], dK = args[6], dV = args[7];
+    Value lengths = args.size() > 8 ? args[8] : Value();
+    Value pBuf = scratch[0], dsBuf = scratch[1], dkBuf = scratch[2],
+          dvBuf = scratch[3];
+    Value j0 = arith::MulIOp::create(b, tile, idx(kCols));
+    zero(dkBuf);
+    zero(dvBuf);
+    // Query tiles that can see this key tile: causal and window rows
+    // i >= j0 (and i < j0 + 32 + W - 1 for a window).
+    Value iStart = idx(0), iEnd = idx(Sq);
+    if (causal || window)
+      iStart = arith::MulIOp::create(
+          b, arith::DivUIOp::create(b, j0, idx(rows)), idx(rows));
+    if (window)
+      iEnd = arith::MinUIOp::create(
+          b, iEnd, arith::AddIOp::create(b, j0, idx(kCols + *window - 1)));
+    int64_t group = H / Hkv;
+    loop(0, group, [&](Value member) {
+      Value h = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, g, idx(group)), member);
+      loop(iStart, iEnd, rows, [&](Value i0) {
+        SmallVector<Value> row, lo, hi;
+        rowRanges(lengths, bi, i0, /*existsOnly=*/true, row, lo, hi);
+        probabilities(args, pBuf, dsBuf, bi, h, g, j0, row, lo, hi);
+        keysTimesRows(dvBuf, pBuf, dO, bi, h, row);
+        keysTimesRows(dkBuf, dsBuf, q, bi, h, row);
+      });
+    });
+    Value valid = arith::MinUIOp::create(
+        b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
+    loop(idx(0), valid, 1, [&](Value j) {
+      Value key = arith::AddIOp::create(b, j0, j);
+      loop(idx(0), idx(D), kLanes, [&](Value c) {
+        vector::StoreOp::create(
+            b, vector::LoadOp::create(b, vec, dkBuf, ValueRange{j, c}), dK,
+            ValueRange{bi, g, key, c});
+      });
+      loop(idx(0), idx(Dv), kLanes, [&](Value c) {
+        vector::StoreOp::create(
+            b, vector::LoadOp::create(b, vec, dvBuf, ValueRange{j, c}), dV,
+            ValueRange{bi, g, key, c});
+      });
+    });
+  }
+
+  void queryTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
+                     Value h, Value ib) {
+    Value k = args[6], dQ = args[7];
+    Value lengths = args.size() > 8 ? args[8] : Value();
+    Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2];
+    Value g = arith::DivUIOp::create(b, h, idx(H / Hkv));
+    Value i0 = arith::MulIOp::create(b, ib, idx(rows));
+    SmallVector<Value> row, lo, hi;
+    rowRanges(lengths, bi, i0, /*existsOnly=*/false, row, lo, hi);
+    Value jStart = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, lo.front(), idx(kCols)), idx(kCols));
+    Value jEnd = arith::MaxSIOp::create(b, hi.back(), jStart);
+    zero(dqBuf);
+    loop(jStart, jEnd, kCols, [&](Value j0) {
+      probabilities(args, pBuf, dsBuf, bi, h, g, j0, row, lo, hi);
+      Value valid = arith::MinUIOp::create(
+          b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
+      rowsTimesKeys(dqBuf, dsBuf, k, bi, g, j0, valid, {});
+    });
+    for (int64_t r = 0; r < rows; ++r) {
+      Value i = arith::AddIOp::create(b, i0, idx(r));
+      auto ifOp = scf::IfOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
+          /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      loop(idx(0), idx(D), kLanes, [&](Value c) {
+        vector::StoreOp::create(
+            b, vector::LoadOp::create(b, vec, dqBuf, ValueRange{idx(r), c}),
+            dQ, ValueRange{bi, h, i, c});
+      });
+    }
+  }
+
+  attn::AttentionGradOp op;
+};
+
+bool isF32(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+}
 
 } // namespace
 
 bool canLowerToFlashCpu(attn::AttentionOp op) {
-  auto isF32 = [](Value v) {
-    return cast<RankedTensorType>(v.getType()).getElementType().isF32();
-  };
   return isF32(op.getQuery()) && isF32(op.getKey()) && isF32(op.getValue()) &&
          op.getScoreMod().empty() && op.getMaskMod().empty() &&
-         shapeOf(op.getValue())[3] % kLanes == 0;
+         shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
+}
+
+bool canLowerToFlashCpu(attn::AttentionGradOp op) {
+  return isF32(op.getQuery()) && isF32(op.getKey()) && isF32(op.getValue()) &&
+         op.getScoreMod().empty() && op.getMaskMod().empty() &&
+         shapeOf(op.getQuery())[3] % KernelBuilder::kLanes == 0 &&
+         shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }
 
 std::pair<Value, Value> buildFlashAttentionCpu(OpBuilder &builder,
                                                attn::AttentionOp op,
                                                const FlashTileOptions &options) {
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  return FlashBuilder(b, op, options.rows).build();
+  return FlashForward(b, op, options.rows).build();
+}
+
+SmallVector<Value> buildFlashAttentionGradCpu(OpBuilder &builder,
+                                              attn::AttentionGradOp op,
+                                              const FlashTileOptions &options) {
+  ImplicitLocOpBuilder b(op.getLoc(), builder);
+  return FlashBackward(b, op, options.rows).build();
 }
 
 } // namespace attnc

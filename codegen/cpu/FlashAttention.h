@@ -14,10 +14,12 @@ struct FlashTileOptions {
   int64_t rows = 8;
 };
 
-/// Whether the flash kernel covers `op`: f32, named masks only (no
-/// score_mod or mask_mod region yet), a value head dimension that is a
-/// multiple of 16. Other ops keep the unfused lowering.
+/// Whether the flash kernels cover `op`: f32, named masks only (no
+/// score_mod or mask_mod region yet), head dimensions that are multiples of
+/// 16 (Dv for the forward, D and Dv for the backward). Other ops keep the
+/// unfused lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
+bool canLowerToFlashCpu(attn::AttentionGradOp op);
 
 /// Builds the kernel at `b` (before bufferization: inputs go through
 /// bufferization.to_buffer, results come back through to_tensor) and
@@ -25,6 +27,13 @@ bool canLowerToFlashCpu(attn::AttentionOp op);
 std::pair<mlir::Value, mlir::Value>
 buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
                        const FlashTileOptions &options);
+
+/// The FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
+/// query tile: deterministic, no atomics), recomputing P from LSE; returns
+/// (dQ, dK, dV). No score captures: canLowerToFlashCpu excludes them.
+llvm::SmallVector<mlir::Value>
+buildFlashAttentionGradCpu(mlir::OpBuilder &b, attn::AttentionGradOp op,
+                           const FlashTileOptions &options);
 
 } // namespace attnc
 

@@ -44,7 +44,19 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       op.getLse().replaceAllUsesWith(lse);
       op.erase();
     }
-    if (ops.empty())
+    SmallVector<attnc::attn::AttentionGradOp> grads;
+    getOperation().walk([&](attnc::attn::AttentionGradOp op) {
+      if (attnc::canLowerToFlashCpu(op))
+        grads.push_back(op);
+    });
+    for (attnc::attn::AttentionGradOp op : grads) {
+      OpBuilder b(op);
+      SmallVector<Value> results =
+          attnc::buildFlashAttentionGradCpu(b, op, options);
+      op->replaceAllUsesWith(results);
+      op.erase();
+    }
+    if (ops.empty() && grads.empty())
       return;
     // exp on vectors has no LLVM lowering but a libm call per lane, and a
     // scalar expf call per row rescale is no better: use upstream's

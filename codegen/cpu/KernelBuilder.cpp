@@ -1,0 +1,123 @@
+// Building blocks of the flash-attention CPU kernels (see KernelBuilder.h).
+#include "codegen/cpu/KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+
+namespace attnc {
+
+KernelBuilder::KernelBuilder(ImplicitLocOpBuilder &b, int64_t rows)
+    : b(b), rows(rows), f32(b.getF32Type()),
+      vec(VectorType::get({kLanes}, b.getF32Type())) {}
+
+Value KernelBuilder::idx(int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+
+Value KernelBuilder::f(float v) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+}
+
+Value KernelBuilder::splat(Value scalar) {
+  return vector::BroadcastOp::create(
+      b, VectorType::get({kLanes}, scalar.getType()), scalar);
+}
+
+void KernelBuilder::loop(int64_t lo, int64_t hi,
+                         function_ref<void(Value)> body) {
+  loop(idx(lo), idx(hi), 1, body);
+}
+
+void KernelBuilder::loop(Value lo, Value hi, int64_t step,
+                         function_ref<void(Value)> body) {
+  auto forOp = scf::ForOp::create(b, lo, hi, idx(step));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forOp.getBody());
+  body(forOp.getInductionVar());
+}
+
+void KernelBuilder::transposeTiles(Value src, Value dst) {
+  ArrayRef<int64_t> s = cast<MemRefType>(src.getType()).getShape();
+  int64_t batch = s[0], heads = s[1], length = s[2], width = s[3];
+  int64_t padded = cast<MemRefType>(dst.getType()).getShape()[2] * kCols;
+  loop(0, batch, [&](Value bi) {
+    loop(0, heads, [&](Value g) {
+      loop(0, padded, [&](Value j) {
+        Value inRange =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, idx(length));
+        Value jc = arith::MinUIOp::create(b, j, idx(length - 1));
+        Value tile = arith::DivUIOp::create(b, j, idx(kCols));
+        Value lane = arith::RemUIOp::create(b, j, idx(kCols));
+        loop(0, width, [&](Value d) {
+          Value x = memref::LoadOp::create(b, src, ValueRange{bi, g, jc, d});
+          Value y = arith::SelectOp::create(b, inRange, x, f(0.0f));
+          memref::StoreOp::create(b, y, dst, ValueRange{bi, g, tile, d, lane});
+        });
+      });
+    });
+  });
+}
+
+SmallVector<Value> KernelBuilder::tileProduct(Value a, Value bi, Value h,
+                                              ArrayRef<Value> row, Value xt,
+                                              Value g, Value tile) {
+  int64_t width = cast<MemRefType>(a.getType()).getShape()[3];
+  SmallVector<Value> zeros(2 * rows, splat(f(0.0f)));
+  auto dLoop = scf::ForOp::create(b, idx(0), idx(width), idx(1), zeros);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(dLoop.getBody());
+  Value d = dLoop.getInductionVar();
+  Value x0 = vector::LoadOp::create(b, vec, xt, ValueRange{bi, g, tile, d, idx(0)});
+  Value x1 =
+      vector::LoadOp::create(b, vec, xt, ValueRange{bi, g, tile, d, idx(kLanes)});
+  SmallVector<Value> acc(dLoop.getRegionIterArgs());
+  for (int64_t r = 0; r < rows; ++r) {
+    Value q = splat(memref::LoadOp::create(b, a, ValueRange{bi, h, row[r], d}));
+    acc[2 * r] = vector::FMAOp::create(b, q, x0, acc[2 * r]);
+    acc[2 * r + 1] = vector::FMAOp::create(b, q, x1, acc[2 * r + 1]);
+  }
+  scf::YieldOp::create(b, acc);
+  b.setInsertionPointAfter(dLoop);
+  return SmallVector<Value>(dLoop.getResults());
+}
+
+void KernelBuilder::parallelTasks(func::FuncOp parent, StringRef name,
+                                  ArrayRef<Value> captured, int64_t tasks,
+                                  ScratchFn scratch, TaskFn body) {
+  SmallVector<Type> types(ValueRange(captured).getTypes());
+  types.push_back(b.getIndexType());
+  types.push_back(b.getIndexType());
+  func::FuncOp fn;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(parent);
+    fn = func::FuncOp::create(b, name,
+                              FunctionType::get(b.getContext(), types, {}));
+    SymbolTable(parent->getParentOp()).insert(fn);
+    fn.setPrivate();
+    fn->setAttr("attnc.parallel_tasks", b.getUnitAttr());
+    Block *block = fn.addEntryBlock();
+    b.setInsertionPointToStart(block);
+    SmallVector<Value> args(block->getArguments().drop_back(2));
+    Value begin = block->getArgument(block->getNumArguments() - 2);
+    Value end = block->getArgument(block->getNumArguments() - 1);
+    // Scratch (allocas) belongs in the function, outside the task loop.
+    SmallVector<Value> buffers = scratch(args);
+    auto forOp = scf::ForOp::create(b, begin, end, idx(1));
+    b.setInsertionPointToStart(forOp.getBody());
+    body(args, buffers, forOp.getInductionVar());
+    b.setInsertionPointAfter(forOp);
+    func::ReturnOp::create(b);
+  }
+  SmallVector<Value> operands(captured);
+  operands.push_back(idx(0));
+  operands.push_back(idx(tasks));
+  func::CallOp::create(b, fn, operands);
+}
+
+} // namespace attnc

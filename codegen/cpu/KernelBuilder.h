@@ -1,0 +1,64 @@
+// Building blocks shared by the flash-attention CPU kernels (forward and
+// backward): scf loops, 16-lane f32 vectors, key tiles transposed into
+// contiguous blocks, the broadcast-FMA tile product, and outlined task
+// loops for the runtime's thread pool.
+#ifndef ATTNC_CODEGEN_CPU_KERNELBUILDER_H
+#define ATTNC_CODEGEN_CPU_KERNELBUILDER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace attnc {
+
+class KernelBuilder {
+public:
+  static constexpr int64_t kLanes = 16; // one 512-bit vector of f32
+  static constexpr int64_t kCols = 32;  // keys per tile: two vectors
+
+  KernelBuilder(mlir::ImplicitLocOpBuilder &b, int64_t rows);
+
+  mlir::Value idx(int64_t v);
+  mlir::Value f(float v);
+  /// Broadcasts a scalar to 16 lanes.
+  mlir::Value splat(mlir::Value scalar);
+  /// for (i = lo; i < hi; i += step) body(i), no loop-carried values.
+  void loop(int64_t lo, int64_t hi, llvm::function_ref<void(mlir::Value)> body);
+  void loop(mlir::Value lo, mlir::Value hi, int64_t step,
+            llvm::function_ref<void(mlir::Value)> body);
+
+  /// dst[b, g, j / 32, d, j % 32] = src[b, g, j, d] for j < S, 0 in the
+  /// padding up to a multiple of 32: each key tile's transpose is one
+  /// contiguous block (row-major X^T would stride by S and alias in L1).
+  void transposeTiles(mlir::Value src, mlir::Value dst);
+
+  /// The rows x 32 tile A[b, h, row[r], :] . Xt[b, g, tile, :, 0:32] as
+  /// 2 * rows vectors (row r: lanes 0-15 then 16-31).
+  llvm::SmallVector<mlir::Value> tileProduct(mlir::Value a, mlir::Value bi,
+                                             mlir::Value h,
+                                             llvm::ArrayRef<mlir::Value> row,
+                                             mlir::Value xt, mlir::Value g,
+                                             mlir::Value tile);
+
+  /// Outlines tasks [0, tasks) into a private function of `captured`
+  /// (memrefs), begin and end, marked for attn-lower-parallel-calls, and
+  /// calls it here. In the function, `scratch(args)` runs once (per-thread
+  /// buffers) and `body(args, scratchValues, task)` once per task; `args`
+  /// are the block arguments standing for `captured`.
+  using ScratchFn = llvm::function_ref<llvm::SmallVector<mlir::Value>(
+      llvm::ArrayRef<mlir::Value>)>;
+  using TaskFn = llvm::function_ref<void(
+      llvm::ArrayRef<mlir::Value>, llvm::ArrayRef<mlir::Value>, mlir::Value)>;
+  void parallelTasks(mlir::func::FuncOp parent, llvm::StringRef name,
+                     llvm::ArrayRef<mlir::Value> captured, int64_t tasks,
+                     ScratchFn scratch, TaskFn body);
+
+protected:
+  mlir::ImplicitLocOpBuilder &b;
+  int64_t rows;
+  mlir::Type f32;
+  mlir::VectorType vec;
+};
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_CPU_KERNELBUILDER_H
