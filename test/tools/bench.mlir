@@ -1,0 +1,15 @@
+// attnc bench: one JSON object with the timing of both modes.
+// RUN: attnc bench %s --threads 1 --reps 2 --json | FileCheck %s
+// RUN: attnc bench %s --threads 1 --reps 1 --no-backward | FileCheck %s --check-prefix=TEXT
+// RUN: not attnc bench %s --reps 0 2>&1 | FileCheck %s --check-prefix=REPS
+
+// CHECK: {"spec": "{{.*}}bench.mlir", "kernel": "attn", "threads": 1, "compile_ms": {{[0-9.]+}}, "peak_gflops": {{[0-9.]+}}, "forward": {"median_ms": {{[0-9.]+}}, "gflops": {{[0-9.]+}}, "fraction": {{[0-9.]+}}, "peak_rss_mb": {{[0-9.]+}}, "extra_mb": {{[0-9.]+}}}, "forward_backward": {"median_ms": {{[0-9.]+}}, "gflops": {{[0-9.]+}}, "fraction": {{[0-9.]+}}, "peak_rss_mb": {{[0-9.]+}}, "extra_mb": {{[0-9.]+}}}}
+// TEXT: @attn on 1 thread(s), median of 1
+// TEXT: forward {{.*}} GFLOP/s {{.*}}% of peak
+// TEXT-NOT: forward+backward
+// REPS: attnc: error: --reps must be >= 1
+
+func.func @attn(%q: tensor<1x2x64x32xf32>, %k: tensor<1x2x64x32xf32>, %v: tensor<1x2x64x32xf32>) -> tensor<1x2x64x32xf32> {
+  %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32> -> tensor<1x2x64x32xf32>, tensor<1x2x64xf32>
+  return %o : tensor<1x2x64x32xf32>
+}
