@@ -34,6 +34,40 @@ struct AttnExportAbiPass
     for (func::FuncOp impl : entries)
       if (failed(exportEntry(impl)))
         return signalPassFailure();
+    for (func::FuncOp fwd : entries)
+      if (auto bytes = fwd->getAttrOfType<IntegerAttr>("attnc.saved_bytes"))
+        if (failed(exportSizeQueries(fwd, bytes.getInt())))
+          return signalPassFailure();
+  }
+
+  /// int64_t f_saved_bytes(void) and f_workspace_bytes(void) for a derived
+  /// @f_fwd: the bytes of what f_fwd saves for f_bwd, and of the workspace
+  /// a caller must provide (0: kernels allocate their own scratch).
+  LogicalResult exportSizeQueries(func::FuncOp fwd, int64_t savedBytes) {
+    StringRef name = fwd.getSymName();
+    name.consume_front(kImplPrefix);
+    if (!name.consume_back("_fwd"))
+      return success();
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(fwd);
+    for (auto [suffix, value] :
+         {std::pair<StringRef, int64_t>{"_saved_bytes", savedBytes},
+          {"_workspace_bytes", 0}}) {
+      std::string query = (name + suffix).str();
+      if (SymbolTable::lookupSymbolIn(getOperation(), query))
+        return fwd.emitError() << "cannot export the size query @" << query
+                               << ": a symbol of that name exists";
+      auto fn = func::FuncOp::create(
+          b, fwd.getLoc(), query,
+          FunctionType::get(&getContext(), {}, {b.getI64Type()}));
+      OpBuilder body = OpBuilder::atBlockBegin(fn.addEntryBlock());
+      func::ReturnOp::create(
+          body, fwd.getLoc(),
+          ValueRange{arith::ConstantOp::create(body, fwd.getLoc(),
+                                               body.getI64IntegerAttr(value))
+                         .getResult()});
+    }
+    return success();
   }
 
   /// Keeps a function out of the object's exported symbols.

@@ -231,6 +231,14 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
   fwd.setFunctionType(FunctionType::get(
       ctx, func.getArgumentTypes(), ValueRange(fwdResults).getTypes()));
   fwd.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+  // The size query attn-export-abi exports as @f_saved_bytes.
+  int64_t savedBytes = 0;
+  for (Value value : saved) {
+    auto type = cast<RankedTensorType>(value.getType());
+    savedBytes +=
+        type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  }
+  fwd->setAttr("attnc.saved_bytes", b.getI64IntegerAttr(savedBytes));
 
   // @f_bwd(inputs, results, saved, d results) -> d inputs.
   SmallVector<Type> bwdInputs(func.getArgumentTypes());
