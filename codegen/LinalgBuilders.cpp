@@ -115,6 +115,14 @@ Value inlineModRegion(OpBuilder &nb, Region &region, ValueRange leading,
   return mapping.lookup(yield.getValue());
 }
 
+/// (b, h, i, j) -> (b, h, i): a per-row value of a rank-4 score tensor.
+AffineMap rowMap(MLIRContext *ctx) {
+  return AffineMap::get(4, 0,
+                        {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+                         getAffineDimExpr(2, ctx)},
+                        ctx);
+}
+
 /// The four loop indices (b, h, i, j) inside a rank-4 linalg.generic.
 SmallVector<Value> loopIndices(OpBuilder &nb, Location nl) {
   SmallVector<Value> indices;
@@ -261,11 +269,7 @@ std::pair<Value, Value> buildSoftmax(OpBuilder &b, Location loc,
   Type f32 = b.getF32Type();
   MLIRContext *ctx = b.getContext();
   AffineMap full = b.getMultiDimIdentityMap(4);
-  AffineMap row = AffineMap::get(4, 0,
-                                 {getAffineDimExpr(0, ctx),
-                                  getAffineDimExpr(1, ctx),
-                                  getAffineDimExpr(2, ctx)},
-                                 ctx);
+  AffineMap row = rowMap(ctx);
   AffineMap rowId = b.getMultiDimIdentityMap(3);
   SmallVector<IteratorType> reduceIters = {kPar, kPar, kPar, kRed};
   const float inf = std::numeric_limits<float>::infinity();
@@ -467,11 +471,7 @@ static Value buildRowDot(OpBuilder &b, Location loc, Value a, Value c) {
   Type f32 = b.getF32Type();
   MLIRContext *ctx = b.getContext();
   AffineMap full = b.getMultiDimIdentityMap(4);
-  AffineMap row = AffineMap::get(
-      4, 0,
-      {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
-       getAffineDimExpr(2, ctx)},
-      ctx);
+  AffineMap row = rowMap(ctx);
   return linalg::GenericOp::create(
              b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
              ValueRange{a, c}, ValueRange{filled(b, loc, rowShape, f32, 0.0)},
@@ -494,11 +494,7 @@ static Value buildScoresGrad(OpBuilder &b, Location loc, Value probs,
   ArrayRef<int64_t> shape = shapeOf(probs);
   MLIRContext *ctx = b.getContext();
   AffineMap full = b.getMultiDimIdentityMap(4);
-  AffineMap row = AffineMap::get(
-      4, 0,
-      {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
-       getAffineDimExpr(2, ctx)},
-      ctx);
+  AffineMap row = rowMap(ctx);
   SmallVector<Value> inputs = {probs, probsGrad, delta};
   SmallVector<AffineMap> maps = {full, full, row};
   if (lseGrad) {
@@ -615,11 +611,7 @@ AttentionGrads buildAttentionGrad(OpBuilder &b, Location loc,
   Value masked = buildMask(b, loc, modified, in.mask);
   AffineMap full = b.getMultiDimIdentityMap(4);
   MLIRContext *ctx = b.getContext();
-  AffineMap row = AffineMap::get(
-      4, 0,
-      {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
-       getAffineDimExpr(2, ctx)},
-      ctx);
+  AffineMap row = rowMap(ctx);
   const float inf = std::numeric_limits<float>::infinity();
   Value probs =
       linalg::GenericOp::create(

@@ -4,6 +4,7 @@
 #include "codegen/Spec.h"
 #include "dialect/AttnOps.h"
 #include "tools/attnc/HostBuffer.h"
+#include "tools/attnc/LoadedSpec.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/Format.h"
@@ -231,14 +232,8 @@ int benchSpec(const std::string &path, const BenchOptions &options,
          << "': " << file.getError().message() << "\n";
     return 1;
   }
-  mlir::DialectRegistry registry;
-  registerAttncDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.printOpOnDiagnostic(false);
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, errs);
-  mlir::FailureOr<Spec> spec = parseSpec(sourceMgr, context);
+  LoadedSpec loaded(std::move(*file), errs);
+  mlir::FailureOr<Spec> spec = loaded.parse();
   if (mlir::failed(spec))
     return 1;
   const KernelSignature &kernel = spec->kernels.front();

@@ -5,6 +5,7 @@
 #include "codegen/Spec.h"
 #include "tools/attnc/HostBuffer.h"
 #include "tools/attnc/Interpreter.h"
+#include "tools/attnc/LoadedSpec.h"
 #include "tools/reference/Reference.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -49,17 +50,11 @@ int runSpec(const std::string &path, const RunOptions &options,
   std::string text = (*file)->getBuffer().str();
 
   // The spec as the float64 reference sees it (calls inlined).
-  mlir::DialectRegistry registry;
-  registerAttncDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.printOpOnDiagnostic(false);
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, errs);
-  mlir::FailureOr<Spec> spec = parseSpec(sourceMgr, context);
+  LoadedSpec loaded(std::move(*file), errs);
+  mlir::FailureOr<Spec> spec = loaded.parse();
   if (mlir::failed(spec))
     return 1;
-  mlir::PassManager inliner(&context);
+  mlir::PassManager inliner(&loaded.getContext());
   inliner.addPass(mlir::createInlinerPass());
   if (mlir::failed(inliner.run(*spec->module)))
     return 1;
