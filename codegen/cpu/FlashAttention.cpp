@@ -55,9 +55,14 @@ protected:
         b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
         /*read_only=*/true);
   }
-  Value alloc(ArrayRef<int64_t> shape) {
-    return memref::AllocOp::create(b, MemRefType::get(shape, f32),
-                                   b.getI64IntegerAttr(64));
+  Value alloc(ArrayRef<int64_t> shape, Type element = nullptr) {
+    return memref::AllocOp::create(
+        b, MemRefType::get(shape, element ? element : f32),
+        b.getI64IntegerAttr(64));
+  }
+  /// The element type of a tensor (the spec's dtype for Q/K/V/O).
+  static Type elementOf(Value tensor) {
+    return cast<RankedTensorType>(tensor.getType()).getElementType();
   }
   Value scratchBuffer(ArrayRef<int64_t> shape) {
     return memref::AllocaOp::create(b, MemRefType::get(shape, f32),
@@ -159,8 +164,8 @@ protected:
         Value key = arith::AddIOp::create(b, j0, j);
         SmallVector<Value> xs;
         for (int64_t w = 0; w < n; ++w)
-          xs.push_back(vector::LoadOp::create(
-              b, vec, x, ValueRange{bi, g, key, idx(col + w * kLanes)}));
+          xs.push_back(
+              loadVectorF32(x, ValueRange{bi, g, key, idx(col + w * kLanes)}));
         SmallVector<Value> next(jLoop.getRegionIterArgs());
         for (int64_t r = 0; r < rows; ++r) {
           Value coef = splat(memref::LoadOp::create(b, c, ValueRange{idx(r), j}));
@@ -184,8 +189,7 @@ protected:
     loop(idx(0), idx(width), kLanes, [&](Value col) {
       SmallVector<Value> as;
       for (int64_t r = 0; r < rows; ++r)
-        as.push_back(
-            vector::LoadOp::create(b, vec, a, ValueRange{bi, h, row[r], col}));
+        as.push_back(loadVectorF32(a, ValueRange{bi, h, row[r], col}));
       loop(0, kCols, [&](Value j) {
         Value acc = vector::LoadOp::create(b, vec, z, ValueRange{j, col});
         for (int64_t r = 0; r < rows; ++r) {
@@ -228,7 +232,8 @@ public:
     Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
           v = bufferOf(op.getValue());
     Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
-    Value o = alloc({B, H, Sq, Dv}), l = alloc({B, H, Sq});
+    Value o = alloc({B, H, Sq, Dv}, elementOf(op.getOutput())),
+          l = alloc({B, H, Sq});
     Value kt = transposed(k);
     SmallVector<Value> captured = {q, kt, v, o, l};
     if (lengths)
@@ -331,8 +336,8 @@ private:
           b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sum)));
       loop(idx(0), idx(Dv), kLanes, [&](Value c) {
         Value x = vector::LoadOp::create(b, vec, oBuf, ValueRange{idx(r), c});
-        vector::StoreOp::create(b, arith::MulFOp::create(b, x, inv), o,
-                                ValueRange{bi, h, i, c});
+        storeVector(arith::MulFOp::create(b, x, inv), o,
+                    ValueRange{bi, h, i, c});
       });
       Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, sum));
       memref::StoreOp::create(b, arith::SelectOp::create(b, empty, f(kNegInf), lse),
@@ -362,8 +367,9 @@ public:
     Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
     Value kt = transposed(k), vt = transposed(v);
     Value delta = rowDeltas(o, dO, dLse);
-    Value dQ = alloc({B, H, Sq, D}), dK = alloc({B, Hkv, Skv, D}),
-          dV = alloc({B, Hkv, Skv, Dv});
+    Value dQ = alloc({B, H, Sq, D}, elementOf(op.getQuery())),
+          dK = alloc({B, Hkv, Skv, D}, elementOf(op.getKey())),
+          dV = alloc({B, Hkv, Skv, Dv}, elementOf(op.getValue()));
 
     SmallVector<Value> common = {q, kt, vt, dO, lse, delta};
     // Pass 1: dK and dV, one task per (batch, KV head, key tile).
@@ -418,8 +424,8 @@ private:
         loop(0, Sq, [&](Value i) {
           Value acc = splat(f(0.0f));
           for (int64_t c = 0; c < Dv; c += kLanes) {
-            Value x = vector::LoadOp::create(b, vec, o, ValueRange{bi, h, i, idx(c)});
-            Value y = vector::LoadOp::create(b, vec, dO, ValueRange{bi, h, i, idx(c)});
+            Value x = loadVectorF32(o, ValueRange{bi, h, i, idx(c)});
+            Value y = loadVectorF32(dO, ValueRange{bi, h, i, idx(c)});
             acc = vector::FMAOp::create(b, x, y, acc);
           }
           Value sum = vector::ReductionOp::create(
@@ -504,14 +510,12 @@ private:
     loop(idx(0), valid, 1, [&](Value j) {
       Value key = arith::AddIOp::create(b, j0, j);
       loop(idx(0), idx(D), kLanes, [&](Value c) {
-        vector::StoreOp::create(
-            b, vector::LoadOp::create(b, vec, dkBuf, ValueRange{j, c}), dK,
-            ValueRange{bi, g, key, c});
+        storeVector(vector::LoadOp::create(b, vec, dkBuf, ValueRange{j, c}),
+                    dK, ValueRange{bi, g, key, c});
       });
       loop(idx(0), idx(Dv), kLanes, [&](Value c) {
-        vector::StoreOp::create(
-            b, vector::LoadOp::create(b, vec, dvBuf, ValueRange{j, c}), dV,
-            ValueRange{bi, g, key, c});
+        storeVector(vector::LoadOp::create(b, vec, dvBuf, ValueRange{j, c}),
+                    dV, ValueRange{bi, g, key, c});
       });
     });
   }
@@ -543,9 +547,9 @@ private:
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
       loop(idx(0), idx(D), kLanes, [&](Value c) {
-        vector::StoreOp::create(
-            b, vector::LoadOp::create(b, vec, dqBuf, ValueRange{idx(r), c}),
-            dQ, ValueRange{bi, h, i, c});
+        storeVector(
+            vector::LoadOp::create(b, vec, dqBuf, ValueRange{idx(r), c}), dQ,
+            ValueRange{bi, h, i, c});
       });
     }
   }
@@ -553,21 +557,23 @@ private:
   attn::AttentionGradOp op;
 };
 
-bool isF32(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType().isF32();
+/// f32, f16 and bf16 inputs all compute in f32 (the verifier makes Q, K,
+/// V and O share one element type).
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
 } // namespace
 
 bool canLowerToFlashCpu(attn::AttentionOp op) {
-  return isF32(op.getQuery()) && isF32(op.getKey()) && isF32(op.getValue()) &&
-         op.getScoreMod().empty() && op.getMaskMod().empty() &&
+  return isFloatTensor(op.getQuery()) && op.getScoreMod().empty() &&
+         op.getMaskMod().empty() &&
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }
 
 bool canLowerToFlashCpu(attn::AttentionGradOp op) {
-  return isF32(op.getQuery()) && isF32(op.getKey()) && isF32(op.getValue()) &&
-         op.getScoreMod().empty() && op.getMaskMod().empty() &&
+  return isFloatTensor(op.getQuery()) && op.getScoreMod().empty() &&
+         op.getMaskMod().empty() &&
          shapeOf(op.getQuery())[3] % KernelBuilder::kLanes == 0 &&
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }

@@ -14,10 +14,10 @@ struct FlashTileOptions {
   int64_t rows = 8;
 };
 
-/// Whether the flash kernels cover `op`: f32, named masks only (no
-/// score_mod or mask_mod region yet), head dimensions that are multiples of
-/// 16 (Dv for the forward, D and Dv for the backward). Other ops keep the
-/// unfused lowering.
+/// Whether the flash kernels cover `op`: f32, f16 or bf16 (computed in
+/// f32), named masks only (no score_mod or mask_mod region yet), head
+/// dimensions that are multiples of 16 (Dv for the forward, D and Dv for the
+/// backward). Other ops keep the unfused lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
 bool canLowerToFlashCpu(attn::AttentionGradOp op);
 

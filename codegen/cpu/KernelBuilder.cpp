@@ -28,6 +28,35 @@ Value KernelBuilder::splat(Value scalar) {
       b, VectorType::get({kLanes}, scalar.getType()), scalar);
 }
 
+static Type elementTypeOf(Value memref) {
+  return cast<MemRefType>(memref.getType()).getElementType();
+}
+
+Value KernelBuilder::loadF32(Value memref, ValueRange indices) {
+  Value x = memref::LoadOp::create(b, memref, indices);
+  if (x.getType().isF32())
+    return x;
+  return arith::ExtFOp::create(b, f32, x);
+}
+
+Value KernelBuilder::loadVectorF32(Value memref, ValueRange indices) {
+  Type element = elementTypeOf(memref);
+  Value x = vector::LoadOp::create(b, VectorType::get({kLanes}, element),
+                                   memref, indices);
+  if (element.isF32())
+    return x;
+  return arith::ExtFOp::create(b, vec, x);
+}
+
+void KernelBuilder::storeVector(Value value, Value memref,
+                                ValueRange indices) {
+  Type element = elementTypeOf(memref);
+  if (!element.isF32())
+    value = arith::TruncFOp::create(b, VectorType::get({kLanes}, element),
+                                    value);
+  vector::StoreOp::create(b, value, memref, indices);
+}
+
 void KernelBuilder::loop(int64_t lo, int64_t hi,
                          function_ref<void(Value)> body) {
   loop(idx(lo), idx(hi), 1, body);
@@ -54,7 +83,7 @@ void KernelBuilder::transposeTiles(Value src, Value dst) {
         Value tile = arith::DivUIOp::create(b, j, idx(kCols));
         Value lane = arith::RemUIOp::create(b, j, idx(kCols));
         loop(0, width, [&](Value d) {
-          Value x = memref::LoadOp::create(b, src, ValueRange{bi, g, jc, d});
+          Value x = loadF32(src, ValueRange{bi, g, jc, d});
           Value y = arith::SelectOp::create(b, inRange, x, f(0.0f));
           memref::StoreOp::create(b, y, dst, ValueRange{bi, g, tile, d, lane});
         });
@@ -77,7 +106,7 @@ SmallVector<Value> KernelBuilder::tileProduct(Value a, Value bi, Value h,
       vector::LoadOp::create(b, vec, xt, ValueRange{bi, g, tile, d, idx(kLanes)});
   SmallVector<Value> acc(dLoop.getRegionIterArgs());
   for (int64_t r = 0; r < rows; ++r) {
-    Value q = splat(memref::LoadOp::create(b, a, ValueRange{bi, h, row[r], d}));
+    Value q = splat(loadF32(a, ValueRange{bi, h, row[r], d}));
     acc[2 * r] = vector::FMAOp::create(b, q, x0, acc[2 * r]);
     acc[2 * r + 1] = vector::FMAOp::create(b, q, x1, acc[2 * r + 1]);
   }

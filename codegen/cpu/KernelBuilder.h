@@ -21,6 +21,14 @@ public:
   mlir::Value f(float v);
   /// Broadcasts a scalar to 16 lanes.
   mlir::Value splat(mlir::Value scalar);
+  /// Loads from f32, f16 or bf16 memrefs as f32 (one scalar or 16 lanes),
+  /// and stores f32 values into them: inputs and outputs keep the spec's
+  /// element type, all arithmetic is f32.
+  mlir::Value loadF32(mlir::Value memref, mlir::ValueRange indices);
+  mlir::Value loadVectorF32(mlir::Value memref, mlir::ValueRange indices);
+  void storeVector(mlir::Value value, mlir::Value memref,
+                   mlir::ValueRange indices);
+
   /// for (i = lo; i < hi; i += step) body(i), no loop-carried values.
   void loop(int64_t lo, int64_t hi, llvm::function_ref<void(mlir::Value)> body);
   void loop(mlir::Value lo, mlir::Value hi, int64_t step,

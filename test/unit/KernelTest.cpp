@@ -520,7 +520,8 @@ TEST(KernelTest, RandomSpecs) {
 
 /// Shapes around the flash kernel's tiles (8 query rows, 32 keys, 16-lane
 /// value chunks): S at, below and above tile multiples, S = 1, Sq != Skv,
-/// every named mask; f32 with Dv a multiple of 16 takes the flash path.
+/// every named mask, f32, bf16 and f16; Dv (and for the backward D) a
+/// multiple of 16 takes the flash path.
 TEST(KernelTest, FlashKernelTileBoundaries) {
   std::mt19937_64 rng(77);
   auto pick = [&](std::initializer_list<int64_t> values) {
@@ -535,6 +536,7 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.Skv = pick({1, 31, 32, 33, 63, 65});
     c.D = pick({1, 5, 16, 24, 64});
     c.Dv = pick({16, 32, 48, 64});
+    c.dtype = n % 4 == 1 ? "bf16" : n % 4 == 3 ? "f16" : "f32";
     c.causal = rng() % 2;
     c.window = rng() % 3 == 0 ? pick({1, 5, 40}) : 0;
     c.lengths = rng() % 3 == 0;
