@@ -216,21 +216,33 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
   OpBuilder b(ctx);
   b.setInsertionPointAfter(func);
 
-  // @f_fwd: @f returning the saved values too.
-  IRMapping fwdMapping;
-  auto fwd = cast<func::FuncOp>(func->clone(fwdMapping));
-  fwd.setSymName(fwdName);
-  b.insert(fwd);
-  auto fwdReturn = cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
-  SmallVector<Value> fwdResults(fwdReturn.getOperands());
-  for (Value value : saved)
-    fwdResults.push_back(fwdMapping.lookup(value));
-  OpBuilder returnBuilder(fwdReturn);
-  func::ReturnOp::create(returnBuilder, fwdReturn.getLoc(), fwdResults);
-  fwdReturn.erase();
-  fwd.setFunctionType(FunctionType::get(
-      ctx, func.getArgumentTypes(), ValueRange(fwdResults).getTypes()));
-  fwd.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+  // @f_fwd: @f returning the saved values too; when nothing is saved, a
+  // call of @f, so that the object holds one copy of the forward.
+  func::FuncOp fwd;
+  if (saved.empty()) {
+    fwd = func::FuncOp::create(b, func.getLoc(), fwdName,
+                               func.getFunctionType());
+    OpBuilder body = OpBuilder::atBlockBegin(fwd.addEntryBlock());
+    auto call = func::CallOp::create(body, func.getLoc(), func,
+                                     fwd.getArguments());
+    func::ReturnOp::create(body, func.getLoc(), call.getResults());
+  } else {
+    IRMapping fwdMapping;
+    fwd = cast<func::FuncOp>(func->clone(fwdMapping));
+    fwd.setSymName(fwdName);
+    b.insert(fwd);
+    auto fwdReturn =
+        cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
+    SmallVector<Value> fwdResults(fwdReturn.getOperands());
+    for (Value value : saved)
+      fwdResults.push_back(fwdMapping.lookup(value));
+    OpBuilder returnBuilder(fwdReturn);
+    func::ReturnOp::create(returnBuilder, fwdReturn.getLoc(), fwdResults);
+    fwdReturn.erase();
+    fwd.setFunctionType(FunctionType::get(
+        ctx, func.getArgumentTypes(), ValueRange(fwdResults).getTypes()));
+    fwd.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+  }
   // The size query attn-export-abi exports as @f_saved_bytes.
   int64_t savedBytes = 0;
   for (Value value : saved) {
