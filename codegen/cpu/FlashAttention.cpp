@@ -113,6 +113,24 @@ protected:
     }
   }
 
+  /// The rows of query tile `ib` of head h (and its KV head g), the key
+  /// range of each row, and the key tiles some row sees: [lo of the first
+  /// row rounded down to a tile, hi of the last row).
+  struct QueryTile {
+    Value g, i0, jStart, jEnd;
+    SmallVector<Value> row, lo, hi;
+  };
+  QueryTile queryTile(Value lengths, Value bi, Value h, Value ib) {
+    QueryTile t;
+    t.g = arith::DivUIOp::create(b, h, idx(H / Hkv));
+    t.i0 = arith::MulIOp::create(b, ib, idx(rows));
+    rowRanges(lengths, bi, t.i0, /*existsOnly=*/false, t.row, t.lo, t.hi);
+    t.jStart = arith::MulIOp::create(
+        b, arith::DivUIOp::create(b, t.lo.front(), idx(kCols)), idx(kCols));
+    t.jEnd = arith::MaxSIOp::create(b, t.hi.back(), t.jStart);
+    return t;
+  }
+
   /// Whether each key of the tile starting at j0 lies in [lo, hi), for the
   /// two 16-lane halves.
   std::pair<Value, Value> keyMask(Value j0, Value lo, Value hi) {
@@ -260,19 +278,15 @@ private:
     Value q = args[0], kt = args[1], v = args[2], o = args[3], l = args[4];
     Value lengths = args.size() > 5 ? args[5] : Value();
     Value oBuf = scratch[0], pBuf = scratch[1];
-    Value g = arith::DivUIOp::create(b, h, idx(H / Hkv));
-    Value i0 = arith::MulIOp::create(b, ib, idx(rows));
-    SmallVector<Value> row, lo, hi;
-    rowRanges(lengths, bi, i0, /*existsOnly=*/false, row, lo, hi);
-    // Key tiles some row sees: [lo of the first row, hi of the last).
-    Value jStart = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, lo.front(), idx(kCols)), idx(kCols));
-    Value jEnd = arith::MaxSIOp::create(b, hi.back(), jStart);
+    QueryTile qt = queryTile(lengths, bi, h, ib);
+    Value g = qt.g, i0 = qt.i0;
+    ArrayRef<Value> row = qt.row, lo = qt.lo, hi = qt.hi;
     zero(oBuf);
 
     SmallVector<Value> init(rows, f(kNegInf));
     init.append(rows, f(0.0f));
-    auto kvLoop = scf::ForOp::create(b, jStart, jEnd, idx(kCols), init);
+    auto kvLoop =
+        scf::ForOp::create(b, qt.jStart, qt.jEnd, idx(kCols), init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(kvLoop.getBody());
@@ -525,16 +539,11 @@ private:
     Value k = args[6], dQ = args[7];
     Value lengths = args.size() > 8 ? args[8] : Value();
     Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2];
-    Value g = arith::DivUIOp::create(b, h, idx(H / Hkv));
-    Value i0 = arith::MulIOp::create(b, ib, idx(rows));
-    SmallVector<Value> row, lo, hi;
-    rowRanges(lengths, bi, i0, /*existsOnly=*/false, row, lo, hi);
-    Value jStart = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, lo.front(), idx(kCols)), idx(kCols));
-    Value jEnd = arith::MaxSIOp::create(b, hi.back(), jStart);
+    QueryTile qt = queryTile(lengths, bi, h, ib);
+    Value g = qt.g, i0 = qt.i0;
     zero(dqBuf);
-    loop(jStart, jEnd, kCols, [&](Value j0) {
-      probabilities(args, pBuf, dsBuf, bi, h, g, j0, row, lo, hi);
+    loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
+      probabilities(args, pBuf, dsBuf, bi, h, g, j0, qt.row, qt.lo, qt.hi);
       Value valid = arith::MinUIOp::create(
           b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
       rowsTimesKeys(dqBuf, dsBuf, k, bi, g, j0, valid, {});

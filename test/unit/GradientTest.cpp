@@ -1,6 +1,7 @@
 // Gradients of compiled f_bwd kernels against the float64 reference and
 // against central finite differences of the float64 forward.
 #include "attnc/jit.h"
+#include "test/unit/TestUtil.h"
 #include "tools/reference/Reference.h"
 
 #include "gtest/gtest.h"
@@ -15,21 +16,10 @@ using namespace attnc;
 
 namespace {
 
-/// Tests compile in memory only: no disk cache shared with users.
-jit::Options testOptions() {
-  jit::Options options;
-  options.diskCache = false;
-  return options;
-}
-
+using test::testOptions;
 std::string tensor(std::initializer_list<int64_t> shape,
                    const char *dtype = "f32") {
-  std::ostringstream os;
-  os << "tensor<";
-  for (int64_t d : shape)
-    os << d << "x";
-  os << dtype << ">";
-  return os.str();
+  return test::tensorType(shape, dtype);
 }
 
 std::vector<float> toFloat(const std::vector<double> &v) {

@@ -1,6 +1,7 @@
 // Compiled kernels against the float64 reference, on random specs, shapes
 // and inputs (through the JIT, which runs the same pipeline as attnc compile).
 #include "attnc/jit.h"
+#include "test/unit/TestUtil.h"
 #include "tools/reference/Reference.h"
 
 #include "gtest/gtest.h"
@@ -15,12 +16,8 @@ using namespace attnc;
 
 namespace {
 
-/// Tests compile in memory only: no disk cache shared with users.
-jit::Options testOptions() {
-  jit::Options options;
-  options.diskCache = false;
-  return options;
-}
+using test::tensorType;
+using test::testOptions;
 
 enum class ScoreModKind { None, Alibi, Softcap, BiasTable };
 
@@ -46,16 +43,6 @@ struct AttentionCase {
     return os.str();
   }
 };
-
-std::string tensorType(std::initializer_list<int64_t> shape,
-                       const std::string &dtype) {
-  std::ostringstream os;
-  os << "tensor<";
-  for (int64_t d : shape)
-    os << d << "x";
-  os << dtype << ">";
-  return os.str();
-}
 
 /// The spec of one case; arguments: q, k, v, [lengths], [score capture],
 /// [doc_q, doc_k]; results: O (and LSE for the fused form).
