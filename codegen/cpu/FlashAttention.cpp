@@ -80,55 +80,77 @@ protected:
     return t;
   }
 
-  /// The rows of a query tile (rows past Sq repeat the last one) and the
-  /// key range [lo, hi) each row sees; `existsOnly` empties the repeats.
-  void rowRanges(Value lengths, Value bi, Value i0, bool existsOnly,
-                 SmallVectorImpl<Value> &row, SmallVectorImpl<Value> &lo,
-                 SmallVectorImpl<Value> &hi) {
+  /// The keys batch `bi` has: Skv, or its entry of the key lengths.
+  Value keyLimit(Value lengths, Value bi) {
     Value limit = idx(Skv);
-    if (lengths) {
-      Value len = memref::LoadOp::create(b, lengths, bi);
-      Value n = arith::IndexCastOp::create(b, b.getIndexType(), len);
-      limit = arith::MinSIOp::create(b, limit,
-                                     arith::MaxSIOp::create(b, n, idx(0)));
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      Value i = arith::AddIOp::create(b, i0, idx(r));
-      Value clamped = arith::MinUIOp::create(b, i, idx(Sq - 1));
-      row.push_back(clamped);
-      Value top = limit;
-      if (causal || window)
-        top = arith::MinSIOp::create(b, top,
-                                     arith::AddIOp::create(b, clamped, idx(1)));
-      if (existsOnly)
-        top = arith::SelectOp::create(
-            b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
-            top, idx(0));
-      hi.push_back(top);
-      Value bottom = idx(0);
-      if (window)
-        bottom = arith::MaxSIOp::create(
-            b, bottom, arith::SubIOp::create(b, clamped, idx(*window - 1)));
-      lo.push_back(bottom);
-    }
+    if (!lengths)
+      return limit;
+    Value len = memref::LoadOp::create(b, lengths, bi);
+    Value n = arith::IndexCastOp::create(b, b.getIndexType(), len);
+    return arith::MinSIOp::create(b, limit,
+                                  arith::MaxSIOp::create(b, n, idx(0)));
+  }
+
+  /// Query row i clamped to Sq - 1 (rows past Sq repeat the last one) and
+  /// the key range [lo, hi) it sees; `existsOnly` empties rows past Sq.
+  struct RowRange {
+    Value row, lo, hi;
+  };
+  RowRange rowRange(Value limit, Value i, bool existsOnly) {
+    RowRange range;
+    range.row = arith::MinUIOp::create(b, i, idx(Sq - 1));
+    range.hi = limit;
+    if (causal || window)
+      range.hi = arith::MinSIOp::create(
+          b, range.hi, arith::AddIOp::create(b, range.row, idx(1)));
+    if (existsOnly)
+      range.hi = arith::SelectOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
+          range.hi, idx(0));
+    range.lo = idx(0);
+    if (window)
+      range.lo = arith::MaxSIOp::create(
+          b, range.lo, arith::SubIOp::create(b, range.row, idx(*window - 1)));
+    return range;
+  }
+
+  /// The clamped rows i0 .. i0 + rows - 1 the microkernels load.
+  SmallVector<Value> tileRows(Value i0) {
+    SmallVector<Value> row;
+    for (int64_t r = 0; r < rows; ++r)
+      row.push_back(arith::MinUIOp::create(
+          b, arith::AddIOp::create(b, i0, idx(r)), idx(Sq - 1)));
+    return row;
   }
 
   /// The rows of query tile `ib` of head h (and its KV head g), the key
-  /// range of each row, and the key tiles some row sees: [lo of the first
+  /// limit of the batch, and the key tiles some row sees: [lo of the first
   /// row rounded down to a tile, hi of the last row).
   struct QueryTile {
-    Value g, i0, jStart, jEnd;
-    SmallVector<Value> row, lo, hi;
+    Value g, i0, limit, jStart, jEnd;
+    SmallVector<Value> row;
   };
   QueryTile queryTile(Value lengths, Value bi, Value h, Value ib) {
     QueryTile t;
     t.g = arith::DivUIOp::create(b, h, idx(H / Hkv));
     t.i0 = arith::MulIOp::create(b, ib, idx(rows));
-    rowRanges(lengths, bi, t.i0, /*existsOnly=*/false, t.row, t.lo, t.hi);
+    t.limit = keyLimit(lengths, bi);
+    t.row = tileRows(t.i0);
+    Value first = rowRange(t.limit, t.i0, false).lo;
+    Value last =
+        rowRange(t.limit, arith::AddIOp::create(b, t.i0, idx(rows - 1)), false)
+            .hi;
     t.jStart = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, t.lo.front(), idx(kCols)), idx(kCols));
-    t.jEnd = arith::MaxSIOp::create(b, t.hi.back(), t.jStart);
+        b, arith::DivUIOp::create(b, first, idx(kCols)), idx(kCols));
+    t.jEnd = arith::MaxSIOp::create(b, last, t.jStart);
     return t;
+  }
+
+  /// Runs body(r, i = i0 + r) for the rows of a tile as a loop, not
+  /// unrolled: the per-row softmax code is long, the loop keeps the kernel
+  /// small (JIT compile time) at the cost of one scratch round trip.
+  void forRows(Value i0, function_ref<void(Value, Value)> body) {
+    loop(0, rows, [&](Value r) { body(r, arith::AddIOp::create(b, i0, r)); });
   }
 
   /// Whether each key of the tile starting at j0 lies in [lo, hi), for the
@@ -158,45 +180,61 @@ protected:
   }
 
   /// y[r, :] = alpha[r] * y[r, :] + sum_{j < valid} c[r, j] * x[bi, g, j0 + j, :]
-  /// (x's width a multiple of 16); alpha empty means 1.
+  /// (x's width a multiple of 16); a null `alpha` (a memref of rows scalars)
+  /// means 1. Columns go 32 at a time through a loop, then a 16-wide tail.
   void rowsTimesKeys(Value y, Value c, Value x, Value bi, Value g, Value j0,
-                     Value valid, ArrayRef<Value> alpha) {
-    int64_t width = shapeOf(x)[3];
-    for (int64_t col = 0; col < width; col += 2 * kLanes) {
-      int64_t n = std::min<int64_t>(2, (width - col) / kLanes);
-      SmallVector<Value> acc;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t w = 0; w < n; ++w) {
-          Value v = vector::LoadOp::create(
-              b, vec, y, ValueRange{idx(r), idx(col + w * kLanes)});
-          acc.push_back(alpha.empty()
-                            ? v
-                            : arith::MulFOp::create(b, v, splat(alpha[r]))
-                                  .getResult());
-        }
-      auto jLoop = scf::ForOp::create(b, idx(0), valid, idx(1), acc);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(jLoop.getBody());
-        Value j = jLoop.getInductionVar();
-        Value key = arith::AddIOp::create(b, j0, j);
-        SmallVector<Value> xs;
-        for (int64_t w = 0; w < n; ++w)
-          xs.push_back(
-              loadVectorF32(x, ValueRange{bi, g, key, idx(col + w * kLanes)}));
-        SmallVector<Value> next(jLoop.getRegionIterArgs());
-        for (int64_t r = 0; r < rows; ++r) {
-          Value coef = splat(memref::LoadOp::create(b, c, ValueRange{idx(r), j}));
-          for (int64_t w = 0; w < n; ++w)
-            next[r * n + w] = vector::FMAOp::create(b, coef, xs[w], next[r * n + w]);
-        }
-        scf::YieldOp::create(b, next);
+                     Value valid, Value alpha) {
+    int64_t width = shapeOf(x)[3], pairs = width / (2 * kLanes);
+    if (pairs)
+      loop(idx(0), idx(pairs * 2 * kLanes), 2 * kLanes, [&](Value col) {
+        rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha, col, 2);
+      });
+    if (width % (2 * kLanes))
+      rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha,
+                           idx(pairs * 2 * kLanes), 1);
+  }
+
+  /// rowsTimesKeys for the n vectors of columns from `col`.
+  void rowsTimesKeysColumns(Value y, Value c, Value x, Value bi, Value g,
+                            Value j0, Value valid, Value alpha, Value col,
+                            int64_t n) {
+    SmallVector<Value> cols;
+    for (int64_t w = 0; w < n; ++w)
+      cols.push_back(arith::AddIOp::create(b, col, idx(w * kLanes)));
+    SmallVector<Value> acc;
+    for (int64_t r = 0; r < rows; ++r) {
+      Value scaleRow;
+      if (alpha)
+        scaleRow = splat(memref::LoadOp::create(b, alpha, idx(r)));
+      for (int64_t w = 0; w < n; ++w) {
+        Value v =
+            vector::LoadOp::create(b, vec, y, ValueRange{idx(r), cols[w]});
+        acc.push_back(scaleRow ? arith::MulFOp::create(b, v, scaleRow).getResult()
+                               : v);
       }
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t w = 0; w < n; ++w)
-          vector::StoreOp::create(b, jLoop.getResult(r * n + w), y,
-                                  ValueRange{idx(r), idx(col + w * kLanes)});
     }
+    auto jLoop = scf::ForOp::create(b, idx(0), valid, idx(1), acc);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(jLoop.getBody());
+      Value j = jLoop.getInductionVar();
+      Value key = arith::AddIOp::create(b, j0, j);
+      SmallVector<Value> xs;
+      for (int64_t w = 0; w < n; ++w)
+        xs.push_back(loadVectorF32(x, ValueRange{bi, g, key, cols[w]}));
+      SmallVector<Value> next(jLoop.getRegionIterArgs());
+      for (int64_t r = 0; r < rows; ++r) {
+        Value coef = splat(memref::LoadOp::create(b, c, ValueRange{idx(r), j}));
+        for (int64_t w = 0; w < n; ++w)
+          next[r * n + w] =
+              vector::FMAOp::create(b, coef, xs[w], next[r * n + w]);
+      }
+      scf::YieldOp::create(b, next);
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t w = 0; w < n; ++w)
+        vector::StoreOp::create(b, jLoop.getResult(r * n + w), y,
+                                ValueRange{idx(r), cols[w]});
   }
 
   /// z[j, :] += sum_r c[r, j] * a[bi, h, row[r], :] for the 32 keys of a tile
@@ -218,6 +256,14 @@ protected:
         vector::StoreOp::create(b, acc, z, ValueRange{j, col});
       });
     });
+  }
+
+  /// Stores the 2 * rows vectors of a tile product into a rows x 32 buffer.
+  void storeTile(ArrayRef<Value> tile, Value buffer) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t w = 0; w < 2; ++w)
+        vector::StoreOp::create(b, tile[2 * r + w], buffer,
+                                ValueRange{idx(r), idx(w * kLanes)});
   }
 
   void zero(Value buffer) {
@@ -260,7 +306,10 @@ public:
     parallelTasks(
         parent, "__attnc_flash_forward", captured, B * H * qTiles,
         [&](ArrayRef<Value>) {
-          return SmallVector<Value>{scratchBuffer({rows, Dv}), scratchBuffer({rows, kCols})};
+          return SmallVector<Value>{scratchBuffer({rows, Dv}),
+                                    scratchBuffer({rows, kCols}),
+                                    scratchBuffer({rows}), scratchBuffer({rows}),
+                                    scratchBuffer({rows})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
@@ -277,43 +326,47 @@ private:
             Value ib) {
     Value q = args[0], kt = args[1], v = args[2], o = args[3], l = args[4];
     Value lengths = args.size() > 5 ? args[5] : Value();
-    Value oBuf = scratch[0], pBuf = scratch[1];
+    // Per row: the running max, the running sum and the rescaling factor of
+    // the current key tile.
+    Value oBuf = scratch[0], pBuf = scratch[1], maxBuf = scratch[2],
+          sumBuf = scratch[3], alphaBuf = scratch[4];
     QueryTile qt = queryTile(lengths, bi, h, ib);
     Value g = qt.g, i0 = qt.i0;
-    ArrayRef<Value> row = qt.row, lo = qt.lo, hi = qt.hi;
     zero(oBuf);
+    loop(0, rows, [&](Value r) {
+      memref::StoreOp::create(b, f(kNegInf), maxBuf, r);
+      memref::StoreOp::create(b, f(0.0f), sumBuf, r);
+    });
 
-    SmallVector<Value> init(rows, f(kNegInf));
-    init.append(rows, f(0.0f));
-    auto kvLoop =
-        scf::ForOp::create(b, qt.jStart, qt.jEnd, idx(kCols), init);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(kvLoop.getBody());
-      Value j0 = kvLoop.getInductionVar();
-      ValueRange state = kvLoop.getRegionIterArgs();
+    loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
       Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-      SmallVector<Value> s = tileProduct(q, bi, h, row, kt, g, tile);
-      Value scaleVec = splat(f(scale)), negInf = splat(f(kNegInf));
-      SmallVector<Value> next(rows), sums(rows), alpha(rows);
-      for (int64_t r = 0; r < rows; ++r) {
-        auto [in0, in1] = keyMask(j0, lo[r], hi[r]);
-        Value s0 = arith::SelectOp::create(
-            b, in0, arith::MulFOp::create(b, s[2 * r], scaleVec), negInf);
-        Value s1 = arith::SelectOp::create(
-            b, in1, arith::MulFOp::create(b, s[2 * r + 1], scaleVec), negInf);
+      storeTile(tileProduct(q, bi, h, qt.row, kt, g, tile), pBuf);
+      forRows(i0, [&](Value r, Value i) {
+        RowRange range = rowRange(qt.limit, i, /*existsOnly=*/false);
+        auto [in0, in1] = keyMask(j0, range.lo, range.hi);
+        Value scaleVec = splat(f(scale)), negInf = splat(f(kNegInf));
+        auto scores = [&](Value in, int64_t w) {
+          Value x =
+              vector::LoadOp::create(b, vec, pBuf, ValueRange{r, idx(w * kLanes)});
+          return arith::SelectOp::create(
+                     b, in, arith::MulFOp::create(b, x, scaleVec), negInf)
+              .getResult();
+        };
+        Value s0 = scores(in0, 0), s1 = scores(in1, 1);
         // maxnum, not maximum: scores are never NaN, and a tree of vmaxps.
         Value tileMax = vector::ReductionOp::create(
             b, vector::CombiningKind::MAXNUMF,
             arith::MaxNumFOp::create(b, s0, s1));
-        Value m = arith::MaxNumFOp::create(b, state[r], tileMax);
+        Value m = arith::MaxNumFOp::create(
+            b, memref::LoadOp::create(b, maxBuf, r), tileMax);
         // While a row has seen no key, m = -inf: subtract 0 instead so that
         // exp gives 0, never NaN.
         Value safe = arith::SelectOp::create(
             b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf)),
             f(0.0f), m);
-        alpha[r] =
-            math::ExpOp::create(b, arith::SubFOp::create(b, state[r], safe));
+        Value alpha = math::ExpOp::create(
+            b, arith::SubFOp::create(b, memref::LoadOp::create(b, maxBuf, r),
+                                     safe));
         Value p0 =
             math::ExpOp::create(b, arith::SubFOp::create(b, s0, splat(safe)));
         Value p1 =
@@ -322,41 +375,43 @@ private:
         Value tileSum = vector::ReductionOp::create(
             b, vector::CombiningKind::ADD, arith::AddFOp::create(b, p0, p1),
             Value(), arith::FastMathFlags::reassoc);
-        next[r] = m;
-        sums[r] = arith::AddFOp::create(
-            b, arith::MulFOp::create(b, state[rows + r], alpha[r]), tileSum);
-        vector::StoreOp::create(b, p0, pBuf, ValueRange{idx(r), idx(0)});
-        vector::StoreOp::create(b, p1, pBuf, ValueRange{idx(r), idx(kLanes)});
-      }
+        Value sum = arith::AddFOp::create(
+            b, arith::MulFOp::create(b, memref::LoadOp::create(b, sumBuf, r),
+                                     alpha),
+            tileSum);
+        memref::StoreOp::create(b, m, maxBuf, r);
+        memref::StoreOp::create(b, sum, sumBuf, r);
+        memref::StoreOp::create(b, alpha, alphaBuf, r);
+        vector::StoreOp::create(b, p0, pBuf, ValueRange{r, idx(0)});
+        vector::StoreOp::create(b, p1, pBuf, ValueRange{r, idx(kLanes)});
+      });
       Value valid = arith::MinUIOp::create(
           b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
-      rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alpha);
-      next.append(sums);
-      scf::YieldOp::create(b, next);
-    }
+      rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf);
+    });
     // O = oBuf / l and LSE = m + log l for the rows that exist; a row that
     // saw no key gets O = 0 and LSE = -inf.
-    for (int64_t r = 0; r < rows; ++r) {
-      Value m = kvLoop.getResult(r), sum = kvLoop.getResult(rows + r);
-      Value i = arith::AddIOp::create(b, i0, idx(r));
+    forRows(i0, [&](Value r, Value i) {
       auto ifOp = scf::IfOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
           /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
+      Value m = memref::LoadOp::create(b, maxBuf, r),
+            sum = memref::LoadOp::create(b, sumBuf, r);
       Value empty =
           arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum, f(0.0f));
       Value inv = splat(arith::SelectOp::create(
           b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sum)));
       loop(idx(0), idx(Dv), kLanes, [&](Value c) {
-        Value x = vector::LoadOp::create(b, vec, oBuf, ValueRange{idx(r), c});
+        Value x = vector::LoadOp::create(b, vec, oBuf, ValueRange{r, c});
         storeVector(arith::MulFOp::create(b, x, inv), o,
                     ValueRange{bi, h, i, c});
       });
       Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, sum));
       memref::StoreOp::create(b, arith::SelectOp::create(b, empty, f(kNegInf), lse),
                               l, ValueRange{bi, h, i});
-    }
+    });
   }
 
   attn::AttentionOp op;
@@ -455,38 +510,42 @@ private:
     return delta;
   }
 
-  /// P = exp(scale S - LSE) and dS = scale * P * (dP - Delta) of a rows x 32
-  /// tile into pBuf and dsBuf (0 outside each row's [lo, hi)).
+  /// P = exp(scale S - LSE) and dS = scale * P * (dP - Delta) of the
+  /// rows x 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's
+  /// [lo, hi); rows past Sq see no key when `existsOnly`).
   void probabilities(ArrayRef<Value> args, Value pBuf, Value dsBuf, Value bi,
-                     Value h, Value g, Value j0, ArrayRef<Value> row,
-                     ArrayRef<Value> lo, ArrayRef<Value> hi) {
+                     Value h, Value g, Value j0, Value i0, ArrayRef<Value> row,
+                     Value limit, bool existsOnly) {
     Value q = args[0], kt = args[1], vt = args[2], dO = args[3],
           lse = args[4], delta = args[5];
     Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-    SmallVector<Value> s = tileProduct(q, bi, h, row, kt, g, tile);
-    SmallVector<Value> dp = tileProduct(dO, bi, h, row, vt, g, tile);
-    Value scaleVec = splat(f(scale)), zeros = splat(f(0.0f));
-    for (int64_t r = 0; r < rows; ++r) {
-      auto [in0, in1] = keyMask(j0, lo[r], hi[r]);
-      Value l = splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, row[r]}));
+    storeTile(tileProduct(q, bi, h, row, kt, g, tile), pBuf);
+    storeTile(tileProduct(dO, bi, h, row, vt, g, tile), dsBuf);
+    forRows(i0, [&](Value r, Value i) {
+      RowRange range = rowRange(limit, i, existsOnly);
+      auto [in0, in1] = keyMask(j0, range.lo, range.hi);
+      Value scaleVec = splat(f(scale)), zeros = splat(f(0.0f));
+      Value l =
+          splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, range.row}));
       Value d =
-          splat(memref::LoadOp::create(b, delta, ValueRange{bi, h, row[r]}));
+          splat(memref::LoadOp::create(b, delta, ValueRange{bi, h, range.row}));
       Value in[2] = {in0, in1};
       for (int64_t w = 0; w < 2; ++w) {
-        Value x = arith::SubFOp::create(
-            b, arith::MulFOp::create(b, s[2 * r + w], scaleVec), l);
+        SmallVector<Value, 2> at = {r, idx(w * kLanes)};
+        Value s = vector::LoadOp::create(b, vec, pBuf, at);
+        Value dp = vector::LoadOp::create(b, vec, dsBuf, at);
+        Value x = arith::SubFOp::create(b, arith::MulFOp::create(b, s, scaleVec),
+                                        l);
         // A row with no visible key has LSE = -inf: the select keeps P = 0.
         Value p = arith::SelectOp::create(b, in[w], math::ExpOp::create(b, x),
                                           zeros);
         Value ds = arith::MulFOp::create(
-            b, arith::MulFOp::create(
-                   b, p, arith::SubFOp::create(b, dp[2 * r + w], d)),
+            b, arith::MulFOp::create(b, p, arith::SubFOp::create(b, dp, d)),
             scaleVec);
-        vector::StoreOp::create(b, p, pBuf, ValueRange{idx(r), idx(w * kLanes)});
-        vector::StoreOp::create(b, ds, dsBuf,
-                                ValueRange{idx(r), idx(w * kLanes)});
+        vector::StoreOp::create(b, p, pBuf, at);
+        vector::StoreOp::create(b, ds, dsBuf, at);
       }
-    }
+    });
   }
 
   void keyTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
@@ -507,14 +566,15 @@ private:
     if (window)
       iEnd = arith::MinUIOp::create(
           b, iEnd, arith::AddIOp::create(b, j0, idx(kCols + *window - 1)));
+    Value limit = keyLimit(lengths, bi);
     int64_t group = H / Hkv;
     loop(0, group, [&](Value member) {
       Value h = arith::AddIOp::create(
           b, arith::MulIOp::create(b, g, idx(group)), member);
       loop(iStart, iEnd, rows, [&](Value i0) {
-        SmallVector<Value> row, lo, hi;
-        rowRanges(lengths, bi, i0, /*existsOnly=*/true, row, lo, hi);
-        probabilities(args, pBuf, dsBuf, bi, h, g, j0, row, lo, hi);
+        SmallVector<Value> row = tileRows(i0);
+        probabilities(args, pBuf, dsBuf, bi, h, g, j0, i0, row, limit,
+                      /*existsOnly=*/true);
         keysTimesRows(dvBuf, pBuf, dO, bi, h, row);
         keysTimesRows(dkBuf, dsBuf, q, bi, h, row);
       });
@@ -543,24 +603,23 @@ private:
     Value g = qt.g, i0 = qt.i0;
     zero(dqBuf);
     loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
-      probabilities(args, pBuf, dsBuf, bi, h, g, j0, qt.row, qt.lo, qt.hi);
+      probabilities(args, pBuf, dsBuf, bi, h, g, j0, i0, qt.row, qt.limit,
+                    /*existsOnly=*/false);
       Value valid = arith::MinUIOp::create(
           b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
-      rowsTimesKeys(dqBuf, dsBuf, k, bi, g, j0, valid, {});
+      rowsTimesKeys(dqBuf, dsBuf, k, bi, g, j0, valid, Value());
     });
-    for (int64_t r = 0; r < rows; ++r) {
-      Value i = arith::AddIOp::create(b, i0, idx(r));
+    forRows(i0, [&](Value r, Value i) {
       auto ifOp = scf::IfOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
           /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
       loop(idx(0), idx(D), kLanes, [&](Value c) {
-        storeVector(
-            vector::LoadOp::create(b, vec, dqBuf, ValueRange{idx(r), c}), dQ,
-            ValueRange{bi, h, i, c});
+        storeVector(vector::LoadOp::create(b, vec, dqBuf, ValueRange{r, c}),
+                    dQ, ValueRange{bi, h, i, c});
       });
-    }
+    });
   }
 
   attn::AttentionGradOp op;
