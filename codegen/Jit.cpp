@@ -126,6 +126,7 @@ bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
 
   mlir::FailureOr<Spec> spec = parseSpec(sourceMgr, context);
   if (mlir::failed(spec) ||
+      (options.fuse && mlir::failed(fuseAttention(*spec))) ||
       (options.backward && mlir::failed(deriveBackward(*spec))))
     return false;
   mlir::PassManager pm(&context);
@@ -192,6 +193,7 @@ std::string cacheKey(std::string_view specText, const Options &options) {
     if (feature.second)
       key << feature.first().str() << ",";
   key << "\nO" << options.optLevel << " backward=" << options.backward
+      << " fuse=" << options.fuse
       << "\n"
       << specText;
   return key.str();

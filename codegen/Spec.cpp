@@ -334,6 +334,13 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
   return spec;
 }
 
+LogicalResult fuseAttention(Spec &spec) {
+  PassManager pm(spec.module->getContext());
+  pm.addPass(createInlinerPass());
+  pm.addPass(createAttnFuse());
+  return pm.run(*spec.module);
+}
+
 LogicalResult deriveBackward(Spec &spec) {
   ModuleOp module = *spec.module;
   PassManager pm(module.getContext());

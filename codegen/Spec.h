@@ -45,6 +45,10 @@ void registerAttncDialects(mlir::DialectRegistry &registry);
 mlir::FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr,
                                 mlir::MLIRContext &context);
 
+/// Inlines calls and runs attn-fuse: graph-form attention chains become
+/// attn.attention (the flash kernels). Run before deriveBackward.
+mlir::LogicalResult fuseAttention(Spec &spec);
+
 /// Runs attn-derive-backward (after inlining calls) and appends the
 /// signatures of every kernel's @f_fwd and @f_bwd to `spec.kernels`, named
 /// after @f's arguments: saved values are saved<k>, gradients d_<name>.

@@ -31,4 +31,22 @@ def AttnDeriveBackward : Pass<"attn-derive-backward", "mlir::ModuleOp"> {
   ];
 }
 
+def AttnFuse : Pass<"attn-fuse", "mlir::ModuleOp"> {
+  let summary = "Fuse scores/scale/score_mod/mask/softmax/apply chains into attn.attention";
+  let description = [{
+    Rewrites every chain
+    `attn.scores -> attn.scale* -> attn.score_mod? -> attn.mask* ->
+    attn.softmax -> attn.apply` whose intermediate values have no other use
+    into one `attn.attention` (scale: the product of the scale factors, 1
+    without any; masks: their conjunction; regions and captures moved over),
+    so that the flash kernels compute it without an Sq x Skv buffer. Run
+    before attn-derive-backward, it makes the derived backward an
+    `attn.attention_grad` too (FlashAttention-2, P recomputed from the LSE).
+    A chain is left alone when a score or probability tensor is used
+    elsewhere (say, returned), a score_mod follows a mask, Q/K/V element
+    types differ, or masks carry two lengths tensors, two mask_mod regions or
+    `zero_fill`.
+  }];
+}
+
 #endif // ATTNC_PASSES_PASSES_TD

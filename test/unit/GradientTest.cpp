@@ -173,16 +173,18 @@ TEST(GradientTest, RandomScoreModCompositions) {
     std::ostringstream spec;
     spec << "func.func @k(%q: " << qT << ", %k: " << kT << ", %v: " << vT
          << ", %cap: " << cT << ") -> " << oT << " {\n"
-         << "  %o, %lse = attn.attention %q, %k, %v" << (causal ? " causal" : "")
-         << " score_captures(%cap : " << cT << ") : " << qT << ", " << kT
-         << ", " << vT << " -> " << oT << ", " << lT << " score_mod {\n"
+         << "  %o, %lse = attn.attention %q, %k, %v"
+         << (causal ? " causal" : "") << " score_captures(%cap : " << cT
+         << ") : " << qT << ", " << kT << ", " << vT << " -> " << oT << ", "
+         << lT << " score_mod {\n"
          << "^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %cs: "
          << cT << "):\n  %c = tensor.extract %cs[%h] : " << cT << "\n"
          << expr.body.str() << "  attn.yield " << result << " : f32\n}\n"
          << "  return %o : " << oT << "\n}\n";
     SCOPED_TRACE(spec.str());
     std::string kernelsError;
-  auto kernels = jit::Module::compile(spec.str(), testOptions(), &kernelsError);
+    auto kernels =
+        jit::Module::compile(spec.str(), testOptions(), &kernelsError);
     ASSERT_TRUE(kernels) << kernelsError;
 
     std::vector<double> q(B * H * Sq * D), k(B * Hkv * Skv * D),
@@ -199,13 +201,14 @@ TEST(GradientTest, RandomScoreModCompositions) {
     std::vector<float> o(dO.size()), lse(B * H * Sq), dq(q.size()),
         dk(k.size()), dv(v.size()), dcap(H);
     // @k returns O only, so @k_fwd saves the LSE for @k_bwd.
-    auto status = kernels->callUnchecked("k_fwd", {qf.data(), kf.data(), vf.data(),
-                                             cf.data(), o.data(), lse.data()});
+    auto status =
+        kernels->callUnchecked("k_fwd", {qf.data(), kf.data(), vf.data(),
+                                         cf.data(), o.data(), lse.data()});
     ASSERT_TRUE(status.ok()) << status.error;
-    status = kernels->callUnchecked(
-        "k_bwd", {qf.data(), kf.data(), vf.data(), cf.data(), o.data(),
-                  lse.data(), dOf.data(), dq.data(), dk.data(), dv.data(),
-                  dcap.data()});
+    status = kernels->callUnchecked("k_bwd", {qf.data(), kf.data(), vf.data(),
+                                              cf.data(), o.data(), lse.data(),
+                                              dOf.data(), dq.data(), dk.data(),
+                                              dv.data(), dcap.data()});
     ASSERT_TRUE(status.error.empty()) << status.error;
     ASSERT_EQ(status.status, 0);
 
@@ -261,8 +264,7 @@ TEST(GradientTest, FiniteDifferencesOfTheForward) {
       vT + " -> " + oT + ", " + lT +
       " score_mod {\n^bb0(%s: f32, %b: index, %h: index, %i: index, %j: "
       "index, %c: " +
-      sT +
-      "):\n  %m = tensor.extract %c[%h] : " + sT +
+      sT + "):\n  %m = tensor.extract %c[%h] : " + sT +
       "\n  %d = arith.subi %j, %i : index\n"
       "  %di = arith.index_cast %d : index to i64\n"
       "  %df = arith.sitofp %di : i64 to f32\n"
@@ -288,13 +290,13 @@ TEST(GradientTest, FiniteDifferencesOfTheForward) {
   int32_t lengths[B] = {5, 2};
   int64_t lengths64[B] = {5, 2};
 
-  auto qf = toFloat(q), kf = toFloat(k), vf = toFloat(v),
-       sf = toFloat(slopes), dOf = toFloat(dO), dLf = toFloat(dL);
-  std::vector<float> o(dO.size()), lse(dL.size()), dq(q.size()),
-      dk(k.size()), dv(v.size()), dslopes(H);
-  auto status = kernels->callUnchecked("k", {qf.data(), kf.data(), vf.data(),
-                                       lengths, sf.data(), o.data(),
-                                       lse.data()});
+  auto qf = toFloat(q), kf = toFloat(k), vf = toFloat(v), sf = toFloat(slopes),
+       dOf = toFloat(dO), dLf = toFloat(dL);
+  std::vector<float> o(dO.size()), lse(dL.size()), dq(q.size()), dk(k.size()),
+      dv(v.size()), dslopes(H);
+  auto status =
+      kernels->callUnchecked("k", {qf.data(), kf.data(), vf.data(), lengths,
+                                   sf.data(), o.data(), lse.data()});
   ASSERT_TRUE(status.ok()) << status.error;
   status = kernels->callUnchecked(
       "k_bwd", {qf.data(), kf.data(), vf.data(), lengths, sf.data(), o.data(),
@@ -355,8 +357,8 @@ TEST(GradientTest, ProjectionsAndMerge) {
   spec << "func.func @layer(%x: " << xT << ", %wq: " << wT << ", %wk: " << wT
        << ", %wv: " << wT << ", %wo: " << woT << ") -> " << xT << " {\n";
   for (const char *name : {"q", "k", "v"})
-    spec << "  %" << name << " = attn.projection %x, %w" << name << " : "
-         << xT << ", " << wT << " -> " << hT << "\n";
+    spec << "  %" << name << " = attn.projection %x, %w" << name << " : " << xT
+         << ", " << wT << " -> " << hT << "\n";
   spec << "  %s = attn.scores %q, %k : " << hT << ", " << hT << " -> " << sT
        << "\n  %t = attn.scale %s : " << sT
        << "\n  %m = attn.mask %t causal : " << sT
@@ -364,66 +366,83 @@ TEST(GradientTest, ProjectionsAndMerge) {
        << "\n  %o = attn.apply %p, %v : " << sT << ", " << hT << " -> " << hT
        << "\n  %y = attn.merge %o, %wo : " << hT << ", " << woT << " -> " << xT
        << "\n  return %y : " << xT << "\n}\n";
-  std::string kernelsError;
-  auto kernels = jit::Module::compile(spec.str(), testOptions(), &kernelsError);
-  ASSERT_TRUE(kernels) << kernelsError;
+  // Fused, f_fwd also saves the attention's O and LSE (the flash backward
+  // needs them); unfused, it saves only the projections.
+  for (bool fuse : {true, false}) {
+    SCOPED_TRACE(fuse ? "fused" : "unfused");
+    jit::Options options = testOptions();
+    options.fuse = fuse;
+    std::string kernelsError;
+    auto kernels = jit::Module::compile(spec.str(), options, &kernelsError);
+    ASSERT_TRUE(kernels) << kernelsError;
 
-  std::vector<double> x(B * S * E), wq(E * H * D), wk(wq.size()),
-      wv(wq.size()), wo(H * D * E), dy(x.size());
-  ref::fillRandom(x.data(), x.size(), 1);
-  ref::fillRandom(wq.data(), wq.size(), 2, -0.5, 0.5);
-  ref::fillRandom(wk.data(), wk.size(), 3, -0.5, 0.5);
-  ref::fillRandom(wv.data(), wv.size(), 4, -0.5, 0.5);
-  ref::fillRandom(wo.data(), wo.size(), 5, -0.5, 0.5);
-  ref::fillRandom(dy.data(), dy.size(), 6);
-  for (auto *t : {&x, &wq, &wk, &wv, &wo, &dy})
-    *t = toDouble(toFloat(*t));
-  auto xf = toFloat(x), wqf = toFloat(wq), wkf = toFloat(wk),
-       wvf = toFloat(wv), wof = toFloat(wo), dyf = toFloat(dy);
-  std::vector<float> y(x.size()), savedQ(B * H * S * D), savedK(savedQ.size()),
-      savedV(savedQ.size()), dx(x.size()), dwq(wq.size()), dwk(wk.size()),
-      dwv(wv.size()), dwo(wo.size());
-  auto status = kernels->callUnchecked(
-      "layer_fwd", {xf.data(), wqf.data(), wkf.data(), wvf.data(), wof.data(),
-                    y.data(), savedQ.data(), savedK.data(), savedV.data()});
-  ASSERT_TRUE(status.ok()) << status.error;
-  status = kernels->callUnchecked(
-      "layer_bwd",
-      {xf.data(), wqf.data(), wkf.data(), wvf.data(), wof.data(), y.data(),
-       savedQ.data(), savedK.data(), savedV.data(), dyf.data(), dx.data(),
-       dwq.data(), dwk.data(), dwv.data(), dwo.data()});
-  ASSERT_TRUE(status.error.empty()) << status.error;
-  ASSERT_EQ(status.status, 0);
+    std::vector<double> x(B * S * E), wq(E * H * D), wk(wq.size()),
+        wv(wq.size()), wo(H * D * E), dy(x.size());
+    ref::fillRandom(x.data(), x.size(), 1);
+    ref::fillRandom(wq.data(), wq.size(), 2, -0.5, 0.5);
+    ref::fillRandom(wk.data(), wk.size(), 3, -0.5, 0.5);
+    ref::fillRandom(wv.data(), wv.size(), 4, -0.5, 0.5);
+    ref::fillRandom(wo.data(), wo.size(), 5, -0.5, 0.5);
+    ref::fillRandom(dy.data(), dy.size(), 6);
+    for (auto *t : {&x, &wq, &wk, &wv, &wo, &dy})
+      *t = toDouble(toFloat(*t));
+    auto xf = toFloat(x), wqf = toFloat(wq), wkf = toFloat(wk),
+         wvf = toFloat(wv), wof = toFloat(wo), dyf = toFloat(dy);
+    std::vector<float> y(x.size()), savedQ(B * H * S * D),
+        savedK(savedQ.size()), savedV(savedQ.size()), dx(x.size()),
+        dwq(wq.size()), dwk(wk.size()), dwv(wv.size()), dwo(wo.size());
+    std::vector<float> savedO(savedQ.size()), savedLse(B * H * S);
+    std::vector<void *> saved = {savedQ.data(), savedK.data(), savedV.data()};
+    if (fuse)
+      saved.insert(saved.end(), {savedO.data(), savedLse.data()});
+    std::vector<void *> fwdArgs = {xf.data(),  wqf.data(), wkf.data(),
+                                   wvf.data(), wof.data(), y.data()};
+    fwdArgs.insert(fwdArgs.end(), saved.begin(), saved.end());
+    auto status = kernels->callUnchecked("layer_fwd", fwdArgs);
+    ASSERT_TRUE(status.ok()) << status.error;
+    std::vector<void *> bwdArgs = {xf.data(),  wqf.data(), wkf.data(),
+                                   wvf.data(), wof.data(), y.data()};
+    bwdArgs.insert(bwdArgs.end(), saved.begin(), saved.end());
+    bwdArgs.insert(bwdArgs.end(), {dyf.data(), dx.data(), dwq.data(),
+                                   dwk.data(), dwv.data(), dwo.data()});
+    status = kernels->callUnchecked("layer_bwd", bwdArgs);
+    ASSERT_TRUE(status.error.empty()) << status.error;
+    ASSERT_EQ(status.status, 0);
 
-  std::vector<double> q(savedQ.size()), k(q.size()), v(q.size()), o(q.size()),
-      dO(q.size()), dQ(q.size()), dK(q.size()), dV(q.size()),
-      eDx(x.size(), 0.0), eDwq(wq.size()), eDwk(wk.size()), eDwv(wv.size()),
-      eDwo(wo.size());
-  ref::projection(B, S, E, H, D, x.data(), wq.data(), q.data());
-  ref::projection(B, S, E, H, D, x.data(), wk.data(), k.data());
-  ref::projection(B, S, E, H, D, x.data(), wv.data(), v.data());
-  EXPECT_LE(ref::maxRelativeError(savedQ.data(), q.data(), q.size()), 1e-5);
-  ref::MaskSpec mask;
-  mask.causal = true;
-  double scale = double(float(ref::defaultScale(D)));
-  ref::attentionForward({B, H, H, S, S, D, D}, scale, mask, {}, q.data(),
-                        k.data(), v.data(), o.data(), nullptr);
-  ref::mergeBackward(B, H, S, D, E, o.data(), wo.data(), dy.data(), dO.data(),
-                     eDwo.data());
-  ref::attentionBackward({B, H, H, S, S, D, D}, scale, mask, {}, q.data(),
-                         k.data(), v.data(), dO.data(), dQ.data(), dK.data(),
-                         dV.data());
-  ref::projectionBackward(B, S, E, H, D, x.data(), wq.data(), dQ.data(),
-                          eDx.data(), eDwq.data());
-  ref::projectionBackward(B, S, E, H, D, x.data(), wk.data(), dK.data(),
-                          eDx.data(), eDwk.data());
-  ref::projectionBackward(B, S, E, H, D, x.data(), wv.data(), dV.data(),
-                          eDx.data(), eDwv.data());
-  EXPECT_LE(ref::maxRelativeError(dx.data(), eDx.data(), eDx.size()), 1e-4);
-  EXPECT_LE(ref::maxRelativeError(dwq.data(), eDwq.data(), eDwq.size()), 1e-4);
-  EXPECT_LE(ref::maxRelativeError(dwk.data(), eDwk.data(), eDwk.size()), 1e-4);
-  EXPECT_LE(ref::maxRelativeError(dwv.data(), eDwv.data(), eDwv.size()), 1e-4);
-  EXPECT_LE(ref::maxRelativeError(dwo.data(), eDwo.data(), eDwo.size()), 1e-4);
+    std::vector<double> q(savedQ.size()), k(q.size()), v(q.size()), o(q.size()),
+        dO(q.size()), dQ(q.size()), dK(q.size()), dV(q.size()),
+        eDx(x.size(), 0.0), eDwq(wq.size()), eDwk(wk.size()), eDwv(wv.size()),
+        eDwo(wo.size());
+    ref::projection(B, S, E, H, D, x.data(), wq.data(), q.data());
+    ref::projection(B, S, E, H, D, x.data(), wk.data(), k.data());
+    ref::projection(B, S, E, H, D, x.data(), wv.data(), v.data());
+    EXPECT_LE(ref::maxRelativeError(savedQ.data(), q.data(), q.size()), 1e-5);
+    ref::MaskSpec mask;
+    mask.causal = true;
+    double scale = double(float(ref::defaultScale(D)));
+    ref::attentionForward({B, H, H, S, S, D, D}, scale, mask, {}, q.data(),
+                          k.data(), v.data(), o.data(), nullptr);
+    ref::mergeBackward(B, H, S, D, E, o.data(), wo.data(), dy.data(), dO.data(),
+                       eDwo.data());
+    ref::attentionBackward({B, H, H, S, S, D, D}, scale, mask, {}, q.data(),
+                           k.data(), v.data(), dO.data(), dQ.data(), dK.data(),
+                           dV.data());
+    ref::projectionBackward(B, S, E, H, D, x.data(), wq.data(), dQ.data(),
+                            eDx.data(), eDwq.data());
+    ref::projectionBackward(B, S, E, H, D, x.data(), wk.data(), dK.data(),
+                            eDx.data(), eDwk.data());
+    ref::projectionBackward(B, S, E, H, D, x.data(), wv.data(), dV.data(),
+                            eDx.data(), eDwv.data());
+    EXPECT_LE(ref::maxRelativeError(dx.data(), eDx.data(), eDx.size()), 1e-4);
+    EXPECT_LE(ref::maxRelativeError(dwq.data(), eDwq.data(), eDwq.size()),
+              1e-4);
+    EXPECT_LE(ref::maxRelativeError(dwk.data(), eDwk.data(), eDwk.size()),
+              1e-4);
+    EXPECT_LE(ref::maxRelativeError(dwv.data(), eDwv.data(), eDwv.size()),
+              1e-4);
+    EXPECT_LE(ref::maxRelativeError(dwo.data(), eDwo.data(), eDwo.size()),
+              1e-4);
+  }
 }
 
 TEST(GradientTest, OpWithoutRuleIsALocatedError) {
@@ -436,7 +455,8 @@ TEST(GradientTest, OpWithoutRuleIsALocatedError) {
       "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
       "    %r = math.sin %s : f32\n"
       "    attn.yield %r : f32\n  }\n"
-      "  return %o : tensor<1x1x2x2xf32>\n}\n", testOptions(), &kernelsError);
+      "  return %o : tensor<1x1x2x2xf32>\n}\n",
+      testOptions(), &kernelsError);
   ASSERT_FALSE(kernels);
   std::string message = kernelsError;
   EXPECT_NE(message.find("spec.mlir:4:10: error: 'math.sin' op has no "
@@ -455,7 +475,8 @@ TEST(GradientTest, OpWithoutRuleIsALocatedError) {
       "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
       "    %r = math.sin %s : f32\n"
       "    attn.yield %r : f32\n  }\n"
-      "  return %o : tensor<1x1x2x2xf32>\n}\n", forwardOnly, &forwardError);
+      "  return %o : tensor<1x1x2x2xf32>\n}\n",
+      forwardOnly, &forwardError);
   EXPECT_TRUE(forward) << forwardError;
 }
 

@@ -30,6 +30,7 @@ struct AttentionCase {
   ScoreModKind scoreMod = ScoreModKind::None;
   bool documentMask = false;
   bool graphForm = false; // attn.scores ... attn.apply instead of attn.attention
+  bool fuse = true;       // jit::Options::fuse (graph form: flash or unfused)
   double scale = 0;       // 0: the default 1/sqrt(D)
 
   std::string describe() const {
@@ -39,6 +40,7 @@ struct AttentionCase {
        << (causal ? " causal" : "") << " window=" << window
        << (lengths ? " lengths" : "") << " mod=" << int(scoreMod)
        << (documentMask ? " documents" : "") << (graphForm ? " graph" : "")
+       << (fuse ? "" : " unfused")
        << " scale=" << scale;
     return os.str();
   }
@@ -249,8 +251,12 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   std::string spec = specFor(c);
   SCOPED_TRACE(spec);
   std::string kernelsError;
-  auto kernels = jit::Module::compile(spec, testOptions(), &kernelsError);
+  jit::Options options = testOptions();
+  options.fuse = c.fuse;
+  auto kernels = jit::Module::compile(spec, options, &kernelsError);
   ASSERT_TRUE(kernels) << kernelsError;
+  // The fused form returns the LSE; a fused graph-form chain saves it.
+  bool returnsLse = !c.graphForm, savesLse = c.graphForm && c.fuse;
 
   Buffer q(c.B * c.H * c.Sq * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
       v(c.B * c.Hkv * c.Skv * c.Dv, c.dtype), o(c.B * c.H * c.Sq * c.Dv, c.dtype),
@@ -296,7 +302,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     args.push_back(docK.data());
   }
   args.push_back(o.data());
-  if (!c.graphForm)
+  if (returnsLse)
     args.push_back(lse.data());
   auto status = kernels->callUnchecked("kernel", args);
   ASSERT_TRUE(status.error.empty()) << status.error;
@@ -348,7 +354,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   for (size_t i = 0; i < expectedO.size(); ++i)
     if (expectedO[i] == 0.0 && !std::isfinite(expectedLse[i / c.Dv]))
       ASSERT_EQ(o.values[i], 0.0) << "element " << i;
-  if (!c.graphForm) {
+  if (returnsLse) {
     lse.unpack();
     for (size_t i = 0; i < expectedLse.size(); ++i) {
       if (std::isinf(expectedLse[i])) {
@@ -364,13 +370,17 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     }
   }
 
-  // f_fwd returns what f returns (nothing is saved for Q/K/V given as
-  // inputs, and O and LSE are results already).
-  Buffer o2(o.values.size(), c.dtype), lse2(lse.values.size(), "f32");
-  std::vector<void *> fwdArgs(args.begin(), args.end() - (c.graphForm ? 1 : 2));
+  // f_fwd returns what f returns, then the LSE when f does not return it
+  // (nothing is saved for Q/K/V given as inputs).
+  Buffer o2(o.values.size(), c.dtype), lse2(lse.values.size(), "f32"),
+      savedLse(lse.values.size(), "f32");
+  std::vector<void *> inputs(args.begin(), args.end() - (returnsLse ? 2 : 1));
+  std::vector<void *> fwdArgs(inputs);
   fwdArgs.push_back(o2.data());
-  if (!c.graphForm)
+  if (returnsLse)
     fwdArgs.push_back(lse2.data());
+  if (savesLse)
+    fwdArgs.push_back(savedLse.data());
   auto fwdStatus = kernels->callUnchecked("kernel_fwd", fwdArgs);
   ASSERT_TRUE(fwdStatus.error.empty()) << fwdStatus.error;
   ASSERT_EQ(fwdStatus.status, 0);
@@ -383,12 +393,14 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   dLse.pack(); // zeros: the LSE cotangent is checked by finite differences
   Buffer dQ(q.values.size(), c.dtype), dK(k.values.size(), c.dtype),
       dV(v.values.size(), c.dtype), dCapture(capture.values.size(), "f32");
-  std::vector<void *> bwdArgs(fwdArgs.begin(), fwdArgs.end() - (c.graphForm ? 1 : 2));
+  std::vector<void *> bwdArgs(inputs);
   bwdArgs.push_back(o.data());
-  if (!c.graphForm)
+  if (returnsLse)
     bwdArgs.push_back(lse.data());
+  if (savesLse)
+    bwdArgs.push_back(savedLse.data());
   bwdArgs.push_back(dO.data());
-  if (!c.graphForm)
+  if (returnsLse)
     bwdArgs.push_back(dLse.data());
   for (Buffer *grad : {&dQ, &dK, &dV})
     bwdArgs.push_back(grad->data());
@@ -453,6 +465,8 @@ TEST(KernelTest, Examples) {
     c.graphForm = graph;
     runCase(c, 1);
   }
+  c.fuse = false;
+  runCase(c, 1);
 }
 
 TEST(KernelTest, SingleQueryAndKey) {
@@ -475,10 +489,13 @@ TEST(KernelTest, FullyMaskedRowsGiveZero) {
   runCase(c, 4);
   c.graphForm = true;
   runCase(c, 5);
+  c.fuse = false;
+  runCase(c, 5);
 }
 
 /// Random specs: every mask kind, score mod, GQA/MQA, dtype and form, with
-/// shapes that are not multiples of 8, S = 1, Sq != Skv and D != Dv.
+/// shapes that are not multiples of 8, S = 1, Sq != Skv and D != Dv; graph
+/// forms both fused (attn-fuse) and unfused.
 TEST(KernelTest, RandomSpecs) {
   std::mt19937_64 rng(20261129);
   auto pick = [&](std::initializer_list<int64_t> values) {
@@ -502,6 +519,11 @@ TEST(KernelTest, RandomSpecs) {
     c.graphForm = rng() % 3 == 0;
     c.scale = rng() % 4 == 0 ? 0.3 : 0;
     runCase(c, 100 + n);
+    // Graph form both ways: through attn-fuse and op by op.
+    if (c.graphForm) {
+      c.fuse = false;
+      runCase(c, 100 + n);
+    }
   }
 }
 
@@ -528,6 +550,7 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.window = rng() % 3 == 0 ? pick({1, 5, 40}) : 0;
     c.lengths = rng() % 3 == 0;
     c.scale = rng() % 4 == 0 ? 0.3 : 0;
+    c.graphForm = n % 3 == 2; // attn-fuse makes it a flash kernel too
     runCase(c, 500 + n);
   }
 }

@@ -61,6 +61,11 @@ cl::opt<bool> noBackward(
     cl::desc("Export only the forward entry points (no <f>_fwd/<f>_bwd); "
              "for specs whose score_mod has ops without gradient rules"),
     cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<bool> noFuse(
+    "no-fuse",
+    cl::desc("Keep graph-form attention chains unfused (each op lowered on "
+             "its own, with Sq x Skv buffers): a debugging aid"),
+    cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
                            cl::init(3), cl::Prefix, cl::sub(compileCommand), cl::cat(attncCategory));
 
@@ -135,7 +140,8 @@ int runCompile() {
   FailureOr<attnc::Spec> spec = attnc::parseSpec(sourceMgr, context);
   if (failed(spec))
     return 1;
-  if (!noBackward && failed(attnc::deriveBackward(*spec)))
+  if ((!noFuse && failed(attnc::fuseAttention(*spec))) ||
+      (!noBackward && failed(attnc::deriveBackward(*spec))))
     return 1;
 
   // Check the target before any work, so a bad --cpu fails fast.

@@ -53,6 +53,10 @@ struct Options {
   unsigned optLevel = 2;
   /// Also derive <f>_fwd and <f>_bwd for every kernel <f>.
   bool backward = true;
+  /// Fuse graph-form attention chains (scores ... apply) into flash
+  /// kernels (attn-fuse); false keeps the unfused lowering of each op, whose
+  /// S x S buffers make it a debugging and testing aid only.
+  bool fuse = true;
   /// Look up and store compiled objects on disk.
   bool diskCache = true;
   /// Cache directory; empty: $ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc,
