@@ -217,7 +217,8 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
   b.setInsertionPointAfter(func);
 
   // @f_fwd: @f returning the saved values too; when nothing is saved, a
-  // call of @f, so that the object holds one copy of the forward.
+  // call of @f. Either way the object holds one copy of the forward: when
+  // something is saved, @f becomes a call of @f_fwd at the end.
   func::FuncOp fwd;
   if (saved.empty()) {
     fwd = func::FuncOp::create(b, func.getLoc(), fwdName,
@@ -307,6 +308,20 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
         g ? g : backward.zerosLike(func.getLoc(), func.getArgumentTypes()[k]));
   }
   func::ReturnOp::create(b, func.getLoc(), gradients);
+
+  if (!saved.empty()) {
+    // @f = @f_fwd without the saved values (the cost: @f writes them to
+    // buffers it frees; the gain: one forward kernel to compile, not two).
+    Block &entry = func.getBody().front();
+    while (!entry.empty())
+      entry.back().erase();
+    OpBuilder body = OpBuilder::atBlockBegin(&entry);
+    auto call =
+        func::CallOp::create(body, func.getLoc(), fwd, entry.getArguments());
+    func::ReturnOp::create(
+        body, func.getLoc(),
+        call.getResults().take_front(func.getNumResults()));
+  }
   return success();
 }
 

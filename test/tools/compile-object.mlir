@@ -7,16 +7,17 @@
 // The llvm-nm lit finds is LLVM's (lit puts llvm_tools_dir on PATH).
 // RUN: llvm-nm --version | FileCheck %s --check-prefix=VERSION
 
-// The default output is an object: the entry point is the only defined
-// global symbol; the implementation is inlined (-O3) or local (-O0); the
-// kernel needs only libc and libm.
+// The default output is an object: the entry points are the only defined
+// global symbols; the implementations are inlined or local (-O3; f_fwd's
+// is shared by f, which calls it) or local (-O0); the kernel needs only libc
+// and libm.
 
-// O3-NOT: __attnc_impl
+// O3-NOT: T __attnc_impl
 // O3-DAG: {{^[0-9a-f]+}} T causal_mqa
 // O3-DAG: U expf
 // O3-DAG: U malloc
 // O3-DAG: U free
-// O3-NOT: __attnc_impl
+// O3-NOT: T __attnc_impl
 
 // O0-DAG: {{^[0-9a-f]+}} t __attnc_impl_causal_mqa
 // O0-DAG: {{^[0-9a-f]+}} T causal_mqa
