@@ -10,6 +10,8 @@
 #include "codegen/cpu/FlashAttention.h"
 
 #include "codegen/cpu/KernelBuilder.h"
+#include "codegen/cpu/WidenRegion.h"
+#include "passes/ScalarGradients.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -40,7 +42,13 @@ public:
   FlashCommon(ImplicitLocOpBuilder &b, OpTy op, int64_t rows)
       : KernelBuilder(b, rows), causal(op.getCausal()),
         window(op.getWindow()), scale(float(op.getEffectiveScale())),
-        parent(op->template getParentOfType<func::FuncOp>()) {
+        parent(op->template getParentOfType<func::FuncOp>()),
+        scoreMod(op.getScoreMod()), maskMod(op.getMaskMod()),
+        numScoreCaptures(op.getScoreCaptures().size()) {
+    for (Value capture : op.getScoreCaptures())
+      captures.push_back(capture);
+    for (Value capture : op.getMaskCaptures())
+      captures.push_back(capture);
     ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
                       v = shapeOf(op.getValue());
     B = q[0], H = q[1], Sq = q[2], D = q[3], Hkv = k[1], Skv = k[2],
@@ -258,6 +266,62 @@ protected:
     });
   }
 
+  /// Appends the region captures' buffers (score_mod's, then mask_mod's) to
+  /// a task's captured values and notes where they start in its arguments.
+  void appendCaptures(SmallVectorImpl<Value> &captured) {
+    captureBase = captured.size();
+    for (Value capture : captures)
+      captured.push_back(bufferOf(capture));
+  }
+
+  /// The key indices j0 + 16 w + lane as a vector of index.
+  Value keyIndices(Value j0, int64_t w) {
+    auto type = VectorType::get({kLanes}, b.getIndexType());
+    Value iota = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(
+               type, ArrayRef<int64_t>(llvm::to_vector(llvm::seq<int64_t>(
+                         0, kLanes)))));
+    return arith::AddIOp::create(
+        b, iota,
+        vector::BroadcastOp::create(
+            b, type, arith::AddIOp::create(b, j0, idx(w * kLanes))));
+  }
+
+  /// One 16-key half w of a score row: the scaled scores (x = scale S), the
+  /// score_mod of them (S', x without a region) and the lanes the masks keep
+  /// (`inRange`, the named masks, and the mask_mod region).
+  struct Scores {
+    Value scaled, modified, keep;
+  };
+  Scores scoresOf(ArrayRef<Value> args, Value s, Value inRange, Value bi,
+                  Value h, Value row, Value j0, int64_t w) {
+    Scores out;
+    out.scaled = arith::MulFOp::create(b, s, splat(f(scale)));
+    out.modified = out.scaled;
+    out.keep = inRange;
+    if (scoreMod.empty() && maskMod.empty())
+      return out;
+    Value j = keyIndices(j0, w);
+    ArrayRef<Value> caps =
+        args.slice(captureBase, captures.size());
+    if (!scoreMod.empty()) {
+      SmallVector<Value> bound = {out.scaled, bi, h, row, j};
+      bound.append(caps.begin(), caps.begin() + numScoreCaptures);
+      out.modified = broadcastToLanes(
+          b, b.getLoc(),
+          widenBlock(b, b.getLoc(), scoreMod.front(), bound, inRange).front());
+    }
+    if (!maskMod.empty()) {
+      SmallVector<Value> bound = {bi, h, row, j};
+      bound.append(caps.begin() + numScoreCaptures, caps.end());
+      Value visible = broadcastToLanes(
+          b, b.getLoc(),
+          widenBlock(b, b.getLoc(), maskMod.front(), bound, inRange).front());
+      out.keep = arith::AndIOp::create(b, inRange, visible);
+    }
+    return out;
+  }
+
   /// Stores the 2 * rows vectors of a tile product into a rows x 32 buffer.
   void storeTile(ArrayRef<Value> tile, Value buffer) {
     for (int64_t r = 0; r < rows; ++r)
@@ -280,6 +344,10 @@ protected:
   std::optional<int64_t> window;
   float scale;
   func::FuncOp parent;
+  Region &scoreMod, &maskMod;
+  size_t numScoreCaptures;
+  SmallVector<Value> captures; // score_mod's, then mask_mod's (tensors)
+  size_t captureBase = 0;      // where their buffers start in task args
   int64_t B, H, Sq, D, Hkv, Skv, Dv, tiles;
 };
 
@@ -302,6 +370,7 @@ public:
     SmallVector<Value> captured = {q, kt, v, o, l};
     if (lengths)
       captured.push_back(lengths);
+    appendCaptures(captured);
     int64_t qTiles = (Sq + rows - 1) / rows;
     parallelTasks(
         parent, "__attnc_flash_forward", captured, B * H * qTiles,
@@ -325,7 +394,7 @@ private:
   void task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi, Value h,
             Value ib) {
     Value q = args[0], kt = args[1], v = args[2], o = args[3], l = args[4];
-    Value lengths = args.size() > 5 ? args[5] : Value();
+    Value lengths = captureBase > 5 ? args[5] : Value();
     // Per row: the running max, the running sum and the rescaling factor of
     // the current key tile.
     Value oBuf = scratch[0], pBuf = scratch[1], maxBuf = scratch[2],
@@ -344,12 +413,12 @@ private:
       forRows(i0, [&](Value r, Value i) {
         RowRange range = rowRange(qt.limit, i, /*existsOnly=*/false);
         auto [in0, in1] = keyMask(j0, range.lo, range.hi);
-        Value scaleVec = splat(f(scale)), negInf = splat(f(kNegInf));
+        Value negInf = splat(f(kNegInf));
         auto scores = [&](Value in, int64_t w) {
           Value x =
               vector::LoadOp::create(b, vec, pBuf, ValueRange{r, idx(w * kLanes)});
-          return arith::SelectOp::create(
-                     b, in, arith::MulFOp::create(b, x, scaleVec), negInf)
+          Scores sc = scoresOf(args, x, in, bi, h, range.row, j0, w);
+          return arith::SelectOp::create(b, sc.keep, sc.modified, negInf)
               .getResult();
         };
         Value s0 = scores(in0, 0), s1 = scores(in1, 1);
@@ -426,7 +495,10 @@ class FlashBackward : public FlashCommon {
 public:
   FlashBackward(ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
                 int64_t rows)
-      : FlashCommon(b, op, rows), op(op) {}
+      : FlashCommon(b, op, rows), op(op) {
+    if (!scoreMod.empty())
+      buildAdjointBlock();
+  }
 
   SmallVector<Value> build() {
     Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
@@ -446,6 +518,7 @@ public:
     captured1.append({dK, dV});
     if (lengths)
       captured1.push_back(lengths);
+    appendCaptures(captured1);
     parallelTasks(
         parent, "__attnc_flash_backward_kv", captured1, B * Hkv * tiles,
         [&](ArrayRef<Value>) {
@@ -463,6 +536,7 @@ public:
     captured2.append({k, dQ});
     if (lengths)
       captured2.push_back(lengths);
+    appendCaptures(captured2);
     int64_t qTiles = (Sq + rows - 1) / rows;
     parallelTasks(
         parent, "__attnc_flash_backward_q", captured2, B * H * qTiles,
@@ -480,6 +554,12 @@ public:
         tensorOf(dQ, op.getQueryGrad().getType()),
         tensorOf(dK, op.getKeyGrad().getType()),
         tensorOf(dV, op.getValueGrad().getType())};
+    // Integer captures have no gradient: zeros (canLowerToFlashCpu keeps
+    // float score captures, whose gradients these kernels do not
+    // accumulate, on the unfused path).
+    for (Value grad : op.getScoreCapturesGrad())
+      results.push_back(arith::ConstantOp::create(
+          b, cast<TypedAttr>(b.getZeroAttr(grad.getType()))));
     return results;
   }
 
@@ -525,6 +605,7 @@ private:
       RowRange range = rowRange(limit, i, existsOnly);
       auto [in0, in1] = keyMask(j0, range.lo, range.hi);
       Value scaleVec = splat(f(scale)), zeros = splat(f(0.0f));
+      ArrayRef<Value> caps = args.slice(captureBase, captures.size());
       Value l =
           splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, range.row}));
       Value d =
@@ -534,14 +615,23 @@ private:
         SmallVector<Value, 2> at = {r, idx(w * kLanes)};
         Value s = vector::LoadOp::create(b, vec, pBuf, at);
         Value dp = vector::LoadOp::create(b, vec, dsBuf, at);
-        Value x = arith::SubFOp::create(b, arith::MulFOp::create(b, s, scaleVec),
-                                        l);
+        Scores sc = scoresOf(args, s, in[w], bi, h, range.row, j0, w);
+        Value x = arith::SubFOp::create(b, sc.modified, l);
         // A row with no visible key has LSE = -inf: the select keeps P = 0.
-        Value p = arith::SelectOp::create(b, in[w], math::ExpOp::create(b, x),
+        Value p = arith::SelectOp::create(b, sc.keep, math::ExpOp::create(b, x),
                                           zeros);
-        Value ds = arith::MulFOp::create(
-            b, arith::MulFOp::create(b, p, arith::SubFOp::create(b, dp, d)),
-            scaleVec);
+        // dS' = P (dP - Delta), through the score_mod's adjoint to dS.
+        Value ds = arith::MulFOp::create(b, p, arith::SubFOp::create(b, dp, d));
+        if (adjointBlock) {
+          SmallVector<Value> bound = {sc.scaled, bi, h, range.row,
+                                      keyIndices(j0, w)};
+          bound.append(caps.begin(), caps.begin() + numScoreCaptures);
+          bound.push_back(ds);
+          ds = broadcastToLanes(
+              b, b.getLoc(),
+              widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep).front());
+        }
+        ds = arith::MulFOp::create(b, ds, scaleVec);
         vector::StoreOp::create(b, p, pBuf, at);
         vector::StoreOp::create(b, ds, dsBuf, at);
       }
@@ -551,7 +641,7 @@ private:
   void keyTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
                    Value g, Value tile) {
     Value q = args[0], dO = args[3], dK = args[6], dV = args[7];
-    Value lengths = args.size() > 8 ? args[8] : Value();
+    Value lengths = captureBase > 8 ? args[8] : Value();
     Value pBuf = scratch[0], dsBuf = scratch[1], dkBuf = scratch[2],
           dvBuf = scratch[3];
     Value j0 = arith::MulIOp::create(b, tile, idx(kCols));
@@ -597,7 +687,7 @@ private:
   void queryTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
                      Value h, Value ib) {
     Value k = args[6], dQ = args[7];
-    Value lengths = args.size() > 8 ? args[8] : Value();
+    Value lengths = captureBase > 8 ? args[8] : Value();
     Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2];
     QueryTile qt = queryTile(lengths, bi, h, ib);
     Value g = qt.g, i0 = qt.i0;
@@ -622,7 +712,28 @@ private:
     });
   }
 
+  /// The score_mod's reverse sweep as scalar code in a block of its own:
+  /// (score, b, h, i, j, captures..., seed) -> seed * d score_mod / d score,
+  /// which the kernel widens to 16 lanes like the region itself.
+  void buildAdjointBlock() {
+    adjointRegion = std::make_unique<Region>();
+    adjointBlock = new Block();
+    adjointRegion->push_back(adjointBlock);
+    for (BlockArgument arg : scoreMod.front().getArguments())
+      adjointBlock->addArgument(arg.getType(), arg.getLoc());
+    Value seed = adjointBlock->addArgument(f32, b.getLoc());
+    // The region has no parent op to take the context from.
+    OpBuilder inner(b.getContext());
+    inner.setInsertionPointToStart(adjointBlock);
+    ScoreModAdjoints adjoints = buildScoreModAdjoints(
+        inner, b.getLoc(), scoreMod,
+        adjointBlock->getArguments().drop_back(), seed);
+    attn::YieldOp::create(inner, b.getLoc(), adjoints.scoreAdjoint);
+  }
+
   attn::AttentionGradOp op;
+  std::unique_ptr<Region> adjointRegion;
+  Block *adjointBlock = nullptr;
 };
 
 /// f32, f16 and bf16 inputs all compute in f32 (the verifier makes Q, K,
@@ -634,14 +745,15 @@ bool isFloatTensor(Value v) {
 } // namespace
 
 bool canLowerToFlashCpu(attn::AttentionOp op) {
-  return isFloatTensor(op.getQuery()) && op.getScoreMod().empty() &&
-         op.getMaskMod().empty() &&
+  return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
+         canWidenRegion(op.getMaskMod()) &&
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }
 
 bool canLowerToFlashCpu(attn::AttentionGradOp op) {
-  return isFloatTensor(op.getQuery()) && op.getScoreMod().empty() &&
-         op.getMaskMod().empty() &&
+  return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
+         canWidenRegion(op.getMaskMod()) &&
+         llvm::none_of(op.getScoreCaptures(), isFloatTensor) &&
          shapeOf(op.getQuery())[3] % KernelBuilder::kLanes == 0 &&
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }

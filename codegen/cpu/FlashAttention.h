@@ -15,9 +15,10 @@ struct FlashTileOptions {
 };
 
 /// Whether the flash kernels cover `op`: f32, f16 or bf16 (computed in
-/// f32), named masks only (no score_mod or mask_mod region yet), head
-/// dimensions that are multiples of 16 (Dv for the forward, D and Dv for the
-/// backward). Other ops keep the unfused lowering.
+/// f32), head dimensions that are multiples of 16 (Dv for the forward, D and
+/// Dv for the backward), score_mod and mask_mod regions that canWidenRegion
+/// evaluates on 16 lanes, and for the backward no float score capture (its
+/// gradient is not accumulated here). Other ops keep the unfused lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
 bool canLowerToFlashCpu(attn::AttentionGradOp op);
 
@@ -30,7 +31,7 @@ buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
 
 /// The FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
 /// query tile: deterministic, no atomics), recomputing P from LSE; returns
-/// (dQ, dK, dV). No score captures: canLowerToFlashCpu excludes them.
+/// (dQ, dK, dV) and zeros for the (integer) score captures.
 llvm::SmallVector<mlir::Value>
 buildFlashAttentionGradCpu(mlir::OpBuilder &b, attn::AttentionGradOp op,
                            const FlashTileOptions &options);

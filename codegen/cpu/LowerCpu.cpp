@@ -58,17 +58,22 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     }
     if (ops.empty() && grads.empty())
       return;
-    // exp on vectors has no LLVM lowering but a libm call per lane, and a
-    // scalar expf call per row rescale is no better: use upstream's
-    // polynomial approximation (f32 accuracy) for every f32 exp.
+    // Math on vectors (exp, and the ops of widened score_mod regions such
+    // as tanh) has no LLVM lowering but a libm call per lane, and a scalar
+    // expf call per row rescale is no better: use upstream's polynomial
+    // approximations (f32 accuracy) for f32 vector math and every f32 exp.
     SmallVector<Operation *> exps;
-    getOperation().walk([&](math::ExpOp op) {
-      if (getElementTypeOrSelf(op.getType()).isF32())
+    getOperation().walk([&](Operation *op) {
+      if (op->getDialect() != op->getContext()->getLoadedDialect<math::MathDialect>() ||
+          op->getNumResults() != 1 ||
+          !getElementTypeOrSelf(op->getResult(0).getType()).isF32())
+        return;
+      if (isa<math::ExpOp>(op) || isa<VectorType>(op->getResult(0).getType()))
         exps.push_back(op);
     });
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) { return name == "math.exp"; });
+    populateMathPolynomialApproximationPatterns(patterns,
+                                                [](StringRef) { return true; });
     if (failed(applyOpPatternsGreedily(exps, std::move(patterns))))
       return signalPassFailure();
   }

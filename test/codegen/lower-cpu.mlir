@@ -50,15 +50,74 @@ func.func @backward(%q: tensor<2x2x5x16xf32>, %k: tensor<2x2x7x16xf32>, %v: tens
 
 // -----
 
-// Not covered (a score_mod region, Dv not a multiple of 16): left for
+// Regions evaluated on 16 lanes: the score_mod's per-key capture read
+// becomes a masked gather from the flattened capture, its tanh a
+// polynomial; the mask_mod's result joins the key mask. The captures reach
+// the outlined task as memrefs.
+// CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK-SAME: memref<2x4x40xf32>, %{{.*}}: memref<40xi32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1, 2]] : memref<2x4x40xf32> into memref<320xf32>
+// CHECK: vector.gather {{.*}} : memref<320xf32>, vector<16xindex>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+// CHECK-NOT: math.tanh
+// CHECK: vector.gather {{.*}} : memref<40xi32>, vector<16xindex>, vector<16xi1>, vector<16xi32> into vector<16xi32>
+// CHECK: arith.cmpi eq, %{{.*}}, %{{.*}} : vector<16xi32>
+// CHECK: arith.andi %{{.*}}, %{{.*}} : vector<16xi1>
+// CHECK-LABEL: func.func @regions
+// CHECK-NOT: attn.attention
+func.func @regions(%q: tensor<1x2x40x16xf32>, %bias: tensor<2x4x40xf32>, %ids: tensor<40xi32>) -> tensor<1x2x40x16xf32> {
+  %o, %l = attn.attention %q, %q, %q score_captures(%bias : tensor<2x4x40xf32>) mask_captures(%ids : tensor<40xi32>) : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x40x16xf32>, tensor<1x2x40xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<2x4x40xf32>):
+    %c4 = arith.constant 4 : index
+    %r = arith.remui %i, %c4 : index
+    %x = tensor.extract %t[%h, %r, %j] : tensor<2x4x40xf32>
+    %y = arith.addf %s, %x : f32
+    %z = math.tanh %y : f32
+    attn.yield %z : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %d: tensor<40xi32>):
+    %x = tensor.extract %d[%i] : tensor<40xi32>
+    %y = tensor.extract %d[%j] : tensor<40xi32>
+    %e = arith.cmpi eq, %x, %y : i32
+    attn.yield %e : i1
+  }
+  return %o : tensor<1x2x40x16xf32>
+}
+
+// -----
+
+// The backward of a score_mod without float captures: the region's
+// reverse sweep (softcap: 1 - tanh^2) widened into the dS computation.
+// CHECK-LABEL: func.func private @__attnc_flash_backward_kv
+// CHECK-NOT: math.tanh
+// CHECK: arith.subf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK-LABEL: func.func @softcap_backward
+// CHECK: call @__attnc_flash_backward_q
+// CHECK-NOT: attn.attention_grad
+func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, %lse: tensor<1x1x5xf32>) -> (tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>) {
+  %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %o, %lse, %o : tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5xf32>, tensor<1x1x5x16xf32> -> tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %t = math.tanh %s : f32
+    attn.yield %t : f32
+  }
+  return %dq, %dk, %dv : tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>
+}
+
+// -----
+
+// Not covered: Dv not a multiple of 16, and the backward of a score_mod
+// with a float capture (its gradient is accumulated op by op): left for
 // attn-lower-to-linalg.
 // CHECK-LABEL: func.func @unfused
-// CHECK-COUNT-2: attn.attention
-func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>) -> (tensor<1x1x4x16xf32>, tensor<1x1x4x8xf32>) {
-  %o, %l = attn.attention %q, %q, %q : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32> -> tensor<1x1x4x16xf32>, tensor<1x1x4xf32> score_mod {
-  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
-    attn.yield %s : f32
-  }
+// CHECK: attn.attention
+// CHECK: attn.attention_grad
+func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor<1xf32>, %l: tensor<1x1x4xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>) {
   %o2, %l2 = attn.attention %q, %q, %v : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x8xf32> -> tensor<1x1x4x8xf32>, tensor<1x1x4xf32>
-  return %o, %o2 : tensor<1x1x4x16xf32>, tensor<1x1x4x8xf32>
+  %dq, %dk, %dv, %dc = attn.attention_grad %q, %q, %q, %q, %l, %q score_captures(%c : tensor<1xf32>) : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>, tensor<1x1x4x16xf32> -> tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<1xf32>):
+    %c0 = arith.constant 0 : index
+    %x = tensor.extract %t[%c0] : tensor<1xf32>
+    %y = arith.mulf %s, %x : f32
+    attn.yield %y : f32
+  }
+  return %o2, %dq : tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>
 }

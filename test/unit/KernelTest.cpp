@@ -529,8 +529,8 @@ TEST(KernelTest, RandomSpecs) {
 
 /// Shapes around the flash kernel's tiles (8 query rows, 32 keys, 16-lane
 /// value chunks): S at, below and above tile multiples, S = 1, Sq != Skv,
-/// every named mask, f32, bf16 and f16; Dv (and for the backward D) a
-/// multiple of 16 takes the flash path.
+/// every mask kind and score mod, f32, bf16 and f16; Dv (and for the
+/// backward D) a multiple of 16 takes the flash path.
 TEST(KernelTest, FlashKernelTileBoundaries) {
   std::mt19937_64 rng(77);
   auto pick = [&](std::initializer_list<int64_t> values) {
@@ -551,6 +551,10 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.lengths = rng() % 3 == 0;
     c.scale = rng() % 4 == 0 ? 0.3 : 0;
     c.graphForm = n % 3 == 2; // attn-fuse makes it a flash kernel too
+    // Regions widened to 16 lanes: ALiBi (a float capture: the backward
+    // stays unfused), softcap, a bias table (gathers), document masks.
+    c.scoreMod = ScoreModKind(rng() % 4);
+    c.documentMask = rng() % 4 == 0;
     runCase(c, 500 + n);
   }
 }
