@@ -122,28 +122,17 @@ protected:
     return range;
   }
 
-  /// The clamped rows i0 .. i0 + rows - 1 the microkernels load.
-  SmallVector<Value> tileRows(Value i0) {
-    SmallVector<Value> row;
-    for (int64_t r = 0; r < rows; ++r)
-      row.push_back(arith::MinUIOp::create(
-          b, arith::AddIOp::create(b, i0, idx(r)), idx(Sq - 1)));
-    return row;
-  }
-
   /// The rows of query tile `ib` of head h (and its KV head g), the key
   /// limit of the batch, and the key tiles some row sees: [lo of the first
   /// row rounded down to a tile, hi of the last row).
   struct QueryTile {
     Value g, i0, limit, jStart, jEnd;
-    SmallVector<Value> row;
   };
   QueryTile queryTile(Value lengths, Value bi, Value h, Value ib) {
     QueryTile t;
     t.g = arith::DivUIOp::create(b, h, idx(H / Hkv));
     t.i0 = arith::MulIOp::create(b, ib, idx(rows));
     t.limit = keyLimit(lengths, bi);
-    t.row = tileRows(t.i0);
     Value first = rowRange(t.limit, t.i0, false).lo;
     Value last =
         rowRange(t.limit, arith::AddIOp::create(b, t.i0, idx(rows - 1)), false)
@@ -239,21 +228,21 @@ protected:
       }
       scf::YieldOp::create(b, next);
     }
+    SmallVector<Value> sums = unroll(jLoop, 2);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t w = 0; w < n; ++w)
-        vector::StoreOp::create(b, jLoop.getResult(r * n + w), y,
+        vector::StoreOp::create(b, sums[r * n + w], y,
                                 ValueRange{idx(r), cols[w]});
   }
 
-  /// z[j, :] += sum_r c[r, j] * a[bi, h, row[r], :] for the 32 keys of a tile
-  /// (a's width a multiple of 16).
-  void keysTimesRows(Value z, Value c, Value a, Value bi, Value h,
-                     ArrayRef<Value> row) {
-    int64_t width = shapeOf(a)[3];
+  /// z[j, :] += sum_r c[r, j] * a[r, :] for the 32 keys of a tile (a: the
+  /// rows x width f32 rows of a query tile, width a multiple of 16).
+  void keysTimesRows(Value z, Value c, Value a) {
+    int64_t width = shapeOf(a)[1];
     loop(idx(0), idx(width), kLanes, [&](Value col) {
       SmallVector<Value> as;
       for (int64_t r = 0; r < rows; ++r)
-        as.push_back(loadVectorF32(a, ValueRange{bi, h, row[r], col}));
+        as.push_back(vector::LoadOp::create(b, vec, a, ValueRange{idx(r), col}));
       loop(0, kCols, [&](Value j) {
         Value acc = vector::LoadOp::create(b, vec, z, ValueRange{j, col});
         for (int64_t r = 0; r < rows; ++r) {
@@ -378,7 +367,8 @@ public:
           return SmallVector<Value>{scratchBuffer({rows, Dv}),
                                     scratchBuffer({rows, kCols}),
                                     scratchBuffer({rows}), scratchBuffer({rows}),
-                                    scratchBuffer({rows})};
+                                    scratchBuffer({rows}),
+                                    scratchBuffer({D, rows})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
@@ -398,10 +388,11 @@ private:
     // Per row: the running max, the running sum and the rescaling factor of
     // the current key tile.
     Value oBuf = scratch[0], pBuf = scratch[1], maxBuf = scratch[2],
-          sumBuf = scratch[3], alphaBuf = scratch[4];
+          sumBuf = scratch[3], alphaBuf = scratch[4], qPacked = scratch[5];
     QueryTile qt = queryTile(lengths, bi, h, ib);
     Value g = qt.g, i0 = qt.i0;
     zero(oBuf);
+    packRows(q, bi, h, i0, Sq - 1, qPacked);
     loop(0, rows, [&](Value r) {
       memref::StoreOp::create(b, f(kNegInf), maxBuf, r);
       memref::StoreOp::create(b, f(0.0f), sumBuf, r);
@@ -409,7 +400,7 @@ private:
 
     loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
       Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-      storeTile(tileProduct(q, bi, h, qt.row, kt, g, tile), pBuf);
+      storeTile(tileProduct(qPacked, kt, bi, g, tile), pBuf);
       forRows(i0, [&](Value r, Value i) {
         RowRange range = rowRange(qt.limit, i, /*existsOnly=*/false);
         auto [in0, in1] = keyMask(j0, range.lo, range.hi);
@@ -522,8 +513,11 @@ public:
     parallelTasks(
         parent, "__attnc_flash_backward_kv", captured1, B * Hkv * tiles,
         [&](ArrayRef<Value>) {
-          return SmallVector<Value>{scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
-                                    scratchBuffer({kCols, D}), scratchBuffer({kCols, Dv})};
+          return SmallVector<Value>{
+              scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
+              scratchBuffer({kCols, D}),    scratchBuffer({kCols, Dv}),
+              scratchBuffer({D, rows}),     scratchBuffer({Dv, rows}),
+              scratchBuffer({rows, D}),     scratchBuffer({rows, Dv})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value tile = arith::RemUIOp::create(b, t, idx(tiles));
@@ -541,8 +535,10 @@ public:
     parallelTasks(
         parent, "__attnc_flash_backward_q", captured2, B * H * qTiles,
         [&](ArrayRef<Value>) {
-          return SmallVector<Value>{scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
-                                    scratchBuffer({rows, D})};
+          return SmallVector<Value>{
+              scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
+              scratchBuffer({rows, D}), scratchBuffer({D, rows}),
+              scratchBuffer({Dv, rows})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
@@ -593,14 +589,13 @@ private:
   /// P = exp(scale S - LSE) and dS = scale * P * (dP - Delta) of the
   /// rows x 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's
   /// [lo, hi); rows past Sq see no key when `existsOnly`).
-  void probabilities(ArrayRef<Value> args, Value pBuf, Value dsBuf, Value bi,
-                     Value h, Value g, Value j0, Value i0, ArrayRef<Value> row,
-                     Value limit, bool existsOnly) {
-    Value q = args[0], kt = args[1], vt = args[2], dO = args[3],
-          lse = args[4], delta = args[5];
+  void probabilities(ArrayRef<Value> args, Value pBuf, Value dsBuf,
+                     Value qPacked, Value dOPacked, Value bi, Value h, Value g,
+                     Value j0, Value i0, Value limit, bool existsOnly) {
+    Value kt = args[1], vt = args[2], lse = args[4], delta = args[5];
     Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-    storeTile(tileProduct(q, bi, h, row, kt, g, tile), pBuf);
-    storeTile(tileProduct(dO, bi, h, row, vt, g, tile), dsBuf);
+    storeTile(tileProduct(qPacked, kt, bi, g, tile), pBuf);
+    storeTile(tileProduct(dOPacked, vt, bi, g, tile), dsBuf);
     forRows(i0, [&](Value r, Value i) {
       RowRange range = rowRange(limit, i, existsOnly);
       auto [in0, in1] = keyMask(j0, range.lo, range.hi);
@@ -643,7 +638,8 @@ private:
     Value q = args[0], dO = args[3], dK = args[6], dV = args[7];
     Value lengths = captureBase > 8 ? args[8] : Value();
     Value pBuf = scratch[0], dsBuf = scratch[1], dkBuf = scratch[2],
-          dvBuf = scratch[3];
+          dvBuf = scratch[3], qPacked = scratch[4], dOPacked = scratch[5],
+          qRows = scratch[6], dORows = scratch[7];
     Value j0 = arith::MulIOp::create(b, tile, idx(kCols));
     zero(dkBuf);
     zero(dvBuf);
@@ -662,11 +658,12 @@ private:
       Value h = arith::AddIOp::create(
           b, arith::MulIOp::create(b, g, idx(group)), member);
       loop(iStart, iEnd, rows, [&](Value i0) {
-        SmallVector<Value> row = tileRows(i0);
-        probabilities(args, pBuf, dsBuf, bi, h, g, j0, i0, row, limit,
-                      /*existsOnly=*/true);
-        keysTimesRows(dvBuf, pBuf, dO, bi, h, row);
-        keysTimesRows(dkBuf, dsBuf, q, bi, h, row);
+        packRows(q, bi, h, i0, Sq - 1, qPacked, qRows);
+        packRows(dO, bi, h, i0, Sq - 1, dOPacked, dORows);
+        probabilities(args, pBuf, dsBuf, qPacked, dOPacked, bi, h, g, j0, i0,
+                      limit, /*existsOnly=*/true);
+        keysTimesRows(dvBuf, pBuf, dORows);
+        keysTimesRows(dkBuf, dsBuf, qRows);
       });
     });
     Value valid = arith::MinUIOp::create(
@@ -688,13 +685,16 @@ private:
                      Value h, Value ib) {
     Value k = args[6], dQ = args[7];
     Value lengths = captureBase > 8 ? args[8] : Value();
-    Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2];
+    Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2],
+          qPacked = scratch[3], dOPacked = scratch[4];
     QueryTile qt = queryTile(lengths, bi, h, ib);
     Value g = qt.g, i0 = qt.i0;
     zero(dqBuf);
+    packRows(args[0], bi, h, i0, Sq - 1, qPacked);
+    packRows(args[3], bi, h, i0, Sq - 1, dOPacked);
     loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
-      probabilities(args, pBuf, dsBuf, bi, h, g, j0, i0, qt.row, qt.limit,
-                    /*existsOnly=*/false);
+      probabilities(args, pBuf, dsBuf, qPacked, dOPacked, bi, h, g, j0, i0,
+                    qt.limit, /*existsOnly=*/false);
       Value valid = arith::MinUIOp::create(
           b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
       rowsTimesKeys(dqBuf, dsBuf, k, bi, g, j0, valid, Value());

@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -70,6 +71,20 @@ void KernelBuilder::loop(Value lo, Value hi, int64_t step,
   body(forOp.getInductionVar());
 }
 
+SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
+  // Unrolling may replace the loop (a single iteration is promoted, a
+  // remainder goes to an epilogue): hold the results through a placeholder
+  // whose operands follow the replacements.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(loop);
+  auto hold = UnrealizedConversionCastOp::create(
+      b, loop.getResultTypes(), loop.getResults());
+  (void)loopUnrollByFactor(loop, factor);
+  SmallVector<Value> results(hold.getOperands());
+  hold.erase();
+  return results;
+}
+
 void KernelBuilder::transposeTiles(Value src, Value dst) {
   ArrayRef<int64_t> s = cast<MemRefType>(src.getType()).getShape();
   int64_t batch = s[0], heads = s[1], length = s[2], width = s[3];
@@ -92,10 +107,26 @@ void KernelBuilder::transposeTiles(Value src, Value dst) {
   });
 }
 
-SmallVector<Value> KernelBuilder::tileProduct(Value a, Value bi, Value h,
-                                              ArrayRef<Value> row, Value xt,
-                                              Value g, Value tile) {
+void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
+                             int64_t lastRow, Value packed, Value rowMajor) {
   int64_t width = cast<MemRefType>(a.getType()).getShape()[3];
+  // A loop per row: one address stream per loop (LLVM's loop strength
+  // reduction slows down sharply with many).
+  loop(0, rows, [&](Value r) {
+    Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
+                                       idx(lastRow));
+    loop(0, width, [&](Value d) {
+      Value x = loadF32(a, ValueRange{bi, h, row, d});
+      memref::StoreOp::create(b, x, packed, ValueRange{d, r});
+      if (rowMajor)
+        memref::StoreOp::create(b, x, rowMajor, ValueRange{r, d});
+    });
+  });
+}
+
+SmallVector<Value> KernelBuilder::tileProduct(Value packed, Value xt, Value bi,
+                                              Value g, Value tile) {
+  int64_t width = cast<MemRefType>(packed.getType()).getShape()[0];
   SmallVector<Value> zeros(2 * rows, splat(f(0.0f)));
   auto dLoop = scf::ForOp::create(b, idx(0), idx(width), idx(1), zeros);
   OpBuilder::InsertionGuard guard(b);
@@ -106,13 +137,13 @@ SmallVector<Value> KernelBuilder::tileProduct(Value a, Value bi, Value h,
       vector::LoadOp::create(b, vec, xt, ValueRange{bi, g, tile, d, idx(kLanes)});
   SmallVector<Value> acc(dLoop.getRegionIterArgs());
   for (int64_t r = 0; r < rows; ++r) {
-    Value q = splat(loadF32(a, ValueRange{bi, h, row[r], d}));
+    Value q = splat(memref::LoadOp::create(b, packed, ValueRange{d, idx(r)}));
     acc[2 * r] = vector::FMAOp::create(b, q, x0, acc[2 * r]);
     acc[2 * r + 1] = vector::FMAOp::create(b, q, x1, acc[2 * r + 1]);
   }
   scf::YieldOp::create(b, acc);
   b.setInsertionPointAfter(dLoop);
-  return SmallVector<Value>(dLoop.getResults());
+  return unroll(dLoop, 4);
 }
 
 void KernelBuilder::parallelTasks(func::FuncOp parent, StringRef name,

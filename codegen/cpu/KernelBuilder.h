@@ -6,6 +6,7 @@
 #define ATTNC_CODEGEN_CPU_KERNELBUILDER_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace attnc {
@@ -34,18 +35,29 @@ public:
   void loop(mlir::Value lo, mlir::Value hi, int64_t step,
             llvm::function_ref<void(mlir::Value)> body);
 
+  /// Unrolls `loop` by `factor` with upstream's loopUnrollByFactor (the
+  /// LLVM pipeline does not unroll: see Target.cpp) and returns the final
+  /// values of its iter_args (the epilogue's, when there is one).
+  llvm::SmallVector<mlir::Value> unroll(mlir::scf::ForOp loop,
+                                        unsigned factor);
+
   /// dst[b, g, j / 32, d, j % 32] = src[b, g, j, d] for j < S, 0 in the
   /// padding up to a multiple of 32: each key tile's transpose is one
   /// contiguous block (row-major X^T would stride by S and alias in L1).
   void transposeTiles(mlir::Value src, mlir::Value dst);
 
-  /// The rows x 32 tile A[b, h, row[r], :] . Xt[b, g, tile, :, 0:32] as
+  /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in f32: the rows of a
+  /// tile side by side, so that the tile product broadcasts them from one
+  /// stream; also rowMajor[r, d] when given.
+  void packRows(mlir::Value a, mlir::Value bi, mlir::Value h, mlir::Value i0,
+                int64_t lastRow, mlir::Value packed,
+                mlir::Value rowMajor = nullptr);
+
+  /// The rows x 32 tile sum_d packed[d, r] * Xt[b, g, tile, d, 0:32] as
   /// 2 * rows vectors (row r: lanes 0-15 then 16-31).
-  llvm::SmallVector<mlir::Value> tileProduct(mlir::Value a, mlir::Value bi,
-                                             mlir::Value h,
-                                             llvm::ArrayRef<mlir::Value> row,
-                                             mlir::Value xt, mlir::Value g,
-                                             mlir::Value tile);
+  llvm::SmallVector<mlir::Value> tileProduct(mlir::Value packed,
+                                             mlir::Value xt, mlir::Value bi,
+                                             mlir::Value g, mlir::Value tile);
 
   /// Outlines tasks [0, tasks) into a private function of `captured`
   /// (memrefs), begin and end, marked for attn-lower-parallel-calls, and
