@@ -8,6 +8,7 @@
 #include "codegen/Spec.h"
 #include "codegen/Target.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -32,6 +33,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 namespace attnc::jit {
@@ -81,10 +83,10 @@ namespace {
 
 constexpr llvm::StringLiteral kCompilerVersion =
     "attnc 0.1 / LLVM " LLVM_VERSION_STRING;
-constexpr llvm::StringLiteral kCacheMagic = "ATTNCJIT1\n";
+constexpr llvm::StringLiteral kCacheMagic = "ATTNCJIT2\n";
 
 struct CompiledObject {
-  std::string object;
+  std::vector<std::string> objects; // loaded into one JITDylib
   std::vector<EntryPoint> entryPoints;
 };
 
@@ -108,9 +110,15 @@ std::vector<EntryPoint> toEntryPoints(const std::vector<KernelSignature> &ks) {
   return result;
 }
 
-bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
-                     const Options &options, CompiledObject &out,
-                     std::string &error) {
+/// Which entry points one object holds: all, or the forward ones (f and
+/// f_fwd) and the backward ones (f_bwd) of every kernel f.
+enum class Part { All, Forward, Backward };
+
+/// Compiles the entry points of `part` to an object; `kernels`, when given,
+/// receives the signatures of every entry point of the spec.
+bool compilePart(std::string_view specText, llvm::StringRef sourceName,
+                 const Options &options, Part part, std::string &object,
+                 std::vector<KernelSignature> *kernels, std::string &error) {
   mlir::DialectRegistry registry;
   registerAttncDialects(registry);
   mlir::MLIRContext context(registry,
@@ -125,10 +133,24 @@ bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnostics);
 
   mlir::FailureOr<Spec> spec = parseSpec(sourceMgr, context);
-  if (mlir::failed(spec) ||
-      (options.fuse && mlir::failed(fuseAttention(*spec))) ||
+  if (mlir::failed(spec))
+    return false;
+  std::vector<std::string> names;
+  for (const KernelSignature &kernel : spec->kernels)
+    names.push_back(kernel.name);
+  if ((options.fuse && mlir::failed(fuseAttention(*spec))) ||
       (options.backward && mlir::failed(deriveBackward(*spec))))
     return false;
+  for (const std::string &name : names) {
+    std::vector<std::string> dropped;
+    if (part == Part::Forward)
+      dropped = {name + "_bwd"};
+    if (part == Part::Backward)
+      dropped = {name, name + "_fwd"};
+    for (const std::string &symbol : dropped)
+      if (auto fn = spec->module->lookupSymbol<mlir::func::FuncOp>(symbol))
+        fn.erase();
+  }
   mlir::PassManager pm(&context);
   buildCpuPipeline(pm);
   if (mlir::failed(pm.run(*spec->module)))
@@ -154,8 +176,47 @@ bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
     error += llvm::toString(std::move(e));
     return false;
   }
-  out.object.assign(buffer.begin(), buffer.end());
-  out.entryPoints = toEntryPoints(spec->kernels);
+  object.assign(buffer.begin(), buffer.end());
+  if (kernels)
+    *kernels = spec->kernels;
+  return true;
+}
+
+/// Compiles the spec: with the backward and two cores or more, its forward
+/// and backward entry points as two objects on two threads (each with its
+/// own MLIR and LLVM contexts), which halves the JIT's latency; otherwise
+/// one object.
+bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
+                     const Options &options, CompiledObject &out,
+                     std::string &error) {
+  std::vector<KernelSignature> kernels;
+  out.objects.clear();
+  if (!options.backward || std::thread::hardware_concurrency() < 2) {
+    out.objects.emplace_back();
+    if (!compilePart(specText, sourceName, options, Part::All,
+                     out.objects.back(), &kernels, error))
+      return false;
+  } else {
+    std::string forward, backward, backwardError;
+    bool backwardOk = false;
+    std::thread worker([&] {
+      backwardOk = compilePart(specText, sourceName, options, Part::Backward,
+                               backward, nullptr, backwardError);
+    });
+    bool forwardOk = compilePart(specText, sourceName, options,
+                                 Part::Forward, forward, &kernels, error);
+    worker.join();
+    // Both parts parse and derive the same spec: report the forward's
+    // diagnostics, or the backward's when only it failed.
+    if (!forwardOk)
+      return false;
+    if (!backwardOk) {
+      error = backwardError;
+      return false;
+    }
+    out.objects = {std::move(forward), std::move(backward)};
+  }
+  out.entryPoints = toEntryPoints(kernels);
   return true;
 }
 
@@ -289,7 +350,9 @@ std::string encodeCacheFile(const std::string &key,
   };
   appendBlock(key);
   appendBlock(serializeEntryPoints(compiled.entryPoints));
-  appendBlock(compiled.object);
+  appendU64(data, compiled.objects.size());
+  for (const std::string &object : compiled.objects)
+    appendBlock(object);
   appendU64(data, llvm::xxh3_64bits(llvm::StringRef(data)));
   return data;
 }
@@ -305,15 +368,21 @@ bool decodeCacheFile(llvm::StringRef data, const std::string &key,
   if (!readU64(tail, checksum) || checksum != llvm::xxh3_64bits(body))
     return false;
   llvm::StringRef in = body.drop_front(kCacheMagic.size()), storedKey,
-                  entries, object;
+                  entries;
+  uint64_t count;
   if (!readBlock(in, storedKey) || storedKey != key ||
-      !readBlock(in, entries) || !readBlock(in, object) || !in.empty())
+      !readBlock(in, entries) || !readU64(in, count) || count == 0 ||
+      count > 2)
     return false;
+  out.objects.clear();
+  for (uint64_t k = 0; k < count; ++k) {
+    llvm::StringRef object;
+    if (!readBlock(in, object))
+      return false;
+    out.objects.push_back(object.str());
+  }
   out.entryPoints.clear();
-  if (!parseEntryPoints(entries, out.entryPoints))
-    return false;
-  out.object = object.str();
-  return true;
+  return in.empty() && parseEntryPoints(entries, out.entryPoints);
 }
 
 std::string cachePath(const std::string &directory, const std::string &key) {
@@ -442,11 +511,12 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
     error = llvm::toString(std::move(e));
     return nullptr;
   }
-  if (llvm::Error e = (*jit)->addObjectFile(
-          llvm::MemoryBuffer::getMemBufferCopy(compiled.object))) {
-    error = llvm::toString(std::move(e));
-    return nullptr;
-  }
+  for (const std::string &object : compiled.objects)
+    if (llvm::Error e = (*jit)->addObjectFile(
+            llvm::MemoryBuffer::getMemBufferCopy(object))) {
+      error = llvm::toString(std::move(e));
+      return nullptr;
+    }
   for (const EntryPoint &entry : compiled.entryPoints) {
     if (entry.args.size() > kMaxArgs) {
       error = "entry point '" + entry.name + "' has more than 64 tensors";
