@@ -34,6 +34,12 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
 }
 
+/// f32, f16 and bf16 inputs all compute in f32 (the verifier makes Q, K,
+/// V and O share one element type); float captures have gradients.
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
+}
+
 /// What the forward and backward kernels share: shapes, masks, buffers in
 /// and out of bufferization, and the tile computations.
 class FlashCommon : public KernelBuilder {
@@ -319,6 +325,7 @@ protected:
                                 ValueRange{idx(r), idx(w * kLanes)});
   }
 
+  /// Zeros a 2-d f32 buffer whose rows are a multiple of 16 wide.
   void zero(Value buffer) {
     ArrayRef<int64_t> s = shapeOf(buffer);
     Value zeros = splat(f(0.0f));
@@ -487,6 +494,9 @@ public:
   FlashBackward(ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
                 int64_t rows)
       : FlashCommon(b, op, rows), op(op) {
+    for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
+      if (isFloatTensor(capture))
+        floatCaptures.push_back(k);
     if (!scoreMod.empty())
       buildAdjointBlock();
   }
@@ -532,6 +542,21 @@ public:
       captured2.push_back(lengths);
     appendCaptures(captured2);
     int64_t qTiles = (Sq + rows - 1) / rows;
+    // Float captures' gradients: one partial row per q-pass task, summed in
+    // task order afterwards (deterministic for any thread count).
+    SmallVector<Value> partials;
+    partialBase = captured2.size();
+    for (unsigned k : floatCaptures) {
+      int64_t elements = cast<ShapedType>(captures[k].getType()).getNumElements();
+      Value partial = alloc({B * H * qTiles, elements});
+      loop(0, B * H * qTiles, [&](Value t) {
+        loop(0, elements, [&](Value e) {
+          memref::StoreOp::create(b, f(0.0f), partial, ValueRange{t, e});
+        });
+      });
+      partials.push_back(partial);
+    }
+    captured2.append(partials);
     parallelTasks(
         parent, "__attnc_flash_backward_q", captured2, B * H * qTiles,
         [&](ArrayRef<Value>) {
@@ -544,18 +569,23 @@ public:
           Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
           Value bh = arith::DivUIOp::create(b, t, idx(qTiles));
           queryTileTask(args, scratch, arith::DivUIOp::create(b, bh, idx(H)),
-                        arith::RemUIOp::create(b, bh, idx(H)), ib);
+                        arith::RemUIOp::create(b, bh, idx(H)), ib, t);
         });
     SmallVector<Value> results = {
         tensorOf(dQ, op.getQueryGrad().getType()),
         tensorOf(dK, op.getKeyGrad().getType()),
         tensorOf(dV, op.getValueGrad().getType())};
-    // Integer captures have no gradient: zeros (canLowerToFlashCpu keeps
-    // float score captures, whose gradients these kernels do not
-    // accumulate, on the unfused path).
-    for (Value grad : op.getScoreCapturesGrad())
-      results.push_back(arith::ConstantOp::create(
-          b, cast<TypedAttr>(b.getZeroAttr(grad.getType()))));
+    // Integer captures have no gradient: zeros.
+    for (auto [k, grad] : llvm::enumerate(op.getScoreCapturesGrad())) {
+      if (!isFloatTensor(grad)) {
+        results.push_back(arith::ConstantOp::create(
+            b, cast<TypedAttr>(b.getZeroAttr(grad.getType()))));
+        continue;
+      }
+      results.push_back(tensorOf(sumPartials(partials[partialIndex(k)],
+                                             captures[k]),
+                                 grad.getType()));
+    }
     return results;
   }
 
@@ -589,9 +619,14 @@ private:
   /// P = exp(scale S - LSE) and dS = scale * P * (dP - Delta) of the
   /// rows x 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's
   /// [lo, hi); rows past Sq see no key when `existsOnly`).
+  /// `partials` (the q pass: this task's row of each float capture's
+  /// partial-gradient buffer) also receives the capture gradients; rows
+  /// past Sq must then see no key (`existsOnly`), or the last row's
+  /// repeats would count again.
   void probabilities(ArrayRef<Value> args, Value pBuf, Value dsBuf,
                      Value qPacked, Value dOPacked, Value bi, Value h, Value g,
-                     Value j0, Value i0, Value limit, bool existsOnly) {
+                     Value j0, Value i0, Value limit, bool existsOnly,
+                     ArrayRef<Value> partials = {}, Value task = Value()) {
     Value kt = args[1], vt = args[2], lse = args[4], delta = args[5];
     Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
     storeTile(tileProduct(qPacked, kt, bi, g, tile), pBuf);
@@ -622,9 +657,11 @@ private:
                                       keyIndices(j0, w)};
           bound.append(caps.begin(), caps.begin() + numScoreCaptures);
           bound.push_back(ds);
-          ds = broadcastToLanes(
-              b, b.getLoc(),
-              widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep).front());
+          SmallVector<Value> adjoints =
+              widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
+          ds = broadcastToLanes(b, b.getLoc(), adjoints.front());
+          if (!partials.empty())
+            accumulateCaptureGrads(partials, task, adjoints, sc.keep);
         }
         ds = arith::MulFOp::create(b, ds, scaleVec);
         vector::StoreOp::create(b, p, pBuf, at);
@@ -681,8 +718,39 @@ private:
     });
   }
 
+  /// The gradient of a capture: the rows of its partial buffer summed in
+  /// task order, in the capture's shape and element type.
+  Value sumPartials(Value partial, Value capture) {
+    ArrayRef<int64_t> p = shapeOf(partial);
+    loop(1, p[0], [&](Value t) {
+      loop(0, p[1], [&](Value e) {
+        Value sum = arith::AddFOp::create(
+            b, memref::LoadOp::create(b, partial, ValueRange{idx(0), e}),
+            memref::LoadOp::create(b, partial, ValueRange{t, e}));
+        memref::StoreOp::create(b, sum, partial, ValueRange{idx(0), e});
+      });
+    });
+    auto type = cast<RankedTensorType>(capture.getType());
+    Value grad = alloc(type.getShape(), type.getElementType());
+    Value flat = grad;
+    if (type.getRank() != 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.push_back(d);
+      flat = memref::CollapseShapeOp::create(
+          b, grad, ArrayRef<ReassociationIndices>{all});
+    }
+    loop(0, p[1], [&](Value e) {
+      Value x = memref::LoadOp::create(b, partial, ValueRange{idx(0), e});
+      if (!type.getElementType().isF32())
+        x = arith::TruncFOp::create(b, type.getElementType(), x);
+      memref::StoreOp::create(b, x, flat, e);
+    });
+    return grad;
+  }
+
   void queryTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
-                     Value h, Value ib) {
+                     Value h, Value ib, Value task) {
     Value k = args[6], dQ = args[7];
     Value lengths = captureBase > 8 ? args[8] : Value();
     Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2],
@@ -694,7 +762,8 @@ private:
     packRows(args[3], bi, h, i0, Sq - 1, dOPacked);
     loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
       probabilities(args, pBuf, dsBuf, qPacked, dOPacked, bi, h, g, j0, i0,
-                    qt.limit, /*existsOnly=*/false);
+                    qt.limit, /*existsOnly=*/true,
+                    args.slice(partialBase, floatCaptures.size()), task);
       Value valid = arith::MinUIOp::create(
           b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
       rowsTimesKeys(dqBuf, dsBuf, k, bi, g, j0, valid, Value());
@@ -712,9 +781,66 @@ private:
     });
   }
 
+  /// Adds the adjoints of the capture reads (adjoint block results after
+  /// the first: per read, the adjoint then the read's indices) to the
+  /// task's partial gradients; lanes outside `keep` add nothing. A read at
+  /// the same element in every lane (ALiBi's slopes[h]) adds one lane sum.
+  void accumulateCaptureGrads(ArrayRef<Value> partials, Value task,
+                              ArrayRef<Value> adjoints, Value keep) {
+    Location loc = b.getLoc();
+    size_t next = 1;
+    for (const CaptureRead &read : reads) {
+      Value adjoint = arith::SelectOp::create(
+          b, keep, broadcastToLanes(b, loc, adjoints[next]), splat(f(0.0f)));
+      ArrayRef<Value> indices = adjoints.slice(next + 1, read.rank);
+      next += 1 + read.rank;
+      ArrayRef<int64_t> shape = shapeOf(captures[read.capture]);
+      bool uniform = llvm::none_of(
+          indices, [](Value v) { return isa<VectorType>(v.getType()); });
+      // The element's offset in the flattened capture.
+      Value linear = uniform ? idx(0) : broadcastToLanes(b, loc, idx(0));
+      int64_t stride = 1;
+      for (int64_t d = read.rank - 1; d >= 0; --d) {
+        Value index = uniform ? indices[d] : broadcastToLanes(b, loc, indices[d]);
+        Value step = uniform ? idx(stride) : broadcastToLanes(b, loc, idx(stride));
+        linear = arith::AddIOp::create(
+            b, linear, arith::MulIOp::create(b, index, step));
+        stride *= shape[d];
+      }
+      Value partial = partials[partialIndex(read.capture)];
+      auto add = [&](Value at, Value value) {
+        Value old = memref::LoadOp::create(b, partial, ValueRange{task, at});
+        memref::StoreOp::create(b, arith::AddFOp::create(b, old, value),
+                                partial, ValueRange{task, at});
+      };
+      if (uniform) {
+        add(linear, vector::ReductionOp::create(
+                        b, vector::CombiningKind::ADD, adjoint, Value(),
+                        arith::FastMathFlags::reassoc));
+        continue;
+      }
+      // Lanes one at a time (several may hit one element); a masked lane
+      // adds 0 at a clamped, in-bounds offset.
+      Value last = broadcastToLanes(b, loc, idx(stride - 1));
+      linear = arith::MinSIOp::create(
+          b, arith::MaxSIOp::create(b, linear, broadcastToLanes(b, loc, idx(0))),
+          last);
+      for (int64_t lane = 0; lane < kLanes; ++lane)
+        add(vector::ExtractOp::create(b, linear, lane),
+            vector::ExtractOp::create(b, adjoint, lane));
+    }
+  }
+
+  /// Where float score capture `capture`'s partial buffer is among them.
+  size_t partialIndex(unsigned capture) {
+    return llvm::find(floatCaptures, capture) - floatCaptures.begin();
+  }
+
   /// The score_mod's reverse sweep as scalar code in a block of its own:
-  /// (score, b, h, i, j, captures..., seed) -> seed * d score_mod / d score,
-  /// which the kernel widens to 16 lanes like the region itself.
+  /// (score, b, h, i, j, captures..., seed) -> (seed * d score_mod / d score,
+  /// then per read of a float capture: its adjoint and its indices), which
+  /// the kernel widens to 16 lanes like the region itself. The block ends
+  /// in a func.return only as a holder of these values (never verified).
   void buildAdjointBlock() {
     adjointRegion = std::make_unique<Region>();
     adjointBlock = new Block();
@@ -728,19 +854,27 @@ private:
     ScoreModAdjoints adjoints = buildScoreModAdjoints(
         inner, b.getLoc(), scoreMod,
         adjointBlock->getArguments().drop_back(), seed);
-    attn::YieldOp::create(inner, b.getLoc(), adjoints.scoreAdjoint);
+    SmallVector<Value> results = {adjoints.scoreAdjoint};
+    for (CaptureAdjoint &read : adjoints.captures) {
+      reads.push_back({read.capture, read.indices.size()});
+      results.push_back(read.adjoint);
+      results.append(read.indices);
+    }
+    func::ReturnOp::create(inner, b.getLoc(), results);
   }
 
   attn::AttentionGradOp op;
   std::unique_ptr<Region> adjointRegion;
   Block *adjointBlock = nullptr;
+  struct CaptureRead {
+    unsigned capture; // among the score captures
+    size_t rank;      // the number of indices
+  };
+  SmallVector<CaptureRead> reads;
+  SmallVector<unsigned> floatCaptures; // score captures with a gradient
+  size_t partialBase = 0; // where their partial buffers start in q-pass args
 };
 
-/// f32, f16 and bf16 inputs all compute in f32 (the verifier makes Q, K,
-/// V and O share one element type).
-bool isFloatTensor(Value v) {
-  return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
-}
 
 } // namespace
 
@@ -750,11 +884,20 @@ bool canLowerToFlashCpu(attn::AttentionOp op) {
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }
 
-bool canLowerToFlashCpu(attn::AttentionGradOp op) {
+bool canLowerToFlashCpu(attn::AttentionGradOp op,
+                        const FlashTileOptions &options) {
+  // Float captures take a partial gradient per q-pass task: at most 2^24
+  // floats (64 MB) of them, else the unfused lowering.
+  ArrayRef<int64_t> q = shapeOf(op.getQuery());
+  int64_t tasks = q[0] * q[1] * ((q[2] + options.rows - 1) / options.rows);
+  int64_t partialFloats = 0;
+  for (Value capture : op.getScoreCaptures())
+    if (isFloatTensor(capture))
+      partialFloats +=
+          tasks * cast<ShapedType>(capture.getType()).getNumElements();
   return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
-         canWidenRegion(op.getMaskMod()) &&
-         llvm::none_of(op.getScoreCaptures(), isFloatTensor) &&
-         shapeOf(op.getQuery())[3] % KernelBuilder::kLanes == 0 &&
+         canWidenRegion(op.getMaskMod()) && partialFloats <= (1 << 24) &&
+         q[3] % KernelBuilder::kLanes == 0 &&
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }
 

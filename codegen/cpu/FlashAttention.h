@@ -17,10 +17,12 @@ struct FlashTileOptions {
 /// Whether the flash kernels cover `op`: f32, f16 or bf16 (computed in
 /// f32), head dimensions that are multiples of 16 (Dv for the forward, D and
 /// Dv for the backward), score_mod and mask_mod regions that canWidenRegion
-/// evaluates on 16 lanes, and for the backward no float score capture (its
-/// gradient is not accumulated here). Other ops keep the unfused lowering.
+/// evaluates on 16 lanes, and for the backward float score captures whose
+/// per-task partial gradients fit in 64 MB. Other ops keep the unfused
+/// lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
-bool canLowerToFlashCpu(attn::AttentionGradOp op);
+bool canLowerToFlashCpu(attn::AttentionGradOp op,
+                        const FlashTileOptions &options);
 
 /// Builds the kernel at `b` (before bufferization: inputs go through
 /// bufferization.to_buffer, results come back through to_tensor) and
@@ -31,7 +33,7 @@ buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
 
 /// The FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
 /// query tile: deterministic, no atomics), recomputing P from LSE; returns
-/// (dQ, dK, dV) and zeros for the (integer) score captures.
+/// (dQ, dK, dV) and one gradient per score capture (zeros for integer ones).
 llvm::SmallVector<mlir::Value>
 buildFlashAttentionGradCpu(mlir::OpBuilder &b, attn::AttentionGradOp op,
                            const FlashTileOptions &options);

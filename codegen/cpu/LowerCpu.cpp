@@ -46,7 +46,7 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     }
     SmallVector<attnc::attn::AttentionGradOp> grads;
     getOperation().walk([&](attnc::attn::AttentionGradOp op) {
-      if (attnc::canLowerToFlashCpu(op))
+      if (attnc::canLowerToFlashCpu(op, options))
         grads.push_back(op);
     });
     for (attnc::attn::AttentionGradOp op : grads) {

@@ -104,18 +104,41 @@ func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, 
 
 // -----
 
-// Not covered: Dv not a multiple of 16, and the backward of a score_mod
-// with a float capture (its gradient is accumulated op by op): left for
+// A float capture's gradient: one partial row per q-pass task (here 2),
+// zeroed first, summed in task order after the pass.
+// CHECK-LABEL: func.func private @__attnc_flash_backward_q
+// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK: vector.reduction <add>
+// CHECK: memref.store {{.*}} : memref<2x1xf32>
+// CHECK-LABEL: func.func @capture_backward
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x1xf32>
+// CHECK: call @__attnc_flash_backward_q
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1xf32>
+// CHECK-NOT: attn.attention_grad
+func.func @capture_backward(%q: tensor<1x1x9x16xf32>, %c: tensor<1xf32>, %l: tensor<1x1x9xf32>) -> tensor<1xf32> {
+  %dq, %dk, %dv, %dc = attn.attention_grad %q, %q, %q, %q, %l, %q score_captures(%c : tensor<1xf32>) : tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1x1x9xf32>, tensor<1x1x9x16xf32> -> tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<1xf32>):
+    %c0 = arith.constant 0 : index
+    %x = tensor.extract %t[%c0] : tensor<1xf32>
+    %y = arith.mulf %s, %x : f32
+    attn.yield %y : f32
+  }
+  return %dc : tensor<1xf32>
+}
+
+// -----
+
+// Not covered: Dv not a multiple of 16, and a float capture whose partial
+// gradients (tasks x elements) would pass 2^24 floats: left for
 // attn-lower-to-linalg.
 // CHECK-LABEL: func.func @unfused
 // CHECK: attn.attention
 // CHECK: attn.attention_grad
-func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor<1xf32>, %l: tensor<1x1x4xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>) {
+func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor<4096x4097xf32>, %l: tensor<1x1x4xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>) {
   %o2, %l2 = attn.attention %q, %q, %v : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x8xf32> -> tensor<1x1x4x8xf32>, tensor<1x1x4xf32>
-  %dq, %dk, %dv, %dc = attn.attention_grad %q, %q, %q, %q, %l, %q score_captures(%c : tensor<1xf32>) : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>, tensor<1x1x4x16xf32> -> tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1xf32> score_mod {
-  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<1xf32>):
-    %c0 = arith.constant 0 : index
-    %x = tensor.extract %t[%c0] : tensor<1xf32>
+  %dq, %dk, %dv, %dc = attn.attention_grad %q, %q, %q, %q, %l, %q score_captures(%c : tensor<4096x4097xf32>) : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>, tensor<1x1x4x16xf32> -> tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<4096x4097xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<4096x4097xf32>):
+    %x = tensor.extract %t[%i, %j] : tensor<4096x4097xf32>
     %y = arith.mulf %s, %x : f32
     attn.yield %y : f32
   }
