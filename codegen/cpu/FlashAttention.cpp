@@ -288,7 +288,7 @@ protected:
   struct Scores {
     Value scaled, modified, keep;
   };
-  Scores scoresOf(ArrayRef<Value> args, Value s, Value inRange, Value bi,
+  Scores scoresOf(ArrayRef<Value> caps, Value s, Value inRange, Value bi,
                   Value h, Value row, Value j0, int64_t w) {
     Scores out;
     out.scaled = arith::MulFOp::create(b, s, splat(f(scale)));
@@ -297,8 +297,6 @@ protected:
     if (scoreMod.empty() && maskMod.empty())
       return out;
     Value j = keyIndices(j0, w);
-    ArrayRef<Value> caps =
-        args.slice(captureBase, captures.size());
     if (!scoreMod.empty()) {
       SmallVector<Value> bound = {out.scaled, bi, h, row, j};
       bound.append(caps.begin(), caps.begin() + numScoreCaptures);
@@ -415,7 +413,8 @@ private:
         auto scores = [&](Value in, int64_t w) {
           Value x =
               vector::LoadOp::create(b, vec, pBuf, ValueRange{r, idx(w * kLanes)});
-          Scores sc = scoresOf(args, x, in, bi, h, range.row, j0, w);
+          Scores sc = scoresOf(args.slice(captureBase, captures.size()), x,
+                               in, bi, h, range.row, j0, w);
           return arith::SelectOp::create(b, sc.keep, sc.modified, negInf)
               .getResult();
         };
@@ -513,6 +512,22 @@ public:
           dK = alloc({B, Hkv, Skv, D}, elementOf(op.getKey())),
           dV = alloc({B, Hkv, Skv, Dv}, elementOf(op.getValue()));
 
+    int64_t qTiles = (Sq + rows - 1) / rows;
+    // Float captures' gradients: one partial row per q-pass task, summed in
+    // task order afterwards (deterministic for any thread count).
+    SmallVector<Value> partials;
+    for (unsigned k : floatCaptures) {
+      int64_t elements =
+          cast<ShapedType>(captures[k].getType()).getNumElements();
+      Value partial = alloc({B * H * qTiles, elements});
+      loop(0, B * H * qTiles, [&](Value t) {
+        loop(0, elements, [&](Value e) {
+          memref::StoreOp::create(b, f(0.0f), partial, ValueRange{t, e});
+        });
+      });
+      partials.push_back(partial);
+    }
+
     SmallVector<Value> common = {q, kt, vt, dO, lse, delta};
     // Pass 1: dK and dV, one task per (batch, KV head, key tile).
     SmallVector<Value> captured1(common);
@@ -520,6 +535,9 @@ public:
     if (lengths)
       captured1.push_back(lengths);
     appendCaptures(captured1);
+    partialBase = captured1.size();
+    captured1.append(partials);
+    buildProbabilitiesFunction(captured1);
     parallelTasks(
         parent, "__attnc_flash_backward_kv", captured1, B * Hkv * tiles,
         [&](ArrayRef<Value>) {
@@ -541,21 +559,6 @@ public:
     if (lengths)
       captured2.push_back(lengths);
     appendCaptures(captured2);
-    int64_t qTiles = (Sq + rows - 1) / rows;
-    // Float captures' gradients: one partial row per q-pass task, summed in
-    // task order afterwards (deterministic for any thread count).
-    SmallVector<Value> partials;
-    partialBase = captured2.size();
-    for (unsigned k : floatCaptures) {
-      int64_t elements = cast<ShapedType>(captures[k].getType()).getNumElements();
-      Value partial = alloc({B * H * qTiles, elements});
-      loop(0, B * H * qTiles, [&](Value t) {
-        loop(0, elements, [&](Value e) {
-          memref::StoreOp::create(b, f(0.0f), partial, ValueRange{t, e});
-        });
-      });
-      partials.push_back(partial);
-    }
     captured2.append(partials);
     parallelTasks(
         parent, "__attnc_flash_backward_q", captured2, B * H * qTiles,
@@ -616,26 +619,60 @@ private:
     return delta;
   }
 
-  /// P = exp(scale S - LSE) and dS = scale * P * (dP - Delta) of the
-  /// rows x 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's
-  /// [lo, hi); rows past Sq see no key when `existsOnly`).
-  /// `partials` (the q pass: this task's row of each float capture's
-  /// partial-gradient buffer) also receives the capture gradients; rows
-  /// past Sq must then see no key (`existsOnly`), or the last row's
-  /// repeats would count again.
-  void probabilities(ArrayRef<Value> args, Value pBuf, Value dsBuf,
-                     Value qPacked, Value dOPacked, Value bi, Value h, Value g,
-                     Value j0, Value i0, Value limit, bool existsOnly,
-                     ArrayRef<Value> partials = {}, Value task = Value()) {
-    Value kt = args[1], vt = args[2], lse = args[4], delta = args[5];
+  /// The function both passes call for each (query tile, key tile): P =
+  /// exp(S' - LSE) and dS = scale * P * (dP - Delta) * dS'/dS of the rows x
+  /// 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's [lo,
+  /// hi); rows past Sq see no key, so that they add no capture gradient).
+  /// With `accumulate` (the q pass), the task's rows of the float captures'
+  /// partial gradients receive theirs too. One function rather than a copy
+  /// per pass keeps the backward's JIT compile time down. Arguments: kt, vt,
+  /// lse, delta, captures..., partials..., pBuf, dsBuf, qPacked, dOPacked,
+  /// bi, h, g, j0, i0, limit, task, accumulate.
+  void buildProbabilitiesFunction(ArrayRef<Value> taskArgs) {
+    SmallVector<Value> values = {taskArgs[1], taskArgs[2], taskArgs[4],
+                                 taskArgs[5]};
+    values.append(taskArgs.begin() + captureBase, taskArgs.end());
+    SmallVector<Type> types(ValueRange(values).getTypes());
+    int64_t shapes[4][2] = {{rows, kCols}, {rows, kCols}, {D, rows}, {Dv, rows}};
+    for (auto &shape : shapes)
+      types.push_back(MemRefType::get(shape, f32));
+    types.append(7, b.getIndexType());
+    types.push_back(b.getI1Type());
+    probabilitiesFn = outline(
+        parent, "__attnc_flash_probabilities", types,
+        [&](ArrayRef<Value> args) {
+          size_t n = captures.size(), m = floatCaptures.size();
+          probabilities(args[0], args[1], args[2], args[3], args.slice(4, n),
+                        args.slice(4 + n, m), args.drop_front(4 + n + m));
+        });
+  }
+
+  /// Calls the probabilities function from a task.
+  void callProbabilities(ArrayRef<Value> taskArgs, ArrayRef<Value> buffers,
+                         ArrayRef<Value> indices, bool accumulate) {
+    SmallVector<Value> operands = {taskArgs[1], taskArgs[2], taskArgs[4],
+                                   taskArgs[5]};
+    operands.append(taskArgs.begin() + captureBase, taskArgs.end());
+    operands.append(buffers.begin(), buffers.end());
+    operands.append(indices.begin(), indices.end());
+    operands.push_back(arith::ConstantOp::create(b, b.getBoolAttr(accumulate)));
+    func::CallOp::create(b, probabilitiesFn, operands);
+  }
+
+  void probabilities(Value kt, Value vt, Value lse, Value delta,
+                     ArrayRef<Value> caps, ArrayRef<Value> partials,
+                     ArrayRef<Value> rest) {
+    Value pBuf = rest[0], dsBuf = rest[1], qPacked = rest[2],
+          dOPacked = rest[3], bi = rest[4], h = rest[5], g = rest[6],
+          j0 = rest[7], i0 = rest[8], limit = rest[9], task = rest[10],
+          accumulate = rest[11];
     Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
     storeTile(tileProduct(qPacked, kt, bi, g, tile), pBuf);
     storeTile(tileProduct(dOPacked, vt, bi, g, tile), dsBuf);
     forRows(i0, [&](Value r, Value i) {
-      RowRange range = rowRange(limit, i, existsOnly);
+      RowRange range = rowRange(limit, i, /*existsOnly=*/true);
       auto [in0, in1] = keyMask(j0, range.lo, range.hi);
       Value scaleVec = splat(f(scale)), zeros = splat(f(0.0f));
-      ArrayRef<Value> caps = args.slice(captureBase, captures.size());
       Value l =
           splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, range.row}));
       Value d =
@@ -645,7 +682,7 @@ private:
         SmallVector<Value, 2> at = {r, idx(w * kLanes)};
         Value s = vector::LoadOp::create(b, vec, pBuf, at);
         Value dp = vector::LoadOp::create(b, vec, dsBuf, at);
-        Scores sc = scoresOf(args, s, in[w], bi, h, range.row, j0, w);
+        Scores sc = scoresOf(caps, s, in[w], bi, h, range.row, j0, w);
         Value x = arith::SubFOp::create(b, sc.modified, l);
         // A row with no visible key has LSE = -inf: the select keeps P = 0.
         Value p = arith::SelectOp::create(b, sc.keep, math::ExpOp::create(b, x),
@@ -660,8 +697,12 @@ private:
           SmallVector<Value> adjoints =
               widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
           ds = broadcastToLanes(b, b.getLoc(), adjoints.front());
-          if (!partials.empty())
+          if (!partials.empty()) {
+            auto ifOp = scf::IfOp::create(b, accumulate, false);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(ifOp.thenBlock());
             accumulateCaptureGrads(partials, task, adjoints, sc.keep);
+          }
         }
         ds = arith::MulFOp::create(b, ds, scaleVec);
         vector::StoreOp::create(b, p, pBuf, at);
@@ -697,8 +738,9 @@ private:
       loop(iStart, iEnd, rows, [&](Value i0) {
         packRows(q, bi, h, i0, Sq - 1, qPacked, qRows);
         packRows(dO, bi, h, i0, Sq - 1, dOPacked, dORows);
-        probabilities(args, pBuf, dsBuf, qPacked, dOPacked, bi, h, g, j0, i0,
-                      limit, /*existsOnly=*/true);
+        callProbabilities(args, {pBuf, dsBuf, qPacked, dOPacked},
+                          {bi, h, g, j0, i0, limit, idx(0)},
+                          /*accumulate=*/false);
         keysTimesRows(dvBuf, pBuf, dORows);
         keysTimesRows(dkBuf, dsBuf, qRows);
       });
@@ -761,9 +803,9 @@ private:
     packRows(args[0], bi, h, i0, Sq - 1, qPacked);
     packRows(args[3], bi, h, i0, Sq - 1, dOPacked);
     loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
-      probabilities(args, pBuf, dsBuf, qPacked, dOPacked, bi, h, g, j0, i0,
-                    qt.limit, /*existsOnly=*/true,
-                    args.slice(partialBase, floatCaptures.size()), task);
+      callProbabilities(args, {pBuf, dsBuf, qPacked, dOPacked},
+                        {bi, h, g, j0, i0, qt.limit, task},
+                        /*accumulate=*/true);
       Value valid = arith::MinUIOp::create(
           b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
       rowsTimesKeys(dqBuf, dsBuf, k, bi, g, j0, valid, Value());
@@ -872,7 +914,8 @@ private:
   };
   SmallVector<CaptureRead> reads;
   SmallVector<unsigned> floatCaptures; // score captures with a gradient
-  size_t partialBase = 0; // where their partial buffers start in q-pass args
+  size_t partialBase = 0; // where their partial buffers start in task args
+  func::FuncOp probabilitiesFn;
 };
 
 

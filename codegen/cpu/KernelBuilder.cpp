@@ -146,34 +146,39 @@ SmallVector<Value> KernelBuilder::tileProduct(Value packed, Value xt, Value bi,
   return unroll(dLoop, 4);
 }
 
+func::FuncOp KernelBuilder::outline(func::FuncOp parent, StringRef name,
+                                   TypeRange types,
+                                   function_ref<void(ArrayRef<Value>)> body) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(parent);
+  auto fn = func::FuncOp::create(b, name,
+                                 FunctionType::get(b.getContext(), types, {}));
+  SymbolTable(parent->getParentOp()).insert(fn);
+  fn.setPrivate();
+  Block *block = fn.addEntryBlock();
+  b.setInsertionPointToStart(block);
+  body(SmallVector<Value>(block->getArguments()));
+  func::ReturnOp::create(b);
+  return fn;
+}
+
 void KernelBuilder::parallelTasks(func::FuncOp parent, StringRef name,
                                   ArrayRef<Value> captured, int64_t tasks,
                                   ScratchFn scratch, TaskFn body) {
   SmallVector<Type> types(ValueRange(captured).getTypes());
   types.push_back(b.getIndexType());
   types.push_back(b.getIndexType());
-  func::FuncOp fn;
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(parent);
-    fn = func::FuncOp::create(b, name,
-                              FunctionType::get(b.getContext(), types, {}));
-    SymbolTable(parent->getParentOp()).insert(fn);
-    fn.setPrivate();
-    fn->setAttr("attnc.parallel_tasks", b.getUnitAttr());
-    Block *block = fn.addEntryBlock();
-    b.setInsertionPointToStart(block);
-    SmallVector<Value> args(block->getArguments().drop_back(2));
-    Value begin = block->getArgument(block->getNumArguments() - 2);
-    Value end = block->getArgument(block->getNumArguments() - 1);
+  func::FuncOp fn = outline(parent, name, types, [&](ArrayRef<Value> all) {
+    ArrayRef<Value> args = all.drop_back(2);
+    Value begin = all[all.size() - 2], end = all.back();
     // Scratch (allocas) belongs in the function, outside the task loop.
     SmallVector<Value> buffers = scratch(args);
     auto forOp = scf::ForOp::create(b, begin, end, idx(1));
+    OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forOp.getBody());
     body(args, buffers, forOp.getInductionVar());
-    b.setInsertionPointAfter(forOp);
-    func::ReturnOp::create(b);
-  }
+  });
+  fn->setAttr("attnc.parallel_tasks", b.getUnitAttr());
   SmallVector<Value> operands(captured);
   operands.push_back(idx(0));
   operands.push_back(idx(tasks));

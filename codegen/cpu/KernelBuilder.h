@@ -59,6 +59,13 @@ public:
                                              mlir::Value xt, mlir::Value bi,
                                              mlir::Value g, mlir::Value tile);
 
+  /// A private function `name` of `types` next to `parent` (renamed if the
+  /// name is taken) whose body `body(arguments)` builds; returns nothing.
+  mlir::func::FuncOp
+  outline(mlir::func::FuncOp parent, llvm::StringRef name,
+          mlir::TypeRange types,
+          llvm::function_ref<void(llvm::ArrayRef<mlir::Value>)> body);
+
   /// Outlines tasks [0, tasks) into a private function of `captured`
   /// (memrefs), begin and end, marked for attn-lower-parallel-calls, and
   /// calls it here. In the function, `scratch(args)` runs once (per-thread
