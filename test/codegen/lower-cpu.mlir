@@ -87,9 +87,11 @@ func.func @regions(%q: tensor<1x2x40x16xf32>, %bias: tensor<2x4x40xf32>, %ids: t
 
 // The backward of a score_mod without float captures: the region's
 // reverse sweep (softcap: 1 - tanh^2) widened into the dS computation.
-// CHECK-LABEL: func.func private @__attnc_flash_backward_kv
+// CHECK-LABEL: func.func private @__attnc_flash_probabilities
 // CHECK-NOT: math.tanh
 // CHECK: arith.subf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK-LABEL: func.func private @__attnc_flash_backward_kv
+// CHECK: call @__attnc_flash_probabilities
 // CHECK-LABEL: func.func @softcap_backward
 // CHECK: call @__attnc_flash_backward_q
 // CHECK-NOT: attn.attention_grad
@@ -106,10 +108,15 @@ func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, 
 
 // A float capture's gradient: one partial row per q-pass task (here 2),
 // zeroed first, summed in task order after the pass.
-// CHECK-LABEL: func.func private @__attnc_flash_backward_q
-// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-LABEL: func.func private @__attnc_flash_probabilities
+// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>,
+// CHECK: scf.if
 // CHECK: vector.reduction <add>
 // CHECK: memref.store {{.*}} : memref<2x1xf32>
+// CHECK-LABEL: func.func private @__attnc_flash_backward_q
+// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK: %[[TRUE:.*]] = arith.constant true
+// CHECK: call @__attnc_flash_probabilities({{.*}}, %[[TRUE]])
 // CHECK-LABEL: func.func @capture_backward
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x1xf32>
 // CHECK: call @__attnc_flash_backward_q
