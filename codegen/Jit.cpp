@@ -152,15 +152,24 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
         fn.erase();
   }
   mlir::PassManager pm(&context);
-  buildCpuPipeline(pm);
+  CpuPipelineOptions pipeline;
+  pipeline.threads = std::max(options.threads, 0);
+  buildCpuPipeline(pm, pipeline);
   if (mlir::failed(pm.run(*spec->module)))
     return false;
 
   TargetOptions target;
   target.optLevel = std::min(options.optLevel, 3u);
+  target.cpu = options.cpu;
   auto machine = createTargetMachine(target);
   if (!machine) {
     error += llvm::toString(machine.takeError());
+    return false;
+  }
+  std::string missing = featuresMissingOnHost(**machine);
+  if (!missing.empty()) {
+    error += "CPU '" + options.cpu + "' uses features this host lacks (" +
+             missing + "): JIT code must run here";
     return false;
   }
   llvm::LLVMContext llvmContext;
@@ -253,7 +262,8 @@ std::string cacheKey(std::string_view specText, const Options &options) {
   for (const auto &feature : llvm::sys::getHostCPUFeatures())
     if (feature.second)
       key << feature.first().str() << ",";
-  key << "\nO" << options.optLevel << " backward=" << options.backward
+  key << "\nO" << options.optLevel << " cpu=" << options.cpu
+      << " threads=" << options.threads << " backward=" << options.backward
       << " fuse=" << options.fuse
       << "\n"
       << specText;
@@ -503,6 +513,7 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
         llvm::JITSymbolFlags::Exported);
   };
   addRuntimeSymbol("attnc_parallel_for", &attnc_parallel_for);
+  addRuntimeSymbol("attnc_parallel_for_threads", &attnc_parallel_for_threads);
   addRuntimeSymbol("attnc_num_threads", &attnc_num_threads);
   addRuntimeSymbol("attnc_set_num_threads", &attnc_set_num_threads);
   addRuntimeSymbol("attnc_status_string", &attnc_status_string);

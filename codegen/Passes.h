@@ -13,12 +13,20 @@ namespace attnc {
 #define GEN_PASS_REGISTRATION
 #include "codegen/Passes.h.inc"
 
+struct CpuPipelineOptions {
+  /// At most this many threads per parallel loop; 0: the runtime's default.
+  int64_t threads = 0;
+};
+
 /// The CPU pipeline, from attn ops on tensors to the LLVM dialect, in
 /// stages that attnc-opt also exposes (attnc-cpu-bufferize,
-/// attnc-cpu-to-llvm, and attnc-cpu-pipeline for all of them).
+/// attnc-cpu-to-llvm, and attnc-cpu-pipeline for all of them, with the
+/// default options).
 void buildCpuBufferizePipeline(mlir::OpPassManager &pm);
-void buildCpuToLLVMPipeline(mlir::OpPassManager &pm);
-void buildCpuPipeline(mlir::OpPassManager &pm);
+void buildCpuToLLVMPipeline(mlir::OpPassManager &pm,
+                            const CpuPipelineOptions &options = {});
+void buildCpuPipeline(mlir::OpPassManager &pm,
+                      const CpuPipelineOptions &options = {});
 void registerCpuPipelines();
 
 } // namespace attnc

@@ -53,8 +53,15 @@ def AttnLowerParallelCalls : Pass<"attn-lower-parallel-calls", "mlir::ModuleOp">
     In the LLVM dialect: every call of an llvm.func marked
     `attnc.parallel_tasks` (signature (ptr..., i64 begin = 0, i64 end))
     becomes `attnc_parallel_for(end, @f_packed, ctx)`, where ctx is an array
-    of the pointer arguments and @f_packed(ctx, begin, end) unpacks them.
+    of the pointer arguments and @f_packed(ctx, begin, end) unpacks them;
+    with `threads` N > 0, `attnc_parallel_for_threads(end, @f_packed, ctx,
+    N)`, which uses at most N threads.
   }];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"0",
+           "At most this many threads per parallel loop (0: the runtime's "
+           "default, ATTNC_NUM_THREADS or one per core)">
+  ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 

@@ -36,7 +36,8 @@ void buildCpuBufferizePipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildCpuToLLVMPipeline(OpPassManager &pm) {
+void buildCpuToLLVMPipeline(OpPassManager &pm,
+                            const CpuPipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   arith::ArithExpandOpsPassOptions expand;
   // bf16 conversions as integer ops: no libgcc helper or bf16 ISA needed.
@@ -57,13 +58,15 @@ void buildCpuToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createAttnLowerParallelCalls());
+  AttnLowerParallelCallsOptions parallelCalls;
+  parallelCalls.threads = options.threads;
+  pm.addPass(createAttnLowerParallelCalls(parallelCalls));
   pm.addPass(createCanonicalizerPass());
 }
 
-void buildCpuPipeline(OpPassManager &pm) {
+void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   buildCpuBufferizePipeline(pm);
-  buildCpuToLLVMPipeline(pm);
+  buildCpuToLLVMPipeline(pm, options);
 }
 
 void registerCpuPipelines() {
@@ -73,10 +76,10 @@ void registerCpuPipelines() {
       buildCpuBufferizePipeline);
   PassPipelineRegistration<>("attnc-cpu-to-llvm",
                              "bufferized loops -> LLVM dialect",
-                             buildCpuToLLVMPipeline);
+                             [](OpPassManager &pm) { buildCpuToLLVMPipeline(pm); });
   PassPipelineRegistration<>("attnc-cpu-pipeline",
                              "the whole CPU pipeline that attnc compile runs",
-                             buildCpuPipeline);
+                             [](OpPassManager &pm) { buildCpuPipeline(pm); });
 }
 
 } // namespace attnc

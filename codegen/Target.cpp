@@ -75,6 +75,22 @@ createTargetMachine(const TargetOptions &options) {
   return machine;
 }
 
+std::string featuresMissingOnHost(llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo *info = machine.getMCSubtargetInfo();
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::string missing;
+  for (const llvm::SubtargetFeatureKV &feature :
+       info->getAllProcessorFeatures()) {
+    // Only ISA features the host reports; tuning flags are not listed.
+    auto it = host.find(feature.Key);
+    if (it == host.end() || it->second ||
+        !info->getFeatureBits().test(feature.Value))
+      continue;
+    missing += (missing.empty() ? "" : ",") + std::string(feature.Key);
+  }
+  return missing;
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
                   llvm::TargetMachine &machine, unsigned optLevel) {

@@ -27,6 +27,10 @@ struct TargetOptions {
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
+/// The host ISA features `machine`'s CPU uses that this host lacks, comma
+/// separated (empty: its code runs here).
+std::string featuresMissingOnHost(llvm::TargetMachine &machine);
+
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and runs the
 /// optimization pipeline at `optLevel`.
 llvm::Expected<std::unique_ptr<llvm::Module>>

@@ -93,10 +93,17 @@ int attnc_num_threads(void) {
 void attnc_set_num_threads(int n) { atomic_store(&wanted, n < 0 ? 0 : n); }
 
 void attnc_parallel_for(int64_t n, attnc_task_fn fn, void *ctx) {
+  attnc_parallel_for_threads(n, fn, ctx, 0);
+}
+
+void attnc_parallel_for_threads(int64_t n, attnc_task_fn fn, void *ctx,
+                                int max_threads) {
   if (n <= 0)
     return;
   pthread_once(&once, start_pool);
   int threads = attnc_num_threads();
+  if (max_threads > 0 && max_threads < threads)
+    threads = max_threads;
   if (n == 1 || threads <= 1 || workers == 0 ||
       pthread_mutex_trylock(&busy) != 0) {
     fn(ctx, 0, n);

@@ -20,9 +20,13 @@ namespace {
 
 constexpr llvm::StringLiteral kParallelAttr = "attnc.parallel_tasks";
 constexpr llvm::StringLiteral kParallelFor = "attnc_parallel_for";
+constexpr llvm::StringLiteral kParallelForThreads =
+    "attnc_parallel_for_threads";
 
 struct AttnLowerParallelCallsPass
     : attnc::impl::AttnLowerParallelCallsBase<AttnLowerParallelCallsPass> {
+  using AttnLowerParallelCallsBase::AttnLowerParallelCallsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -38,12 +42,18 @@ struct AttnLowerParallelCallsPass
     if (taskFunctions.empty())
       return;
 
-    auto parallelFor = module.lookupSymbol<LLVM::LLVMFuncOp>(kParallelFor);
+    auto i32 = IntegerType::get(ctx, 32);
+    bool limited = threads > 0;
+    StringRef runtimeName = limited ? kParallelForThreads : kParallelFor;
+    auto parallelFor = module.lookupSymbol<LLVM::LLVMFuncOp>(runtimeName);
     if (!parallelFor) {
       b.setInsertionPointToStart(module.getBody());
+      SmallVector<Type> params = {i64, ptr, ptr};
+      if (limited)
+        params.push_back(i32);
       parallelFor = LLVM::LLVMFuncOp::create(
-          b, module.getLoc(), kParallelFor,
-          LLVM::LLVMFunctionType::get(voidType, {i64, ptr, ptr}));
+          b, module.getLoc(), runtimeName,
+          LLVM::LLVMFunctionType::get(voidType, params));
     }
 
     for (LLVM::LLVMFuncOp fn : taskFunctions) {
@@ -89,7 +99,11 @@ struct AttnLowerParallelCallsPass
         // Task loops are emitted for [0, n): n is the end operand.
         Value n = call.getOperand(numPointers + 1);
         Value function = LLVM::AddressOfOp::create(b, loc, packed);
-        LLVM::CallOp::create(b, loc, parallelFor, ValueRange{n, function, array});
+        SmallVector<Value> operands = {n, function, array};
+        if (limited)
+          operands.push_back(LLVM::ConstantOp::create(
+              b, loc, i32, std::min<int64_t>(threads, INT32_MAX)));
+        LLVM::CallOp::create(b, loc, parallelFor, operands);
         call.erase();
       }
     }

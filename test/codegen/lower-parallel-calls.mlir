@@ -1,4 +1,5 @@
 // RUN: attnc-opt %s -attn-lower-parallel-calls | FileCheck %s
+// RUN: attnc-opt %s -attn-lower-parallel-calls=threads=3 | FileCheck %s --check-prefix=THREADS
 
 // A call of a task function (marked attnc.parallel_tasks) becomes
 // attnc_parallel_for(n, @f_packed, ctx) with the pointers packed in ctx;
@@ -17,6 +18,11 @@
 // CHECK: %[[FN:.*]] = llvm.mlir.addressof @tasks_packed
 // CHECK: llvm.call @attnc_parallel_for(%{{.*}}, %[[FN]], %[[ARR]])
 // CHECK-NOT: llvm.call @tasks(
+
+// With a thread count, the limited entry of the runtime, given it.
+// THREADS: llvm.func @attnc_parallel_for_threads(i64, !llvm.ptr, !llvm.ptr, i32)
+// THREADS: %[[T:.*]] = llvm.mlir.constant(3 : i32) : i32
+// THREADS: llvm.call @attnc_parallel_for_threads(%{{.*}}, %{{.*}}, %{{.*}}, %[[T]])
 llvm.func @tasks(%a: !llvm.ptr, %b: !llvm.ptr, %begin: i64, %end: i64) attributes {attnc.parallel_tasks} {
   llvm.return
 }

@@ -1,6 +1,7 @@
 // The JIT API: checked calls, caches (memory, disk, corrupt entries) and
 // concurrent compiles and calls.
 #include "attnc/jit.h"
+#include "test/unit/TestUtil.h"
 #include "tools/reference/Reference.h"
 
 #include "gtest/gtest.h"
@@ -12,6 +13,7 @@
 #include <thread>
 
 using namespace attnc;
+using test::testOptions;
 namespace fs = std::filesystem;
 
 namespace {
@@ -207,6 +209,49 @@ TEST(JitTest, ConcurrentCompilesAndCalls) {
     thread.join();
   for (int t = 0; t < threads; ++t)
     EXPECT_LE(errors[t], 1e-5) << "thread " << t;
+}
+
+TEST(JitTest, CpuAndThreadOptions) {
+  const std::string spec =
+      "func.func @k(%q: tensor<1x2x40x16xf32>) -> tensor<1x2x40x16xf32> {\n"
+      "  %o, %l = attn.attention %q, %q, %q causal : tensor<1x2x40x16xf32>, "
+      "tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x40x16xf32>, "
+      "tensor<1x2x40xf32>\n  return %o : tensor<1x2x40x16xf32>\n}\n";
+  std::vector<float> q(1 * 2 * 40 * 16);
+  for (size_t i = 0; i < q.size(); ++i)
+    q[i] = float((i * 37) % 17) / 17.0f - 0.5f;
+  auto run = [&](const jit::Options &options) {
+    std::string error;
+    auto module = jit::Module::compile(spec, options, &error);
+    EXPECT_TRUE(module) << error;
+    std::vector<float> o(q.size());
+    if (module)
+      EXPECT_TRUE(module->callUnchecked("k", {q.data(), o.data()}).ok());
+    return o;
+  };
+  std::vector<float> reference = run(testOptions());
+  // A generic CPU and a one-thread limit change the code, not the result
+  // beyond rounding (the task order is fixed).
+  jit::Options generic = testOptions();
+  generic.cpu = "x86-64";
+  jit::Options oneThread = testOptions();
+  oneThread.threads = 1;
+  for (const jit::Options &options : {generic, oneThread}) {
+    std::vector<float> o = run(options);
+    for (size_t i = 0; i < o.size(); ++i)
+      ASSERT_NEAR(o[i], reference[i], 1e-5) << "element " << i;
+  }
+  // JIT code runs here: a CPU with features this host lacks is refused.
+  jit::Options future = testOptions();
+  future.cpu = "diamondrapids";
+  std::string error;
+  EXPECT_FALSE(jit::Module::compile(spec, future, &error));
+  EXPECT_NE(error.find("this host lacks"), std::string::npos) << error;
+  jit::Options unknown = testOptions();
+  unknown.cpu = "no-such-cpu";
+  EXPECT_FALSE(jit::Module::compile(spec, unknown, &error));
+  EXPECT_NE(error.find("unknown CPU 'no-such-cpu'"), std::string::npos)
+      << error;
 }
 
 TEST(JitTest, CompileFileReportsUnreadableFile) {

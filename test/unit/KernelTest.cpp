@@ -31,6 +31,7 @@ struct AttentionCase {
   bool documentMask = false;
   bool graphForm = false; // attn.scores ... attn.apply instead of attn.attention
   bool fuse = true;       // jit::Options::fuse (graph form: flash or unfused)
+  std::string cpu = "native"; // jit::Options::cpu
   double scale = 0;       // 0: the default 1/sqrt(D)
 
   std::string describe() const {
@@ -40,7 +41,7 @@ struct AttentionCase {
        << (causal ? " causal" : "") << " window=" << window
        << (lengths ? " lengths" : "") << " mod=" << int(scoreMod)
        << (documentMask ? " documents" : "") << (graphForm ? " graph" : "")
-       << (fuse ? "" : " unfused")
+       << (fuse ? "" : " unfused") << " cpu=" << cpu
        << " scale=" << scale;
     return os.str();
   }
@@ -253,6 +254,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   std::string kernelsError;
   jit::Options options = testOptions();
   options.fuse = c.fuse;
+  options.cpu = c.cpu;
   auto kernels = jit::Module::compile(spec, options, &kernelsError);
   ASSERT_TRUE(kernels) << kernelsError;
   // The fused form returns the LSE; a fused graph-form chain saves it.
@@ -556,6 +558,32 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.scoreMod = ScoreModKind(rng() % 4);
     c.documentMask = rng() % 4 == 0;
     runCase(c, 500 + n);
+  }
+}
+
+/// The same kernels for CPUs without AVX-512 (generic x86-64, and AVX2's
+/// x86-64-v3): flash and unfused paths, regions, bf16.
+TEST(KernelTest, GenericCpus) {
+  std::mt19937_64 rng(31);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + rng() % values.size());
+  };
+  for (int n = 0; n < 6; ++n) {
+    AttentionCase c;
+    c.B = pick({1, 2});
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 2});
+    c.Sq = pick({7, 33});
+    c.Skv = pick({9, 40});
+    c.D = pick({5, 16, 32});
+    c.Dv = pick({8, 16, 32});
+    c.dtype = n % 3 == 2 ? "bf16" : "f32";
+    c.causal = rng() % 2;
+    c.lengths = rng() % 3 == 0;
+    c.scoreMod = ScoreModKind(rng() % 4);
+    c.documentMask = rng() % 3 == 0;
+    c.cpu = n % 2 ? "x86-64" : "x86-64-v3";
+    runCase(c, 900 + n);
   }
 }
 

@@ -66,6 +66,11 @@ cl::opt<bool> noFuse(
     cl::desc("Keep graph-form attention chains unfused (each op lowered on "
              "its own, with Sq x Skv buffers): a debugging aid"),
     cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<unsigned> compileThreads(
+    "threads",
+    cl::desc("At most this many threads per parallel loop in the kernels "
+             "(default 0: ATTNC_NUM_THREADS at run time, else one per core)"),
+    cl::init(0), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
                            cl::init(3), cl::Prefix, cl::sub(compileCommand), cl::cat(attncCategory));
 
@@ -154,7 +159,9 @@ int runCompile() {
     return fail(toString(machine.takeError()));
 
   mlir::PassManager pm(&context);
-  attnc::buildCpuPipeline(pm);
+  attnc::CpuPipelineOptions pipelineOptions;
+  pipelineOptions.threads = compileThreads;
+  attnc::buildCpuPipeline(pm, pipelineOptions);
   if (failed(pm.run(*spec->module)))
     return 1;
 

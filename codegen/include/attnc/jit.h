@@ -51,6 +51,14 @@ struct TensorRef {
 struct Options {
   /// LLVM optimization level 0-3.
   unsigned optLevel = 2;
+  /// The CPU to generate code for: "native" (the host and its features),
+  /// or an LLVM CPU name such as "x86-64" or "x86-64-v3" whose features
+  /// the host has (compiling for another CPU is an error: the code runs
+  /// here).
+  std::string cpu = "native";
+  /// Threads the kernels' parallel loops use: 0 for the runtime's default
+  /// (ATTNC_NUM_THREADS, else one per core), else at most this many.
+  int threads = 0;
   /// Also derive <f>_fwd and <f>_bwd for every kernel <f>.
   bool backward = true;
   /// Fuse graph-form attention chains (scores ... apply) into flash

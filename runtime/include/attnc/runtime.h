@@ -34,6 +34,11 @@ typedef void (*attnc_task_fn)(void *ctx, int64_t begin, int64_t end);
  * host thread) runs its tasks in the calling thread. */
 void attnc_parallel_for(int64_t n, attnc_task_fn fn, void *ctx);
 
+/* attnc_parallel_for on at most max_threads threads (kernels compiled with
+ * a thread count call it; max_threads <= 0 means no limit). */
+void attnc_parallel_for_threads(int64_t n, attnc_task_fn fn, void *ctx,
+                                int max_threads);
+
 /* The threads parallel loops use: attnc_set_num_threads's value if set
  * (>= 1, capped by the pool's size), else ATTNC_NUM_THREADS, else cores. */
 int attnc_num_threads(void);
