@@ -241,26 +241,6 @@ protected:
                                 ValueRange{idx(r), cols[w]});
   }
 
-  /// z[j, :] += sum_r c[r, j] * a[r, :] for the 32 keys of a tile (a: the
-  /// rows x width f32 rows of a query tile, width a multiple of 16).
-  void keysTimesRows(Value z, Value c, Value a) {
-    int64_t width = shapeOf(a)[1];
-    loop(idx(0), idx(width), kLanes, [&](Value col) {
-      SmallVector<Value> as;
-      for (int64_t r = 0; r < rows; ++r)
-        as.push_back(vector::LoadOp::create(b, vec, a, ValueRange{idx(r), col}));
-      loop(0, kCols, [&](Value j) {
-        Value acc = vector::LoadOp::create(b, vec, z, ValueRange{j, col});
-        for (int64_t r = 0; r < rows; ++r) {
-          Value coef =
-              splat(memref::LoadOp::create(b, c, ValueRange{idx(r), j}));
-          acc = vector::FMAOp::create(b, coef, as[r], acc);
-        }
-        vector::StoreOp::create(b, acc, z, ValueRange{j, col});
-      });
-    });
-  }
-
   /// Appends the region captures' buffers (score_mod's, then mask_mod's) to
   /// a task's captured values and notes where they start in its arguments.
   void appendCaptures(SmallVectorImpl<Value> &captured) {
@@ -405,7 +385,7 @@ private:
 
     loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
       Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-      storeTile(tileProduct(qPacked, kt, bi, g, tile), pBuf);
+      storeTile(tileProduct(qPacked, {}, kt, bi, g, tile), pBuf);
       forRows(i0, [&](Value r, Value i) {
         RowRange range = rowRange(qt.limit, i, /*existsOnly=*/false);
         auto [in0, in1] = keyMask(j0, range.lo, range.hi);
@@ -528,7 +508,14 @@ public:
       partials.push_back(partial);
     }
 
-    SmallVector<Value> common = {q, kt, vt, dO, lse, delta};
+    // Every query tile of Q and dO packed once ([B, H, tile, D, rows]):
+    // both passes' tile products and the transposed dK/dV products read
+    // them; packing inside the dK/dV tasks would repeat it per key tile.
+    Value qT = alloc({B, H, qTiles, D, rows}),
+          dOT = alloc({B, H, qTiles, Dv, rows});
+    packTiles(q, qT);
+    packTiles(dO, dOT);
+    SmallVector<Value> common = {qT, kt, vt, dOT, lse, delta};
     // Pass 1: dK and dV, one task per (batch, KV head, key tile).
     SmallVector<Value> captured1(common);
     captured1.append({dK, dV});
@@ -543,9 +530,7 @@ public:
         [&](ArrayRef<Value>) {
           return SmallVector<Value>{
               scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
-              scratchBuffer({kCols, D}),    scratchBuffer({kCols, Dv}),
-              scratchBuffer({D, rows}),     scratchBuffer({Dv, rows}),
-              scratchBuffer({rows, D}),     scratchBuffer({rows, Dv})};
+              scratchBuffer({D, kCols}), scratchBuffer({Dv, kCols})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value tile = arith::RemUIOp::create(b, t, idx(tiles));
@@ -563,10 +548,9 @@ public:
     parallelTasks(
         parent, "__attnc_flash_backward_q", captured2, B * H * qTiles,
         [&](ArrayRef<Value>) {
-          return SmallVector<Value>{
-              scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
-              scratchBuffer({rows, D}), scratchBuffer({D, rows}),
-              scratchBuffer({Dv, rows})};
+          return SmallVector<Value>{scratchBuffer({rows, kCols}),
+                                    scratchBuffer({rows, kCols}),
+                                    scratchBuffer({rows, D})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
@@ -625,33 +609,30 @@ private:
   /// hi); rows past Sq see no key, so that they add no capture gradient).
   /// With `accumulate` (the q pass), the task's rows of the float captures'
   /// partial gradients receive theirs too. One function rather than a copy
-  /// per pass keeps the backward's JIT compile time down. Arguments: kt, vt,
-  /// lse, delta, captures..., partials..., pBuf, dsBuf, qPacked, dOPacked,
-  /// bi, h, g, j0, i0, limit, task, accumulate.
+  /// per pass keeps the backward's JIT compile time down. Arguments: the
+  /// task's first six (qT, kt, vt, dOT, lse, delta), captures...,
+  /// partials..., pBuf, dsBuf, bi, h, g, j0, i0, limit, task, accumulate.
   void buildProbabilitiesFunction(ArrayRef<Value> taskArgs) {
-    SmallVector<Value> values = {taskArgs[1], taskArgs[2], taskArgs[4],
-                                 taskArgs[5]};
+    SmallVector<Value> values(taskArgs.take_front(6));
     values.append(taskArgs.begin() + captureBase, taskArgs.end());
     SmallVector<Type> types(ValueRange(values).getTypes());
-    int64_t shapes[4][2] = {{rows, kCols}, {rows, kCols}, {D, rows}, {Dv, rows}};
-    for (auto &shape : shapes)
-      types.push_back(MemRefType::get(shape, f32));
+    for (int k = 0; k < 2; ++k)
+      types.push_back(MemRefType::get({rows, kCols}, f32));
     types.append(7, b.getIndexType());
     types.push_back(b.getI1Type());
     probabilitiesFn = outline(
         parent, "__attnc_flash_probabilities", types,
         [&](ArrayRef<Value> args) {
           size_t n = captures.size(), m = floatCaptures.size();
-          probabilities(args[0], args[1], args[2], args[3], args.slice(4, n),
-                        args.slice(4 + n, m), args.drop_front(4 + n + m));
+          probabilities(args.take_front(6), args.slice(6, n),
+                        args.slice(6 + n, m), args.drop_front(6 + n + m));
         });
   }
 
   /// Calls the probabilities function from a task.
   void callProbabilities(ArrayRef<Value> taskArgs, ArrayRef<Value> buffers,
                          ArrayRef<Value> indices, bool accumulate) {
-    SmallVector<Value> operands = {taskArgs[1], taskArgs[2], taskArgs[4],
-                                   taskArgs[5]};
+    SmallVector<Value> operands(taskArgs.take_front(6));
     operands.append(taskArgs.begin() + captureBase, taskArgs.end());
     operands.append(buffers.begin(), buffers.end());
     operands.append(indices.begin(), indices.end());
@@ -659,16 +640,17 @@ private:
     func::CallOp::create(b, probabilitiesFn, operands);
   }
 
-  void probabilities(Value kt, Value vt, Value lse, Value delta,
-                     ArrayRef<Value> caps, ArrayRef<Value> partials,
-                     ArrayRef<Value> rest) {
-    Value pBuf = rest[0], dsBuf = rest[1], qPacked = rest[2],
-          dOPacked = rest[3], bi = rest[4], h = rest[5], g = rest[6],
-          j0 = rest[7], i0 = rest[8], limit = rest[9], task = rest[10],
-          accumulate = rest[11];
+  void probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
+                     ArrayRef<Value> partials, ArrayRef<Value> rest) {
+    Value qT = common[0], kt = common[1], vt = common[2], dOT = common[3],
+          lse = common[4], delta = common[5];
+    Value pBuf = rest[0], dsBuf = rest[1], bi = rest[2], h = rest[3],
+          g = rest[4], j0 = rest[5], i0 = rest[6], limit = rest[7],
+          task = rest[8], accumulate = rest[9];
     Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-    storeTile(tileProduct(qPacked, kt, bi, g, tile), pBuf);
-    storeTile(tileProduct(dOPacked, vt, bi, g, tile), dsBuf);
+    Value queryTile = arith::DivUIOp::create(b, i0, idx(rows));
+    storeTile(tileProduct(qT, {bi, h, queryTile}, kt, bi, g, tile), pBuf);
+    storeTile(tileProduct(dOT, {bi, h, queryTile}, vt, bi, g, tile), dsBuf);
     forRows(i0, [&](Value r, Value i) {
       RowRange range = rowRange(limit, i, /*existsOnly=*/true);
       auto [in0, in1] = keyMask(j0, range.lo, range.hi);
@@ -713,11 +695,11 @@ private:
 
   void keyTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
                    Value g, Value tile) {
-    Value q = args[0], dO = args[3], dK = args[6], dV = args[7];
+    Value qT = args[0], dOT = args[3], dK = args[6], dV = args[7];
     Value lengths = captureBase > 8 ? args[8] : Value();
+    // dK^T and dV^T of the key tile ([D, 32], [Dv, 32]).
     Value pBuf = scratch[0], dsBuf = scratch[1], dkBuf = scratch[2],
-          dvBuf = scratch[3], qPacked = scratch[4], dOPacked = scratch[5],
-          qRows = scratch[6], dORows = scratch[7];
+          dvBuf = scratch[3];
     Value j0 = arith::MulIOp::create(b, tile, idx(kCols));
     zero(dkBuf);
     zero(dvBuf);
@@ -736,27 +718,24 @@ private:
       Value h = arith::AddIOp::create(
           b, arith::MulIOp::create(b, g, idx(group)), member);
       loop(iStart, iEnd, rows, [&](Value i0) {
-        packRows(q, bi, h, i0, Sq - 1, qPacked, qRows);
-        packRows(dO, bi, h, i0, Sq - 1, dOPacked, dORows);
-        callProbabilities(args, {pBuf, dsBuf, qPacked, dOPacked},
+        callProbabilities(args, {pBuf, dsBuf},
                           {bi, h, g, j0, i0, limit, idx(0)},
                           /*accumulate=*/false);
-        keysTimesRows(dvBuf, pBuf, dORows);
-        keysTimesRows(dkBuf, dsBuf, qRows);
+        Value queryTile = arith::DivUIOp::create(b, i0, idx(rows));
+        accumulateTransposed(dvBuf, pBuf, dOT, {bi, h, queryTile});
+        accumulateTransposed(dkBuf, dsBuf, qT, {bi, h, queryTile});
       });
     });
     Value valid = arith::MinUIOp::create(
         b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
     loop(idx(0), valid, 1, [&](Value j) {
       Value key = arith::AddIOp::create(b, j0, j);
-      loop(idx(0), idx(D), kLanes, [&](Value c) {
-        storeVector(vector::LoadOp::create(b, vec, dkBuf, ValueRange{j, c}),
-                    dK, ValueRange{bi, g, key, c});
-      });
-      loop(idx(0), idx(Dv), kLanes, [&](Value c) {
-        storeVector(vector::LoadOp::create(b, vec, dvBuf, ValueRange{j, c}),
-                    dV, ValueRange{bi, g, key, c});
-      });
+      for (auto [grad, buffer, width] :
+           {std::tuple(dK, dkBuf, D), std::tuple(dV, dvBuf, Dv)})
+        loop(0, width, [&](Value c) {
+          storeScalar(memref::LoadOp::create(b, buffer, ValueRange{c, j}),
+                      grad, ValueRange{bi, g, key, c});
+        });
     });
   }
 
@@ -795,15 +774,12 @@ private:
                      Value h, Value ib, Value task) {
     Value k = args[6], dQ = args[7];
     Value lengths = captureBase > 8 ? args[8] : Value();
-    Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2],
-          qPacked = scratch[3], dOPacked = scratch[4];
+    Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2];
     QueryTile qt = queryTile(lengths, bi, h, ib);
     Value g = qt.g, i0 = qt.i0;
     zero(dqBuf);
-    packRows(args[0], bi, h, i0, Sq - 1, qPacked);
-    packRows(args[3], bi, h, i0, Sq - 1, dOPacked);
     loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
-      callProbabilities(args, {pBuf, dsBuf, qPacked, dOPacked},
+      callProbabilities(args, {pBuf, dsBuf},
                         {bi, h, g, j0, i0, qt.limit, task},
                         /*accumulate=*/true);
       Value valid = arith::MinUIOp::create(

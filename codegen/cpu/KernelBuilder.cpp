@@ -58,6 +58,14 @@ void KernelBuilder::storeVector(Value value, Value memref,
   vector::StoreOp::create(b, value, memref, indices);
 }
 
+void KernelBuilder::storeScalar(Value value, Value memref,
+                                ValueRange indices) {
+  Type element = elementTypeOf(memref);
+  if (!element.isF32())
+    value = arith::TruncFOp::create(b, element, value);
+  memref::StoreOp::create(b, value, memref, indices);
+}
+
 void KernelBuilder::loop(int64_t lo, int64_t hi,
                          function_ref<void(Value)> body) {
   loop(idx(lo), idx(hi), 1, body);
@@ -108,7 +116,7 @@ void KernelBuilder::transposeTiles(Value src, Value dst) {
 }
 
 void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
-                             int64_t lastRow, Value packed, Value rowMajor) {
+                             int64_t lastRow, Value packed) {
   int64_t width = cast<MemRefType>(a.getType()).getShape()[3];
   // A loop per row: one address stream per loop (LLVM's loop strength
   // reduction slows down sharply with many).
@@ -116,17 +124,66 @@ void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
     Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
                                        idx(lastRow));
     loop(0, width, [&](Value d) {
-      Value x = loadF32(a, ValueRange{bi, h, row, d});
-      memref::StoreOp::create(b, x, packed, ValueRange{d, r});
-      if (rowMajor)
-        memref::StoreOp::create(b, x, rowMajor, ValueRange{r, d});
+      memref::StoreOp::create(b, loadF32(a, ValueRange{bi, h, row, d}), packed,
+                              ValueRange{d, r});
     });
   });
 }
 
-SmallVector<Value> KernelBuilder::tileProduct(Value packed, Value xt, Value bi,
-                                              Value g, Value tile) {
-  int64_t width = cast<MemRefType>(packed.getType()).getShape()[0];
+void KernelBuilder::packTiles(Value a, Value dst) {
+  ArrayRef<int64_t> s = cast<MemRefType>(a.getType()).getShape();
+  ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
+  loop(0, s[0], [&](Value bi) {
+    loop(0, s[1], [&](Value h) {
+      loop(0, d[2], [&](Value t) {
+        Value i0 = arith::MulIOp::create(b, t, idx(rows));
+        // A loop per row: one address stream per loop.
+        loop(0, rows, [&](Value r) {
+          Value row = arith::MinUIOp::create(
+              b, arith::AddIOp::create(b, i0, r), idx(s[2] - 1));
+          loop(0, s[3], [&](Value c) {
+            memref::StoreOp::create(b, loadF32(a, ValueRange{bi, h, row, c}),
+                                    dst, ValueRange{bi, h, t, c, r});
+          });
+        });
+      });
+    });
+  });
+}
+
+void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
+                                         ValueRange prefix) {
+  int64_t width = cast<MemRefType>(zt.getType()).getShape()[0];
+  SmallVector<Value> cs;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t w = 0; w < 2; ++w)
+      cs.push_back(
+          vector::LoadOp::create(b, vec, c, ValueRange{idx(r), idx(w * kLanes)}));
+  auto dLoop = scf::ForOp::create(b, idx(0), idx(width), idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(dLoop.getBody());
+  Value d = dLoop.getInductionVar();
+  Value acc[2];
+  for (int64_t w = 0; w < 2; ++w)
+    acc[w] = vector::LoadOp::create(b, vec, zt, ValueRange{d, idx(w * kLanes)});
+  for (int64_t r = 0; r < rows; ++r) {
+    SmallVector<Value> at(prefix);
+    at.append({d, idx(r)});
+    Value x = splat(memref::LoadOp::create(b, packed, at));
+    for (int64_t w = 0; w < 2; ++w)
+      acc[w] = vector::FMAOp::create(b, x, cs[2 * r + w], acc[w]);
+  }
+  for (int64_t w = 0; w < 2; ++w)
+    vector::StoreOp::create(b, acc[w], zt, ValueRange{d, idx(w * kLanes)});
+  b.setInsertionPointAfter(dLoop);
+  unroll(dLoop, 2);
+}
+
+SmallVector<Value> KernelBuilder::tileProduct(Value packed, ValueRange prefix,
+                                              Value xt, Value bi, Value g,
+                                              Value tile) {
+  auto shape = cast<MemRefType>(packed.getType()).getShape();
+  int64_t width = shape[shape.size() - 2];
   SmallVector<Value> zeros(2 * rows, splat(f(0.0f)));
   auto dLoop = scf::ForOp::create(b, idx(0), idx(width), idx(1), zeros);
   OpBuilder::InsertionGuard guard(b);
@@ -137,7 +194,9 @@ SmallVector<Value> KernelBuilder::tileProduct(Value packed, Value xt, Value bi,
       vector::LoadOp::create(b, vec, xt, ValueRange{bi, g, tile, d, idx(kLanes)});
   SmallVector<Value> acc(dLoop.getRegionIterArgs());
   for (int64_t r = 0; r < rows; ++r) {
-    Value q = splat(memref::LoadOp::create(b, packed, ValueRange{d, idx(r)}));
+    SmallVector<Value> at(prefix);
+    at.append({d, idx(r)});
+    Value q = splat(memref::LoadOp::create(b, packed, at));
     acc[2 * r] = vector::FMAOp::create(b, q, x0, acc[2 * r]);
     acc[2 * r + 1] = vector::FMAOp::create(b, q, x1, acc[2 * r + 1]);
   }

@@ -29,6 +29,8 @@ public:
   mlir::Value loadVectorF32(mlir::Value memref, mlir::ValueRange indices);
   void storeVector(mlir::Value value, mlir::Value memref,
                    mlir::ValueRange indices);
+  void storeScalar(mlir::Value value, mlir::Value memref,
+                   mlir::ValueRange indices);
 
   /// for (i = lo; i < hi; i += step) body(i), no loop-carried values.
   void loop(int64_t lo, int64_t hi, llvm::function_ref<void(mlir::Value)> body);
@@ -48,16 +50,26 @@ public:
 
   /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in f32: the rows of a
   /// tile side by side, so that the tile product broadcasts them from one
-  /// stream; also rowMajor[r, d] when given.
+  /// stream.
   void packRows(mlir::Value a, mlir::Value bi, mlir::Value h, mlir::Value i0,
-                int64_t lastRow, mlir::Value packed,
-                mlir::Value rowMajor = nullptr);
+                int64_t lastRow, mlir::Value packed);
 
-  /// The rows x 32 tile sum_d packed[d, r] * Xt[b, g, tile, d, 0:32] as
-  /// 2 * rows vectors (row r: lanes 0-15 then 16-31).
+  /// dst[b, h, t, d, r] = a[b, h, min(rows t + r, S - 1), d] in f32: every
+  /// query tile packed (packRows for all of them, once).
+  void packTiles(mlir::Value a, mlir::Value dst);
+
+  /// The rows x 32 tile sum_d packed[prefix..., d, r] * Xt[b, g, tile, d,
+  /// 0:32] as 2 * rows vectors (row r: lanes 0-15 then 16-31).
   llvm::SmallVector<mlir::Value> tileProduct(mlir::Value packed,
+                                             mlir::ValueRange prefix,
                                              mlir::Value xt, mlir::Value bi,
                                              mlir::Value g, mlir::Value tile);
+
+  /// zt[d, 0:32] += sum_r packed[prefix..., d, r] * c[r, 0:32] for every d:
+  /// the transposed product (dK^T += Q^T dS, dV^T += dO^T P) with c's 2 *
+  /// rows vectors held in registers.
+  void accumulateTransposed(mlir::Value zt, mlir::Value c, mlir::Value packed,
+                            mlir::ValueRange prefix);
 
   /// A private function `name` of `types` next to `parent` (renamed if the
   /// name is taken) whose body `body(arguments)` builds; returns nothing.
