@@ -156,6 +156,39 @@ protected:
     loop(0, rows, [&](Value r) { body(r, arith::AddIOp::create(b, i0, r)); });
   }
 
+  /// Whether every row of the query tile from i0 sees all 32 keys of the
+  /// key tile from j0 under the named masks (lo grows with the row, hi too
+  /// until rows past Sq, which see none when `existsOnly`).
+  Value tileIsWhole(Value limit, Value i0, Value j0, bool existsOnly) {
+    RowRange first = rowRange(limit, i0, existsOnly);
+    RowRange last = rowRange(
+        limit, arith::AddIOp::create(b, i0, idx(rows - 1)), existsOnly);
+    Value minHi = arith::MinSIOp::create(b, first.hi, last.hi);
+    return arith::AndIOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, j0, last.lo),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::sle,
+                              arith::AddIOp::create(b, j0, idx(kCols)),
+                              minHi));
+  }
+
+  /// keyMask, skipped (all lanes kept) in tiles the named masks leave whole:
+  /// only boundary tiles evaluate it.
+  std::pair<Value, Value> keyMaskUnlessWhole(Value whole, Value j0, Value lo,
+                                             Value hi) {
+    auto maskType = VectorType::get({kLanes}, b.getI1Type());
+    auto ifOp = scf::IfOp::create(b, TypeRange{maskType, maskType}, whole,
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value all = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(maskType, true));
+    scf::YieldOp::create(b, ValueRange{all, all});
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    auto [in0, in1] = keyMask(j0, lo, hi);
+    scf::YieldOp::create(b, ValueRange{in0, in1});
+    return {ifOp.getResult(0), ifOp.getResult(1)};
+  }
+
   /// Whether each key of the tile starting at j0 lies in [lo, hi), for the
   /// two 16-lane halves.
   std::pair<Value, Value> keyMask(Value j0, Value lo, Value hi) {
@@ -386,9 +419,10 @@ private:
     loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
       Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
       storeTile(tileProduct(qPacked, {}, kt, bi, g, tile), pBuf);
+      Value whole = tileIsWhole(qt.limit, i0, j0, /*existsOnly=*/false);
       forRows(i0, [&](Value r, Value i) {
         RowRange range = rowRange(qt.limit, i, /*existsOnly=*/false);
-        auto [in0, in1] = keyMask(j0, range.lo, range.hi);
+        auto [in0, in1] = keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
         Value negInf = splat(f(kNegInf));
         auto scores = [&](Value in, int64_t w) {
           Value x =
@@ -651,9 +685,10 @@ private:
     Value queryTile = arith::DivUIOp::create(b, i0, idx(rows));
     storeTile(tileProduct(qT, {bi, h, queryTile}, kt, bi, g, tile), pBuf);
     storeTile(tileProduct(dOT, {bi, h, queryTile}, vt, bi, g, tile), dsBuf);
+    Value whole = tileIsWhole(limit, i0, j0, /*existsOnly=*/true);
     forRows(i0, [&](Value r, Value i) {
       RowRange range = rowRange(limit, i, /*existsOnly=*/true);
-      auto [in0, in1] = keyMask(j0, range.lo, range.hi);
+      auto [in0, in1] = keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
       Value scaleVec = splat(f(scale)), zeros = splat(f(0.0f));
       Value l =
           splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, range.row}));

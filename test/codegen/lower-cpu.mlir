@@ -11,6 +11,8 @@
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<8x32xf32>
 // CHECK: scf.for
 // CHECK: vector.fma {{.*}} : vector<16xf32>
+// Key masks only in tiles the named masks do not leave whole.
+// CHECK: scf.if %{{.*}} -> (vector<16xi1>, vector<16xi1>)
 // CHECK: vector.reduction <maxnumf>
 // CHECK-NOT: math.exp {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
