@@ -24,17 +24,20 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
   let summary = "Lower attn.attention(_grad) to flash-attention CPU kernels";
   let description = [{
     Rewrites every attn.attention the kernel covers (f32/f16/bf16 computed
-    in f32, named masks, Dv a multiple of 16) into a loop nest over (batch,
-    head, query tile) with an
-    online softmax over key tiles and broadcast-FMA vector microkernels:
-    extra memory is O(B*H*S) (a transposed, padded K), never Sq x Skv. Key
-    tiles that the causal, window or length mask empties are skipped; and
-    every attn.attention_grad it covers (D also a multiple of 16) into the
+    in f32, Dv a multiple of 16, score_mod/mask_mod regions of elementwise
+    ops and capture reads) into a loop nest over (batch, head, query tile)
+    with an online softmax over key tiles and broadcast-FMA vector
+    microkernels: extra memory is O(B*H*S) (a transposed, padded K), never
+    Sq x Skv. Key tiles that the causal, window or length mask empties are
+    skipped and tiles it leaves whole skip the mask; regions are evaluated
+    on 16 keys at once (capture reads become masked gathers). Every
+    attn.attention_grad it covers (D also a multiple of 16) becomes the
     FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
-    query tile: one writer per gradient, a fixed order). Task loops are
+    query tile: one writer per gradient, a fixed order; float captures'
+    gradients through per-task partials summed in order). Task loops are
     outlined for the runtime's thread pool (attn-lower-parallel-calls). The
-    f32 exp becomes a polynomial (math polynomial approximation). Other
-    attention ops are left to attn-lower-to-linalg.
+    f32 exp and vector math become polynomials (math polynomial
+    approximation). Other attention ops are left to attn-lower-to-linalg.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", /*default=*/"8",

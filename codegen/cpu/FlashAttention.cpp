@@ -3,10 +3,11 @@
 // Written with scf/vector/memref builders rather than linalg tiling because
 // the online softmax couples the two matmuls through per-row state (running
 // max, sum, rescaling) that upstream tiling does not express. Every matmul
-// is a broadcast-FMA register block over a tile of 32 keys:
-//   S[r, 0:32]   += A[r, d] * Xt[d, 0:32]      (Q K^T, dO V^T)
-//   Y[r, c:c+32] += C[r, j] * X[j, c:c+32]     (P V, dS K)
-//   Z[j, c:c+16] += C[r, j] * A[r, c:c+16]     (P^T dO, dS^T Q)
+// is a broadcast-FMA register block over a tile of 32 keys (A^T: the
+// query tile's rows packed side by side):
+//   S[r, 0:32]    += A^T[d, r] * Xt[d, 0:32]    (Q K^T, dO V^T)
+//   Y[r, c:c+32]  += C[r, j] * X[j, c:c+32]     (P V, dS K)
+//   Z^T[d, 0:32]  += A^T[d, r] * C[r, 0:32]     (dO^T P, Q^T dS)
 #include "codegen/cpu/FlashAttention.h"
 
 #include "codegen/cpu/KernelBuilder.h"
