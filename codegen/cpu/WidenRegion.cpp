@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 
@@ -115,6 +116,21 @@ SmallVector<Value> widenBlock(OpBuilder &b, Location loc, Block &block,
     OperationState state(op.getLoc(), op.getName());
     for (Value operand : operands)
       state.operands.push_back(broadcastToLanes(b, loc, operand));
+    // Integer division traps on a zero divisor: lanes outside `lanes` (keys
+    // past the end, whose values the region never meant to see) divide by
+    // 1 instead.
+    if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+            arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op) &&
+        lanes && isLanes(operands[1])) {
+      Value one = arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              cast<ShapedType>(state.operands[1].getType()),
+              ArrayRef<Attribute>{
+                  b.getIntegerAttr(getElementTypeOrSelf(operands[1]), 1)}));
+      state.operands[1] =
+          arith::SelectOp::create(b, loc, lanes, state.operands[1], one);
+    }
     for (Type type : op.getResultTypes())
       state.types.push_back(VectorType::get({kLanes}, type));
     state.propertiesAttr = op.getPropertiesAsAttribute();

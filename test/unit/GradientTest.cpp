@@ -161,8 +161,11 @@ double derivative(const std::function<double(double)> &f, double x) {
 /// Random compositions of every differentiable score_mod op, over a captured
 /// per-head value, checked against the reference backward.
 TEST(GradientTest, RandomScoreModCompositions) {
-  const int64_t B = 1, H = 4, Hkv = 2, Sq = 6, Skv = 9, D = 5, Dv = 3;
-  for (int n = 0; n < 16; ++n) {
+  const int64_t B = 1, H = 4, Hkv = 2, Sq = 6, Skv = 9;
+  for (int n = 0; n < 24; ++n) {
+    // Head dims of 16 from n = 16 on: the flash kernels evaluate the region
+    // and its reverse sweep on 16 lanes and accumulate d cap per task.
+    const int64_t D = n < 16 ? 5 : 16, Dv = n < 16 ? 3 : 16;
     RandomExpression expr(1000 + n);
     std::string result = expr.build(3);
     auto f = expr.eval.back();

@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -252,6 +253,55 @@ TEST(JitTest, CpuAndThreadOptions) {
   EXPECT_FALSE(jit::Module::compile(spec, unknown, &error));
   EXPECT_NE(error.find("unknown CPU 'no-such-cpu'"), std::string::npos)
       << error;
+}
+
+/// A score_mod that divides by (40 - j): zero only at j = 40, a key past
+/// Skv = 40 that the 16-lane region code still computes for; the kernel
+/// must not trap there (integer division by zero) and must match a direct
+/// evaluation everywhere else.
+TEST(JitTest, RegionIntegerDivisionInPaddingLanes) {
+  const int64_t S = 40, D = 16;
+  const std::string t = "tensor<1x1x40x16xf32>";
+  const std::string spec =
+      "func.func @k(%q: " + t + ") -> " + t + " {\n"
+      "  %o, %l = attn.attention %q, %q, %q : " + t + ", " + t + ", " + t +
+      " -> " + t + ", tensor<1x1x40xf32> score_mod {\n"
+      "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
+      "    %c40 = arith.constant 40 : index\n"
+      "    %d = arith.subi %c40, %j : index\n"
+      "    %x = arith.divui %i, %d : index\n"
+      "    %xi = arith.index_cast %x : index to i64\n"
+      "    %xf = arith.sitofp %xi : i64 to f32\n"
+      "    %w = arith.constant 0.01 : f32\n"
+      "    %bias = arith.mulf %xf, %w : f32\n"
+      "    %r = arith.addf %s, %bias : f32\n"
+      "    attn.yield %r : f32\n  }\n  return %o : " + t + "\n}\n";
+  std::string error;
+  auto module = jit::Module::compile(spec, testOptions(), &error);
+  ASSERT_TRUE(module) << error;
+  std::vector<float> q(S * D), o(S * D);
+  for (size_t k = 0; k < q.size(); ++k)
+    q[k] = float((k * 29) % 13) / 13.0f - 0.5f;
+  ASSERT_TRUE(module->callUnchecked("k", {q.data(), o.data()}).ok());
+  for (int64_t i = 0; i < S; ++i) {
+    std::vector<double> p(S);
+    double max = -1e300, sum = 0;
+    for (int64_t j = 0; j < S; ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < D; ++d)
+        dot += double(q[i * D + d]) * q[j * D + d];
+      p[j] = dot * double(float(0.25)) + 0.01 * double(i / (S - j));
+      max = std::max(max, p[j]);
+    }
+    for (double &x : p)
+      sum += (x = std::exp(x - max));
+    for (int64_t d = 0; d < D; ++d) {
+      double expected = 0;
+      for (int64_t j = 0; j < S; ++j)
+        expected += p[j] / sum * q[j * D + d];
+      ASSERT_NEAR(o[i * D + d], expected, 1e-5) << "row " << i;
+    }
+  }
 }
 
 TEST(JitTest, CompileFileReportsUnreadableFile) {
