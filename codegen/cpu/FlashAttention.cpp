@@ -88,10 +88,27 @@ protected:
                                              b.getUnitAttr())
         .getResult();
   }
+  /// Runs body(args, bi, head) for every (batch, head) of `heads` heads on
+  /// the thread pool: the per-call data preparation (transposes, packing,
+  /// row sums) is parallel too.
+  void forEachHead(StringRef name, ArrayRef<Value> captured, int64_t heads,
+                   function_ref<void(ArrayRef<Value>, Value, Value)> body) {
+    parallelTasks(
+        parent, name, captured, B * heads,
+        [&](ArrayRef<Value>) { return SmallVector<Value>(); },
+        [&](ArrayRef<Value> args, ArrayRef<Value>, Value t) {
+          body(args, arith::DivUIOp::create(b, t, idx(heads)),
+               arith::RemUIOp::create(b, t, idx(heads)));
+        });
+  }
+
   /// K or V transposed into key tiles [B, Hkv, tiles, width, 32].
   Value transposed(Value memref) {
     Value t = alloc({B, Hkv, tiles, shapeOf(memref)[3], kCols});
-    transposeTiles(memref, t);
+    forEachHead("__attnc_flash_transpose", {memref, t}, Hkv,
+                [&](ArrayRef<Value> args, Value bi, Value g) {
+                  transposeTiles(args[0], args[1], bi, g);
+                });
     return t;
   }
 
@@ -548,8 +565,11 @@ public:
     // them; packing inside the dK/dV tasks would repeat it per key tile.
     Value qT = alloc({B, H, qTiles, D, rows}),
           dOT = alloc({B, H, qTiles, Dv, rows});
-    packTiles(q, qT);
-    packTiles(dO, dOT);
+    forEachHead("__attnc_flash_pack", {q, qT, dO, dOT}, H,
+                [&](ArrayRef<Value> args, Value bi, Value h) {
+                  packTiles(args[0], args[1], bi, h);
+                  packTiles(args[2], args[3], bi, h);
+                });
     SmallVector<Value> common = {qT, kt, vt, dOT, lse, delta};
     // Pass 1: dK and dV, one task per (batch, KV head, key tile).
     SmallVector<Value> captured1(common);
@@ -616,26 +636,35 @@ private:
   /// gradient folds in here).
   Value rowDeltas(Value o, Value dO, Value dLse) {
     Value delta = alloc({B, H, Sq});
-    loop(0, B, [&](Value bi) {
-      loop(0, H, [&](Value h) {
-        loop(0, Sq, [&](Value i) {
-          Value acc = splat(f(0.0f));
-          for (int64_t c = 0; c < Dv; c += kLanes) {
-            Value x = loadVectorF32(o, ValueRange{bi, h, i, idx(c)});
-            Value y = loadVectorF32(dO, ValueRange{bi, h, i, idx(c)});
-            acc = vector::FMAOp::create(b, x, y, acc);
-          }
-          Value sum = vector::ReductionOp::create(
-              b, vector::CombiningKind::ADD, acc, Value(),
-              arith::FastMathFlags::reassoc);
-          if (dLse)
-            sum = arith::SubFOp::create(
-                b, sum, memref::LoadOp::create(b, dLse, ValueRange{bi, h, i}));
-          memref::StoreOp::create(b, sum, delta, ValueRange{bi, h, i});
-        });
-      });
-    });
+    SmallVector<Value> captured = {o, dO, delta};
+    if (dLse)
+      captured.push_back(dLse);
+    forEachHead("__attnc_flash_deltas", captured, H,
+                [&](ArrayRef<Value> args, Value bi, Value h) {
+                  rowDeltasOfHead(args, bi, h);
+                });
     return delta;
+  }
+
+  /// rowDeltas for one (batch, head); args: O, dO, Delta[, dLSE].
+  void rowDeltasOfHead(ArrayRef<Value> args, Value bi, Value h) {
+    Value o = args[0], dO = args[1], delta = args[2];
+    Value dLse = args.size() > 3 ? args[3] : Value();
+    loop(0, Sq, [&](Value i) {
+      Value acc = splat(f(0.0f));
+      for (int64_t c = 0; c < Dv; c += kLanes) {
+        Value x = loadVectorF32(o, ValueRange{bi, h, i, idx(c)});
+        Value y = loadVectorF32(dO, ValueRange{bi, h, i, idx(c)});
+        acc = vector::FMAOp::create(b, x, y, acc);
+      }
+      Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
+                                              acc, Value(),
+                                              arith::FastMathFlags::reassoc);
+      if (dLse)
+        sum = arith::SubFOp::create(
+            b, sum, memref::LoadOp::create(b, dLse, ValueRange{bi, h, i}));
+      memref::StoreOp::create(b, sum, delta, ValueRange{bi, h, i});
+    });
   }
 
   /// The function both passes call for each (query tile, key tile): P =

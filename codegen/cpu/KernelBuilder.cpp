@@ -93,24 +93,20 @@ SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
   return results;
 }
 
-void KernelBuilder::transposeTiles(Value src, Value dst) {
+void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g) {
   ArrayRef<int64_t> s = cast<MemRefType>(src.getType()).getShape();
-  int64_t batch = s[0], heads = s[1], length = s[2], width = s[3];
+  int64_t length = s[2], width = s[3];
   int64_t padded = cast<MemRefType>(dst.getType()).getShape()[2] * kCols;
-  loop(0, batch, [&](Value bi) {
-    loop(0, heads, [&](Value g) {
-      loop(0, padded, [&](Value j) {
-        Value inRange =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, idx(length));
-        Value jc = arith::MinUIOp::create(b, j, idx(length - 1));
-        Value tile = arith::DivUIOp::create(b, j, idx(kCols));
-        Value lane = arith::RemUIOp::create(b, j, idx(kCols));
-        loop(0, width, [&](Value d) {
-          Value x = loadF32(src, ValueRange{bi, g, jc, d});
-          Value y = arith::SelectOp::create(b, inRange, x, f(0.0f));
-          memref::StoreOp::create(b, y, dst, ValueRange{bi, g, tile, d, lane});
-        });
-      });
+  loop(0, padded, [&](Value j) {
+    Value inRange =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, idx(length));
+    Value jc = arith::MinUIOp::create(b, j, idx(length - 1));
+    Value tile = arith::DivUIOp::create(b, j, idx(kCols));
+    Value lane = arith::RemUIOp::create(b, j, idx(kCols));
+    loop(0, width, [&](Value d) {
+      Value x = loadF32(src, ValueRange{bi, g, jc, d});
+      Value y = arith::SelectOp::create(b, inRange, x, f(0.0f));
+      memref::StoreOp::create(b, y, dst, ValueRange{bi, g, tile, d, lane});
     });
   });
 }
@@ -130,22 +126,18 @@ void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
   });
 }
 
-void KernelBuilder::packTiles(Value a, Value dst) {
+void KernelBuilder::packTiles(Value a, Value dst, Value bi, Value h) {
   ArrayRef<int64_t> s = cast<MemRefType>(a.getType()).getShape();
   ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
-  loop(0, s[0], [&](Value bi) {
-    loop(0, s[1], [&](Value h) {
-      loop(0, d[2], [&](Value t) {
-        Value i0 = arith::MulIOp::create(b, t, idx(rows));
-        // A loop per row: one address stream per loop.
-        loop(0, rows, [&](Value r) {
-          Value row = arith::MinUIOp::create(
-              b, arith::AddIOp::create(b, i0, r), idx(s[2] - 1));
-          loop(0, s[3], [&](Value c) {
-            memref::StoreOp::create(b, loadF32(a, ValueRange{bi, h, row, c}),
-                                    dst, ValueRange{bi, h, t, c, r});
-          });
-        });
+  loop(0, d[2], [&](Value t) {
+    Value i0 = arith::MulIOp::create(b, t, idx(rows));
+    // A loop per row: one address stream per loop.
+    loop(0, rows, [&](Value r) {
+      Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
+                                         idx(s[2] - 1));
+      loop(0, s[3], [&](Value c) {
+        memref::StoreOp::create(b, loadF32(a, ValueRange{bi, h, row, c}), dst,
+                                ValueRange{bi, h, t, c, r});
       });
     });
   });

@@ -43,10 +43,12 @@ public:
   llvm::SmallVector<mlir::Value> unroll(mlir::scf::ForOp loop,
                                         unsigned factor);
 
-  /// dst[b, g, j / 32, d, j % 32] = src[b, g, j, d] for j < S, 0 in the
-  /// padding up to a multiple of 32: each key tile's transpose is one
-  /// contiguous block (row-major X^T would stride by S and alias in L1).
-  void transposeTiles(mlir::Value src, mlir::Value dst);
+  /// dst[bi, g, j / 32, d, j % 32] = src[bi, g, j, d] for j < S, 0 in the
+  /// padding up to a multiple of 32, for one (batch, head): each key tile's
+  /// transpose is one contiguous block (row-major X^T would stride by S and
+  /// alias in L1).
+  void transposeTiles(mlir::Value src, mlir::Value dst, mlir::Value bi,
+                      mlir::Value g);
 
   /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in f32: the rows of a
   /// tile side by side, so that the tile product broadcasts them from one
@@ -54,9 +56,11 @@ public:
   void packRows(mlir::Value a, mlir::Value bi, mlir::Value h, mlir::Value i0,
                 int64_t lastRow, mlir::Value packed);
 
-  /// dst[b, h, t, d, r] = a[b, h, min(rows t + r, S - 1), d] in f32: every
-  /// query tile packed (packRows for all of them, once).
-  void packTiles(mlir::Value a, mlir::Value dst);
+  /// dst[bi, h, t, d, r] = a[bi, h, min(rows t + r, S - 1), d] in f32:
+  /// every query tile of one (batch, head) packed (packRows for all of
+  /// them, once).
+  void packTiles(mlir::Value a, mlir::Value dst, mlir::Value bi,
+                 mlir::Value h);
 
   /// The rows x 32 tile sum_d packed[prefix..., d, r] * Xt[b, g, tile, d,
   /// 0:32] as 2 * rows vectors (row r: lanes 0-15 then 16-31).
