@@ -35,9 +35,12 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
     FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
     query tile: one writer per gradient, a fixed order; float captures'
     gradients through per-task partials summed in order). Task loops are
-    outlined for the runtime's thread pool (attn-lower-parallel-calls). The
-    f32 exp and vector math become polynomials (math polynomial
-    approximation). Other attention ops are left to attn-lower-to-linalg.
+    outlined for the runtime's thread pool (attn-lower-parallel-calls).
+    attn.projection, attn.merge and their gradient ops become tiled GEMMs
+    with the same microkernel (8-row blocks of A on the pool, B in 32-wide
+    panels). The f32 exp and vector math become polynomials (math
+    polynomial approximation). Other attention ops are left to
+    attn-lower-to-linalg.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", /*default=*/"8",

@@ -64,30 +64,6 @@ public:
   }
 
 protected:
-  Value bufferOf(Value tensor) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    return bufferization::ToBufferOp::create(
-        b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-        /*read_only=*/true);
-  }
-  Value alloc(ArrayRef<int64_t> shape, Type element = nullptr) {
-    return memref::AllocOp::create(
-        b, MemRefType::get(shape, element ? element : f32),
-        b.getI64IntegerAttr(64));
-  }
-  /// The element type of a tensor (the spec's dtype for Q/K/V/O).
-  static Type elementOf(Value tensor) {
-    return cast<RankedTensorType>(tensor.getType()).getElementType();
-  }
-  Value scratchBuffer(ArrayRef<int64_t> shape) {
-    return memref::AllocaOp::create(b, MemRefType::get(shape, f32),
-                                    b.getI64IntegerAttr(64));
-  }
-  Value tensorOf(Value memref, Type type) {
-    return bufferization::ToTensorOp::create(b, type, memref, b.getUnitAttr(),
-                                             b.getUnitAttr())
-        .getResult();
-  }
   /// Runs body(args, bi, head) for every (batch, head) of `heads` heads on
   /// the thread pool: the per-call data preparation (transposes, packing,
   /// row sums) is parallel too.

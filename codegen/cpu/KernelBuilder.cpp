@@ -2,6 +2,7 @@
 #include "codegen/cpu/KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -18,6 +19,34 @@ KernelBuilder::KernelBuilder(ImplicitLocOpBuilder &b, int64_t rows)
 
 Value KernelBuilder::idx(int64_t v) {
   return arith::ConstantIndexOp::create(b, v);
+}
+
+Value KernelBuilder::bufferOf(Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  return bufferization::ToBufferOp::create(
+      b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+      /*read_only=*/true);
+}
+
+Value KernelBuilder::tensorOf(Value memref, Type type) {
+  return bufferization::ToTensorOp::create(b, type, memref, b.getUnitAttr(),
+                                           b.getUnitAttr())
+      .getResult();
+}
+
+Value KernelBuilder::alloc(ArrayRef<int64_t> shape, Type element) {
+  return memref::AllocOp::create(
+      b, MemRefType::get(shape, element ? element : f32),
+      b.getI64IntegerAttr(64));
+}
+
+Value KernelBuilder::scratchBuffer(ArrayRef<int64_t> shape) {
+  return memref::AllocaOp::create(b, MemRefType::get(shape, f32),
+                                  b.getI64IntegerAttr(64));
+}
+
+Type KernelBuilder::elementOf(Value tensor) {
+  return cast<ShapedType>(tensor.getType()).getElementType();
 }
 
 Value KernelBuilder::f(float v) {
@@ -216,7 +245,15 @@ func::FuncOp KernelBuilder::outline(func::FuncOp parent, StringRef name,
 void KernelBuilder::parallelTasks(func::FuncOp parent, StringRef name,
                                   ArrayRef<Value> captured, int64_t tasks,
                                   ScratchFn scratch, TaskFn body) {
-  SmallVector<Type> types(ValueRange(captured).getTypes());
+  callTasks(outlineTasks(parent, name, ValueRange(captured).getTypes(),
+                         scratch, body),
+            captured, tasks);
+}
+
+func::FuncOp KernelBuilder::outlineTasks(func::FuncOp parent, StringRef name,
+                                         TypeRange captured, ScratchFn scratch,
+                                         TaskFn body) {
+  SmallVector<Type> types(captured);
   types.push_back(b.getIndexType());
   types.push_back(b.getIndexType());
   func::FuncOp fn = outline(parent, name, types, [&](ArrayRef<Value> all) {
@@ -230,6 +267,11 @@ void KernelBuilder::parallelTasks(func::FuncOp parent, StringRef name,
     body(args, buffers, forOp.getInductionVar());
   });
   fn->setAttr("attnc.parallel_tasks", b.getUnitAttr());
+  return fn;
+}
+
+void KernelBuilder::callTasks(func::FuncOp fn, ArrayRef<Value> captured,
+                              int64_t tasks) {
   SmallVector<Value> operands(captured);
   operands.push_back(idx(0));
   operands.push_back(idx(tasks));

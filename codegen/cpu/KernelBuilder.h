@@ -19,6 +19,17 @@ public:
   KernelBuilder(mlir::ImplicitLocOpBuilder &b, int64_t rows);
 
   mlir::Value idx(int64_t v);
+  /// A kernel's operand tensor as a read-only buffer, and a buffer back as
+  /// the result tensor (before bufferization; see FlashAttention.h).
+  mlir::Value bufferOf(mlir::Value tensor);
+  mlir::Value tensorOf(mlir::Value memref, mlir::Type type);
+  /// 64-byte aligned heap (alloc) and per-thread scratch (alloca) buffers,
+  /// f32 unless `element` is given.
+  mlir::Value alloc(llvm::ArrayRef<int64_t> shape,
+                    mlir::Type element = nullptr);
+  mlir::Value scratchBuffer(llvm::ArrayRef<int64_t> shape);
+  /// The element type of a tensor.
+  static mlir::Type elementOf(mlir::Value tensor);
   mlir::Value f(float v);
   /// Broadcasts a scalar to 16 lanes.
   mlir::Value splat(mlir::Value scalar);
@@ -94,6 +105,14 @@ public:
   void parallelTasks(mlir::func::FuncOp parent, llvm::StringRef name,
                      llvm::ArrayRef<mlir::Value> captured, int64_t tasks,
                      ScratchFn scratch, TaskFn body);
+  /// parallelTasks in two steps: the outlined function (for `captured`'s
+  /// types), and a call of it on tasks [0, tasks), which can be repeated.
+  mlir::func::FuncOp outlineTasks(mlir::func::FuncOp parent,
+                                  llvm::StringRef name,
+                                  mlir::TypeRange captured, ScratchFn scratch,
+                                  TaskFn body);
+  void callTasks(mlir::func::FuncOp fn, llvm::ArrayRef<mlir::Value> captured,
+                 int64_t tasks);
 
 protected:
   mlir::ImplicitLocOpBuilder &b;

@@ -1,6 +1,7 @@
 // attn-lower-cpu: attn.attention -> the flash-attention CPU kernel.
 #include "codegen/Passes.h"
 #include "codegen/cpu/FlashAttention.h"
+#include "codegen/cpu/Gemm.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -56,7 +57,19 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       op->replaceAllUsesWith(results);
       op.erase();
     }
-    if (ops.empty() && grads.empty())
+    // Projections, merges and their gradients: tiled GEMMs.
+    SmallVector<Operation *> products;
+    getOperation().walk([&](Operation *op) {
+      if (attnc::canLowerToGemmCpu(op))
+        products.push_back(op);
+    });
+    for (Operation *op : products) {
+      OpBuilder b(op);
+      SmallVector<Value> results = attnc::buildGemmCpu(b, op, rows);
+      op->replaceAllUsesWith(results);
+      op->erase();
+    }
+    if (ops.empty() && grads.empty() && products.empty())
       return;
     // Math on vectors (exp, and the ops of widened score_mod regions such
     // as tanh) has no LLVM lowering but a libm call per lane, and a scalar

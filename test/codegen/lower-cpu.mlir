@@ -153,3 +153,21 @@ func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor
   }
   return %o2, %dq : tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>
 }
+
+// -----
+
+// Projections and merges are tiled GEMMs: X [M = B*S, K = E] times W in
+// 32-wide panels, per 8-row block on the thread pool; products of one
+// shape share one task function.
+// CHECK-LABEL: func.func private @__attnc_gemm_32x40x24
+// CHECK-SAME: (%{{.*}}: memref<1x1x32x24xf32>, %{{.*}}: memref<1x1x2x24x32xf32>, %{{.*}}: memref<32x64xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-SAME: attnc.parallel_tasks
+// CHECK: vector.fma
+// CHECK-LABEL: func.func @layer
+// CHECK-COUNT-2: call @__attnc_gemm_32x40x24({{.*}}, %c0{{.*}}, %c4{{.*}})
+// CHECK-NOT: attn.projection
+func.func @layer(%x: tensor<2x16x24xf32>, %w1: tensor<24x40xf32>, %w2: tensor<24x40xf32>) -> (tensor<2x5x16x8xf32>, tensor<2x5x16x8xf32>) {
+  %a = attn.projection %x, %w1 : tensor<2x16x24xf32>, tensor<24x40xf32> -> tensor<2x5x16x8xf32>
+  %b = attn.projection %x, %w2 : tensor<2x16x24xf32>, tensor<24x40xf32> -> tensor<2x5x16x8xf32>
+  return %a, %b : tensor<2x5x16x8xf32>, tensor<2x5x16x8xf32>
+}

@@ -1,0 +1,257 @@
+// Projections and merges as tiled GEMMs (see Gemm.h).
+#include "codegen/cpu/Gemm.h"
+
+#include "codegen/cpu/KernelBuilder.h"
+#include "dialect/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace attnc {
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+class GemmBuilder : public KernelBuilder {
+public:
+  GemmBuilder(ImplicitLocOpBuilder &b, Operation *op, int64_t rows)
+      : KernelBuilder(b, rows),
+        parent(op->getParentOfType<func::FuncOp>()) {}
+
+  /// Index functions: A(m, k) and B(k, n) load a scalar (any element type)
+  /// from their buffer; C(m, n) stores an f32 scalar (converted) into it.
+  using Load = function_ref<Value(Value, Value)>;
+  using Store = function_ref<void(Value, Value, Value)>;
+
+  /// C = A B for A [M, K], B [K, N]: A copied to [1, 1, M, K] f32, B to
+  /// 32-wide panels [1, 1, P, K, 32] (zero past N), the product per 8-row
+  /// block of A on the thread pool into [M, 32 P], then stored through C.
+  void product(int64_t M, int64_t N, int64_t K, Load loadA, Load loadB,
+               Store storeC) {
+    int64_t panels = (N + kCols - 1) / kCols;
+    Value a = alloc({1, 1, M, K}), bp = alloc({1, 1, panels, K, kCols}),
+          c = alloc({M, panels * kCols});
+    loop(0, M, [&](Value m) {
+      loop(0, K, [&](Value k) {
+        memref::StoreOp::create(b, toF32(loadA(m, k)), a,
+                                ValueRange{idx(0), idx(0), m, k});
+      });
+    });
+    loop(0, panels * kCols, [&](Value n) {
+      Value inside =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, n, idx(N));
+      Value nc = arith::MinUIOp::create(b, n, idx(N - 1));
+      Value panel = arith::DivUIOp::create(b, n, idx(kCols));
+      Value lane = arith::RemUIOp::create(b, n, idx(kCols));
+      loop(0, K, [&](Value k) {
+        Value x = arith::SelectOp::create(b, inside, toF32(loadB(k, nc)),
+                                          f(0.0f));
+        memref::StoreOp::create(b, x, bp,
+                                ValueRange{idx(0), idx(0), panel, k, lane});
+      });
+    });
+    int64_t blocks = (M + rows - 1) / rows;
+    // Products of one shape share one function (a layer's projections).
+    std::string name = "__attnc_gemm_" + std::to_string(M) + "x" +
+                       std::to_string(N) + "x" + std::to_string(K);
+    auto module = parent->getParentOfType<ModuleOp>();
+    auto fn = module.lookupSymbol<func::FuncOp>(name);
+    if (fn) {
+      callTasks(fn, {a, bp, c}, blocks);
+    } else {
+      fn = outlineTasks(
+        parent, name, ValueRange{a, bp, c}.getTypes(),
+        [&](ArrayRef<Value>) {
+          return SmallVector<Value>{scratchBuffer({K, rows})};
+        },
+        [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+          Value m0 = arith::MulIOp::create(b, t, idx(rows));
+          Value zero = idx(0);
+          packRows(args[0], zero, zero, m0, M - 1, scratch[0]);
+          loop(0, panels, [&](Value panel) {
+            SmallVector<Value> acc =
+                tileProduct(scratch[0], {}, args[1], zero, zero, panel);
+            Value n0 = arith::MulIOp::create(b, panel, idx(kCols));
+            // Rows past M repeat row M - 1: they store its own values.
+            for (int64_t r = 0; r < rows; ++r) {
+              Value m = arith::MinUIOp::create(
+                  b, arith::AddIOp::create(b, m0, idx(r)), idx(M - 1));
+              for (int64_t w = 0; w < 2; ++w)
+                vector::StoreOp::create(
+                    b, acc[2 * r + w], args[2],
+                    ValueRange{m, arith::AddIOp::create(b, n0,
+                                                        idx(w * kLanes))});
+            }
+          });
+        });
+      callTasks(fn, {a, bp, c}, blocks);
+    }
+    loop(0, M, [&](Value m) {
+      loop(0, N, [&](Value n) {
+        storeC(m, n, memref::LoadOp::create(b, c, ValueRange{m, n}));
+      });
+    });
+  }
+
+  Value toF32(Value x) {
+    return x.getType().isF32() ? x : arith::ExtFOp::create(b, f32, x);
+  }
+  void store(Value x, Value memref, ValueRange indices) {
+    storeScalar(x, memref, indices);
+  }
+  Value load(Value memref, ValueRange indices) {
+    return memref::LoadOp::create(b, memref, indices);
+  }
+  /// (b, s) of a row m of the B*S rows, and (h, d) of a column of H*D.
+  std::pair<Value, Value> split(Value i, int64_t inner) {
+    return {arith::DivUIOp::create(b, i, idx(inner)),
+            arith::RemUIOp::create(b, i, idx(inner))};
+  }
+
+  SmallVector<Value> build(attn::ProjectionOp op) {
+    // Y[b,h,s,d] = sum_e X[b,s,e] W[e, h*D + d]: M = B*S, N = H*D, K = E.
+    Value x = bufferOf(op.getInput()), w = bufferOf(op.getWeight());
+    ArrayRef<int64_t> y = shapeOf(op.getResult());
+    int64_t B = y[0], H = y[1], S = y[2], D = y[3], E = shapeOf(x)[2];
+    Value out = alloc(y, elementOf(op.getResult()));
+    product(
+        B * S, H * D, E,
+        [&](Value m, Value k) {
+          auto [bi, s] = split(m, S);
+          return load(x, {bi, s, k});
+        },
+        [&](Value k, Value n) { return load(w, {k, n}); },
+        [&](Value m, Value n, Value v) {
+          auto [bi, s] = split(m, S);
+          auto [h, d] = split(n, D);
+          store(v, out, {bi, h, s, d});
+        });
+    return {tensorOf(out, op.getResult().getType())};
+  }
+
+  SmallVector<Value> build(attn::MergeOp op) {
+    // Y[b,s,e] = sum_{h,d} O[b,h,s,d] Wo[h*D + d, e]: M = B*S, N = E,
+    // K = H*D.
+    Value o = bufferOf(op.getInput()), w = bufferOf(op.getWeight());
+    ArrayRef<int64_t> os = shapeOf(o);
+    int64_t B = os[0], H = os[1], S = os[2], D = os[3], E = shapeOf(w)[1];
+    Value out = alloc(shapeOf(op.getResult()), elementOf(op.getResult()));
+    product(
+        B * S, E, H * D,
+        [&](Value m, Value k) {
+          auto [bi, s] = split(m, S);
+          auto [h, d] = split(k, D);
+          return load(o, {bi, h, s, d});
+        },
+        [&](Value k, Value n) { return load(w, {k, n}); },
+        [&](Value m, Value n, Value v) {
+          auto [bi, s] = split(m, S);
+          store(v, out, {bi, s, n});
+        });
+    return {tensorOf(out, op.getResult().getType())};
+  }
+
+  SmallVector<Value> build(attn::ProjectionGradOp op) {
+    // dX[b,s,e] = sum_{h,d} dY[b,h,s,d] W[e, h*D + d] (M = B*S, N = E,
+    // K = H*D); dW[e, h*D + d] = sum_{b,s} X[b,s,e] dY[b,h,s,d] (M = E,
+    // N = H*D, K = B*S).
+    Value x = bufferOf(op.getInput()), w = bufferOf(op.getWeight()),
+          dy = bufferOf(op.getGrad());
+    ArrayRef<int64_t> ys = shapeOf(dy);
+    int64_t B = ys[0], H = ys[1], S = ys[2], D = ys[3], E = shapeOf(x)[2];
+    Value dx = alloc(shapeOf(x), elementOf(op.getInputGrad())),
+          dw = alloc(shapeOf(w), elementOf(op.getWeightGrad()));
+    auto loadDy = [&](Value m, Value n) {
+      auto [bi, s] = split(m, S);
+      auto [h, d] = split(n, D);
+      return load(dy, {bi, h, s, d});
+    };
+    product(
+        B * S, E, H * D, loadDy,
+        [&](Value k, Value n) { return load(w, {n, k}); },
+        [&](Value m, Value n, Value v) {
+          auto [bi, s] = split(m, S);
+          store(v, dx, {bi, s, n});
+        });
+    product(
+        E, H * D, B * S,
+        [&](Value m, Value k) {
+          auto [bi, s] = split(k, S);
+          return load(x, {bi, s, m});
+        },
+        loadDy, [&](Value m, Value n, Value v) { store(v, dw, {m, n}); });
+    return {tensorOf(dx, op.getInputGrad().getType()),
+            tensorOf(dw, op.getWeightGrad().getType())};
+  }
+
+  SmallVector<Value> build(attn::MergeGradOp op) {
+    // dO[b,h,s,d] = sum_e dY[b,s,e] Wo[h*D + d, e] (M = B*S, N = H*D,
+    // K = E); dWo[h*D + d, e] = sum_{b,s} O[b,h,s,d] dY[b,s,e] (M = H*D,
+    // N = E, K = B*S).
+    Value o = bufferOf(op.getInput()), w = bufferOf(op.getWeight()),
+          dy = bufferOf(op.getGrad());
+    ArrayRef<int64_t> os = shapeOf(o);
+    int64_t B = os[0], H = os[1], S = os[2], D = os[3], E = shapeOf(w)[1];
+    Value dO = alloc(os, elementOf(op.getInputGrad())),
+          dw = alloc(shapeOf(w), elementOf(op.getWeightGrad()));
+    product(
+        B * S, H * D, E,
+        [&](Value m, Value k) {
+          auto [bi, s] = split(m, S);
+          return load(dy, {bi, s, k});
+        },
+        [&](Value k, Value n) { return load(w, {n, k}); },
+        [&](Value m, Value n, Value v) {
+          auto [bi, s] = split(m, S);
+          auto [h, d] = split(n, D);
+          store(v, dO, {bi, h, s, d});
+        });
+    product(
+        H * D, E, B * S,
+        [&](Value m, Value k) {
+          auto [bi, s] = split(k, S);
+          auto [h, d] = split(m, D);
+          return load(o, {bi, h, s, d});
+        },
+        [&](Value k, Value n) {
+          auto [bi, s] = split(k, S);
+          return load(dy, {bi, s, n});
+        },
+        [&](Value m, Value n, Value v) { store(v, dw, {m, n}); });
+    return {tensorOf(dO, op.getInputGrad().getType()),
+            tensorOf(dw, op.getWeightGrad().getType())};
+  }
+
+private:
+  func::FuncOp parent;
+};
+
+} // namespace
+
+bool canLowerToGemmCpu(Operation *op) {
+  if (!isa<attn::ProjectionOp, attn::MergeOp, attn::ProjectionGradOp,
+           attn::MergeGradOp>(op))
+    return false;
+  return llvm::all_of(op->getOperandTypes(), [](Type t) {
+    return isa<FloatType>(cast<ShapedType>(t).getElementType());
+  });
+}
+
+SmallVector<Value> buildGemmCpu(OpBuilder &builder, Operation *op,
+                                int64_t rows) {
+  ImplicitLocOpBuilder b(op->getLoc(), builder);
+  GemmBuilder gemm(b, op, rows);
+  return llvm::TypeSwitch<Operation *, SmallVector<Value>>(op)
+      .Case<attn::ProjectionOp, attn::MergeOp, attn::ProjectionGradOp,
+            attn::MergeGradOp>([&](auto typed) { return gemm.build(typed); });
+}
+
+} // namespace attnc
