@@ -143,11 +143,23 @@ protected:
     return t;
   }
 
-  /// Runs body(r, i = i0 + r) for the rows of a tile as a loop, not
-  /// unrolled: the per-row softmax code is long, the loop keeps the kernel
-  /// small (JIT compile time) at the cost of one scratch round trip.
-  void forRows(Value i0, function_ref<void(Value, Value)> body) {
-    loop(0, rows, [&](Value r) { body(r, arith::AddIOp::create(b, i0, r)); });
+  /// Runs body(r, i = i0 + r) for the rows of a tile as a loop, at most
+  /// `unrollFactor` rows per iteration: the per-row softmax code is long,
+  /// the loop keeps the kernel small (JIT compile time). (Measured with
+  /// interleaved A/B calls: the forward's softmax unrolled by 2 ran 3.5%
+  /// faster than by 1, by 4 no faster than by 2; the backward's gained
+  /// nothing.)
+  void forRows(Value i0, function_ref<void(Value, Value)> body,
+               unsigned unrollFactor = 1) {
+    auto forOp = scf::ForOp::create(b, idx(0), idx(rows), idx(1));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(forOp.getBody());
+      Value r = forOp.getInductionVar();
+      body(r, arith::AddIOp::create(b, i0, r));
+    }
+    if (unrollFactor > 1)
+      unroll(forOp, unrollFactor);
   }
 
   /// Whether every row of the query tile from i0 sees all 32 keys of the
@@ -458,7 +470,7 @@ private:
         memref::StoreOp::create(b, alpha, alphaBuf, r);
         vector::StoreOp::create(b, p0, pBuf, ValueRange{r, idx(0)});
         vector::StoreOp::create(b, p1, pBuf, ValueRange{r, idx(kLanes)});
-      });
+      }, 2);
       Value valid = arith::MinUIOp::create(
           b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
       rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf);

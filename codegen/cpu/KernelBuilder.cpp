@@ -196,8 +196,6 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
   }
   for (int64_t w = 0; w < 2; ++w)
     vector::StoreOp::create(b, acc[w], zt, ValueRange{d, idx(w * kLanes)});
-  b.setInsertionPointAfter(dLoop);
-  unroll(dLoop, 2);
 }
 
 SmallVector<Value> KernelBuilder::tileProduct(Value packed, ValueRange prefix,
@@ -223,7 +221,8 @@ SmallVector<Value> KernelBuilder::tileProduct(Value packed, ValueRange prefix,
   }
   scf::YieldOp::create(b, acc);
   b.setInsertionPointAfter(dLoop);
-  return unroll(dLoop, 4);
+  // By 2: by 1 ran 1.4% slower, by 4 or 8 no faster (interleaved A/B).
+  return unroll(dLoop, 2);
 }
 
 func::FuncOp KernelBuilder::outline(func::FuncOp parent, StringRef name,
