@@ -546,10 +546,47 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
 }
 
 /// Compiles with diagnostics located in `sourceName`.
-static std::shared_ptr<const Module> compileNamed(std::string_view specText,
+/// The spec with Options::sizes substituted for its `${NAME}` placeholders;
+/// false (and the message) for a placeholder without a value.
+static bool substituteSizes(std::string_view text, const Options &options,
+                            std::string &out, std::string &error) {
+  out.clear();
+  size_t pos = 0;
+  while (true) {
+    size_t open = text.find("${", pos);
+    if (open == std::string_view::npos)
+      break;
+    size_t close = text.find('}', open);
+    std::string name(text.substr(open + 2, close == std::string_view::npos
+                                               ? std::string_view::npos
+                                               : close - open - 2));
+    auto it = options.sizes.find(name);
+    if (close == std::string_view::npos || it == options.sizes.end()) {
+      size_t line = 1 + std::count(text.begin(), text.begin() + open, '\n');
+      error = "line " + std::to_string(line) + ": size placeholder '${" +
+              name + (close == std::string_view::npos ? "" : "}") +
+              "' has no value in Options::sizes";
+      return false;
+    }
+    out.append(text.substr(pos, open - pos));
+    out += std::to_string(it->second);
+    pos = close + 1;
+  }
+  out.append(text.substr(pos));
+  return true;
+}
+
+static std::shared_ptr<const Module> compileNamed(std::string_view templateText,
                                                   llvm::StringRef sourceName,
                                                   const Options &options,
                                                   std::string *error) {
+  std::string substituted, message;
+  if (!substituteSizes(templateText, options, substituted, message)) {
+    if (error)
+      *error = message;
+    return nullptr;
+  }
+  std::string_view specText = substituted;
   std::string key = cacheKey(specText, options);
   {
     std::lock_guard<std::mutex> lock(memoryCacheMutex);
@@ -559,7 +596,6 @@ static std::shared_ptr<const Module> compileNamed(std::string_view specText,
         return module;
   }
 
-  std::string message;
   CompiledObject compiled;
   std::string directory = options.diskCache ? cacheDirectory(options) : "";
   bool cached = loadFromDiskCache(directory, key, compiled);

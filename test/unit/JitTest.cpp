@@ -304,6 +304,35 @@ TEST(JitTest, RegionIntegerDivisionInPaddingLanes) {
   }
 }
 
+/// One spec text, compiled for two sequence lengths through Options::sizes.
+TEST(JitTest, SizesAreSubstituted) {
+  const std::string t = "tensor<1x2x${S}x16xf32>";
+  const std::string spec =
+      "func.func @k(%q: " + t + ") -> " + t + " {\n"
+      "  %o, %l = attn.attention %q, %q, %q causal : " + t + ", " + t + ", " +
+      t + " -> " + t + ", tensor<1x2x${S}xf32>\n  return %o : " + t + "\n}\n";
+  for (int64_t S : {16, 40}) {
+    jit::Options options = testOptions();
+    options.sizes = {{"S", S}};
+    std::string error;
+    auto module = jit::Module::compile(spec, options, &error);
+    ASSERT_TRUE(module) << error;
+    const jit::EntryPoint *k = module->find("k");
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->args[0].shape, (std::vector<int64_t>{1, 2, S, 16}));
+    std::vector<float> q(2 * S * 16, 0.5f), o(q.size());
+    EXPECT_TRUE(module->forward({{q.data(), {1, 2, S, 16}},
+                                 {o.data(), {1, 2, S, 16}}})
+                    .ok());
+    EXPECT_NEAR(o.back(), 0.5f, 1e-6);
+  }
+  std::string error;
+  EXPECT_FALSE(jit::Module::compile(spec, testOptions(), &error));
+  EXPECT_NE(error.find("line 1: size placeholder '${S}' has no value"),
+            std::string::npos)
+      << error;
+}
+
 TEST(JitTest, CompileFileReportsUnreadableFile) {
   std::string error;
   EXPECT_FALSE(jit::Module::compileFile("/nonexistent/spec.mlir", {}, &error));

@@ -13,6 +13,7 @@
 #define ATTNC_JIT_H
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -70,6 +71,12 @@ struct Options {
   /// Cache directory; empty: $ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc,
   /// else $HOME/.cache/attnc.
   std::string cacheDir;
+  /// Sizes substituted into the spec before it is parsed: every `${NAME}`
+  /// becomes the decimal value of sizes["NAME"] (shapes are static, so a
+  /// spec written with `tensor<1x8x${S}x64xf32>` compiles one variant per
+  /// S; each is its own cache entry). A placeholder without a value is an
+  /// error.
+  std::map<std::string, int64_t> sizes;
 };
 
 /// The outcome of a call: `error` is set when nothing was called (unknown
