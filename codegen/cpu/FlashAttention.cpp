@@ -303,9 +303,10 @@ protected:
 
   /// One 16-key half w of a score row: the scaled scores (x = scale S), the
   /// score_mod of them (S', x without a region) and the lanes the masks keep
-  /// (`inRange`, the named masks, and the mask_mod region).
+  /// (`inRange`, the named masks, and the mask_mod region); with a region,
+  /// also the key indices it saw.
   struct Scores {
-    Value scaled, modified, keep;
+    Value scaled, modified, keep, keys;
   };
   Scores scoresOf(ArrayRef<Value> caps, Value s, Value inRange, Value bi,
                   Value h, Value row, Value j0, int64_t w) {
@@ -315,7 +316,7 @@ protected:
     out.keep = inRange;
     if (scoreMod.empty() && maskMod.empty())
       return out;
-    Value j = keyIndices(j0, w);
+    Value j = out.keys = keyIndices(j0, w);
     if (!scoreMod.empty()) {
       SmallVector<Value> bound = {out.scaled, bi, h, row, j};
       bound.append(caps.begin(), caps.begin() + numScoreCaptures);
@@ -725,8 +726,7 @@ private:
         // dS' = P (dP - Delta), through the score_mod's adjoint to dS.
         Value ds = arith::MulFOp::create(b, p, arith::SubFOp::create(b, dp, d));
         if (adjointBlock) {
-          SmallVector<Value> bound = {sc.scaled, bi, h, range.row,
-                                      keyIndices(j0, w)};
+          SmallVector<Value> bound = {sc.scaled, bi, h, range.row, sc.keys};
           bound.append(caps.begin(), caps.begin() + numScoreCaptures);
           bound.push_back(ds);
           SmallVector<Value> adjoints =

@@ -45,19 +45,7 @@ public:
                                 ValueRange{idx(0), idx(0), m, k});
       });
     });
-    loop(0, panels * kCols, [&](Value n) {
-      Value inside =
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, n, idx(N));
-      Value nc = arith::MinUIOp::create(b, n, idx(N - 1));
-      Value panel = arith::DivUIOp::create(b, n, idx(kCols));
-      Value lane = arith::RemUIOp::create(b, n, idx(kCols));
-      loop(0, K, [&](Value k) {
-        Value x = arith::SelectOp::create(b, inside, toF32(loadB(k, nc)),
-                                          f(0.0f));
-        memref::StoreOp::create(b, x, bp,
-                                ValueRange{idx(0), idx(0), panel, k, lane});
-      });
-    });
+    packPanels(bp, {idx(0), idx(0)}, N, loadB);
     int64_t blocks = (M + rows - 1) / rows;
     // Products of one shape share one function (a layer's projections).
     std::string name = "__attnc_gemm_" + std::to_string(M) + "x" +
@@ -104,9 +92,6 @@ public:
   Value toF32(Value x) {
     return x.getType().isF32() ? x : arith::ExtFOp::create(b, f32, x);
   }
-  void store(Value x, Value memref, ValueRange indices) {
-    storeScalar(x, memref, indices);
-  }
   Value load(Value memref, ValueRange indices) {
     return memref::LoadOp::create(b, memref, indices);
   }
@@ -132,7 +117,7 @@ public:
         [&](Value m, Value n, Value v) {
           auto [bi, s] = split(m, S);
           auto [h, d] = split(n, D);
-          store(v, out, {bi, h, s, d});
+          storeScalar(v, out, {bi, h, s, d});
         });
     return {tensorOf(out, op.getResult().getType())};
   }
@@ -154,7 +139,7 @@ public:
         [&](Value k, Value n) { return load(w, {k, n}); },
         [&](Value m, Value n, Value v) {
           auto [bi, s] = split(m, S);
-          store(v, out, {bi, s, n});
+          storeScalar(v, out, {bi, s, n});
         });
     return {tensorOf(out, op.getResult().getType())};
   }
@@ -179,7 +164,7 @@ public:
         [&](Value k, Value n) { return load(w, {n, k}); },
         [&](Value m, Value n, Value v) {
           auto [bi, s] = split(m, S);
-          store(v, dx, {bi, s, n});
+          storeScalar(v, dx, {bi, s, n});
         });
     product(
         E, H * D, B * S,
@@ -187,7 +172,7 @@ public:
           auto [bi, s] = split(k, S);
           return load(x, {bi, s, m});
         },
-        loadDy, [&](Value m, Value n, Value v) { store(v, dw, {m, n}); });
+        loadDy, [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); });
     return {tensorOf(dx, op.getInputGrad().getType()),
             tensorOf(dw, op.getWeightGrad().getType())};
   }
@@ -212,7 +197,7 @@ public:
         [&](Value m, Value n, Value v) {
           auto [bi, s] = split(m, S);
           auto [h, d] = split(n, D);
-          store(v, dO, {bi, h, s, d});
+          storeScalar(v, dO, {bi, h, s, d});
         });
     product(
         H * D, E, B * S,
@@ -225,7 +210,7 @@ public:
           auto [bi, s] = split(k, S);
           return load(dy, {bi, s, n});
         },
-        [&](Value m, Value n, Value v) { store(v, dw, {m, n}); });
+        [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); });
     return {tensorOf(dO, op.getInputGrad().getType()),
             tensorOf(dw, op.getWeightGrad().getType())};
   }

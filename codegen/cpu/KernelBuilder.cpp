@@ -122,22 +122,35 @@ SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
   return results;
 }
 
-void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g) {
-  ArrayRef<int64_t> s = cast<MemRefType>(src.getType()).getShape();
-  int64_t length = s[2], width = s[3];
-  int64_t padded = cast<MemRefType>(dst.getType()).getShape()[2] * kCols;
-  loop(0, padded, [&](Value j) {
-    Value inRange =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, j, idx(length));
-    Value jc = arith::MinUIOp::create(b, j, idx(length - 1));
-    Value tile = arith::DivUIOp::create(b, j, idx(kCols));
-    Value lane = arith::RemUIOp::create(b, j, idx(kCols));
-    loop(0, width, [&](Value d) {
-      Value x = loadF32(src, ValueRange{bi, g, jc, d});
-      Value y = arith::SelectOp::create(b, inRange, x, f(0.0f));
-      memref::StoreOp::create(b, y, dst, ValueRange{bi, g, tile, d, lane});
+void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
+                               function_ref<Value(Value, Value)> load) {
+  ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
+  int64_t width = d[d.size() - 2], padded = d[d.size() - 3] * kCols;
+  loop(0, padded, [&](Value n) {
+    Value inside =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, n, idx(length));
+    Value nc = arith::MinUIOp::create(b, n, idx(length - 1));
+    SmallVector<Value> at(prefix);
+    at.push_back(arith::DivUIOp::create(b, n, idx(kCols)));
+    Value lane = arith::RemUIOp::create(b, n, idx(kCols));
+    loop(0, width, [&](Value k) {
+      Value x = load(k, nc);
+      if (!x.getType().isF32())
+        x = arith::ExtFOp::create(b, f32, x);
+      SmallVector<Value> indices(at);
+      indices.append({k, lane});
+      memref::StoreOp::create(b, arith::SelectOp::create(b, inside, x, f(0.0f)),
+                              dst, indices);
     });
   });
+}
+
+void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g) {
+  packPanels(dst, {bi, g}, cast<MemRefType>(src.getType()).getShape()[2],
+             [&](Value d, Value j) {
+               return memref::LoadOp::create(b, src, ValueRange{bi, g, j, d})
+                   .getResult();
+             });
 }
 
 void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,

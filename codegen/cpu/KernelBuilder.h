@@ -54,10 +54,16 @@ public:
   llvm::SmallVector<mlir::Value> unroll(mlir::scf::ForOp loop,
                                         unsigned factor);
 
-  /// dst[bi, g, j / 32, d, j % 32] = src[bi, g, j, d] for j < S, 0 in the
-  /// padding up to a multiple of 32, for one (batch, head): each key tile's
-  /// transpose is one contiguous block (row-major X^T would stride by S and
-  /// alias in L1).
+  /// dst[prefix..., n / 32, k, n % 32] = load(k, n) as f32 for n < length,
+  /// 0 in the padding up to dst's multiple of 32: a matrix in 32-wide
+  /// column panels, each one contiguous block (the tile products' B).
+  void packPanels(mlir::Value dst, mlir::ValueRange prefix, int64_t length,
+                  llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)>
+                      load);
+
+  /// dst[bi, g, j / 32, d, j % 32] = src[bi, g, j, d]: K or V of one
+  /// (batch, head) in key tiles (packPanels; row-major X^T would stride by
+  /// S and alias in L1).
   void transposeTiles(mlir::Value src, mlir::Value dst, mlir::Value bi,
                       mlir::Value g);
 
