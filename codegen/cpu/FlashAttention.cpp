@@ -440,12 +440,8 @@ private:
               .getResult();
         };
         Value s0 = scores(in0, 0), s1 = scores(in1, 1);
-        // maxnum, not maximum: scores are never NaN, and a tree of vmaxps.
-        Value tileMax = vector::ReductionOp::create(
-            b, vector::CombiningKind::MAXNUMF,
-            arith::MaxNumFOp::create(b, s0, s1));
-        Value m = arith::MaxNumFOp::create(
-            b, memref::LoadOp::create(b, maxBuf, r), tileMax);
+        Value tileMax = maxOfLanes(maxOf(s0, s1));
+        Value m = maxOf(memref::LoadOp::create(b, maxBuf, r), tileMax);
         // While a row has seen no key, m = -inf: subtract 0 instead so that
         // exp gives 0, never NaN.
         Value safe = arith::SelectOp::create(

@@ -33,6 +33,10 @@ public:
   mlir::Value f(float v);
   /// Broadcasts a scalar to 16 lanes.
   mlir::Value splat(mlir::Value scalar);
+  /// The larger of a and c (scalars or vectors), and the largest lane of a
+  /// vector, as compare-and-select steps (see KernelBuilder.cpp).
+  mlir::Value maxOf(mlir::Value a, mlir::Value c);
+  mlir::Value maxOfLanes(mlir::Value v);
   /// Loads from f32, f16 or bf16 memrefs as f32 (one scalar or 16 lanes),
   /// and stores f32 values into them: inputs and outputs keep the spec's
   /// element type, all arithmetic is f32.

@@ -13,7 +13,10 @@
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 // Key masks only in tiles the named masks do not leave whole.
 // CHECK: scf.if %{{.*}} -> (vector<16xi1>, vector<16xi1>)
-// CHECK: vector.reduction <maxnumf>
+// Row maxima as compare-and-select steps over halves (one vmaxps each).
+// CHECK: vector.extract_strided_slice {{.*}} {offsets = [8], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
+// CHECK: arith.cmpf ogt, {{.*}} : vector<8xf32>
+// CHECK-NOT: vector.reduction <maxnumf>
 // CHECK-NOT: math.exp {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
 // CHECK: arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
