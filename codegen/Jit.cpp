@@ -151,13 +151,6 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
       if (auto fn = spec->module->lookupSymbol<mlir::func::FuncOp>(symbol))
         fn.erase();
   }
-  mlir::PassManager pm(&context);
-  CpuPipelineOptions pipeline;
-  pipeline.threads = std::max(options.threads, 0);
-  buildCpuPipeline(pm, pipeline);
-  if (mlir::failed(pm.run(*spec->module)))
-    return false;
-
   TargetOptions target;
   target.optLevel = std::min(options.optLevel, 3u);
   target.cpu = options.cpu;
@@ -172,6 +165,13 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
              missing + "): JIT code must run here";
     return false;
   }
+  mlir::PassManager pm(&context);
+  CpuPipelineOptions pipeline;
+  pipeline.threads = std::max(options.threads, 0);
+  pipeline.vectorBits = vectorRegisterBits(**machine);
+  buildCpuPipeline(pm, pipeline);
+  if (mlir::failed(pm.run(*spec->module)))
+    return false;
   llvm::LLVMContext llvmContext;
   auto module = translateToLLVMIR(*spec->module, llvmContext, **machine,
                                   target.optLevel);

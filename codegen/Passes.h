@@ -16,13 +16,17 @@ namespace attnc {
 struct CpuPipelineOptions {
   /// At most this many threads per parallel loop; 0: the runtime's default.
   int64_t threads = 0;
+  /// The target's vector register width (vectorRegisterBits), for the
+  /// tile plans.
+  int64_t vectorBits = 512;
 };
 
 /// The CPU pipeline, from attn ops on tensors to the LLVM dialect, in
 /// stages that attnc-opt also exposes (attnc-cpu-bufferize,
 /// attnc-cpu-to-llvm, and attnc-cpu-pipeline for all of them, with the
 /// default options).
-void buildCpuBufferizePipeline(mlir::OpPassManager &pm);
+void buildCpuBufferizePipeline(mlir::OpPassManager &pm,
+                               const CpuPipelineOptions &options = {});
 void buildCpuToLLVMPipeline(mlir::OpPassManager &pm,
                             const CpuPipelineOptions &options = {});
 void buildCpuPipeline(mlir::OpPassManager &pm,

@@ -44,7 +44,9 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"rows", "rows", "int64_t", /*default=*/"8",
-           "Query rows per task (register blocking)">
+           "Query rows per task (register blocking) of ops without an "
+           "attn.tile_plan (attn-plan-tiles), which also get its AVX-512 "
+           "key block">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",

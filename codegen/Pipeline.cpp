@@ -1,5 +1,6 @@
 // The CPU lowering pipeline, as registered pass pipelines.
 #include "codegen/Passes.h"
+#include "passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -15,7 +16,11 @@ using namespace mlir;
 
 namespace attnc {
 
-void buildCpuBufferizePipeline(OpPassManager &pm) {
+void buildCpuBufferizePipeline(OpPassManager &pm,
+                               const CpuPipelineOptions &options) {
+  AttnPlanTilesOptions plan;
+  plan.vectorBits = options.vectorBits;
+  pm.addPass(createAttnPlanTiles(plan));
   pm.addPass(createAttnLowerCpu());
   pm.addPass(createAttnLowerToLinalg());
   // Gradient accumulation adds whole tensors with arith.addf.
@@ -65,7 +70,7 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
 }
 
 void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
-  buildCpuBufferizePipeline(pm);
+  buildCpuBufferizePipeline(pm, options);
   buildCpuToLLVMPipeline(pm, options);
 }
 
@@ -73,7 +78,7 @@ void registerCpuPipelines() {
   PassPipelineRegistration<>(
       "attnc-cpu-bufferize",
       "attn ops -> linalg -> bufferized C entry points with status codes",
-      buildCpuBufferizePipeline);
+      [](OpPassManager &pm) { buildCpuBufferizePipeline(pm); });
   PassPipelineRegistration<>("attnc-cpu-to-llvm",
                              "bufferized loops -> LLVM dialect",
                              [](OpPassManager &pm) { buildCpuToLLVMPipeline(pm); });

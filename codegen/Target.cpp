@@ -91,6 +91,15 @@ std::string featuresMissingOnHost(llvm::TargetMachine &machine) {
   return missing;
 }
 
+int64_t vectorRegisterBits(llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo *info = machine.getMCSubtargetInfo();
+  if (!machine.getTargetTriple().isX86())
+    return 128;
+  if (info->checkFeatures("+avx512f"))
+    return 512;
+  return info->checkFeatures("+avx") ? 256 : 128;
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
                   llvm::TargetMachine &machine, unsigned optLevel) {

@@ -31,6 +31,10 @@ createTargetMachine(const TargetOptions &options);
 /// separated (empty: its code runs here).
 std::string featuresMissingOnHost(llvm::TargetMachine &machine);
 
+/// The width of `machine`'s vector registers in bits: 512 with AVX-512, 256
+/// with AVX, else 128 (what attn-plan-tiles sizes register blocks for).
+int64_t vectorRegisterBits(llvm::TargetMachine &machine);
+
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and runs the
 /// optimization pipeline at `optLevel`.
 llvm::Expected<std::unique_ptr<llvm::Module>>

@@ -49,4 +49,30 @@ def AttnFuse : Pass<"attn-fuse", "mlir::ModuleOp"> {
   }];
 }
 
+def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
+  let summary = "Analyse masks and choose target-aware tile sizes";
+  let description = [{
+    For every attn.attention and attn.attention_grad:
+
+    - mask analysis: conjuncts of a `mask_mod` region that compare affine
+      functions of i and j (`j <= i`, `i - j < W`, ...) become the named
+      masks `causal` and `window`, and the region (with its captures) is
+      dropped when they say all it says. The kernels analyse named masks
+      per tile: tiles a mask empties are skipped, tiles it leaves whole run
+      without evaluating it, only boundary tiles evaluate it; other
+      predicates are evaluated per element;
+    - tile sizes: `attn.tile_plan = {rows = R, key_block = K}` with R query
+      rows per register block (8 for 512-bit vectors, 3 for 256, 1 for
+      128) and K keys per online-softmax step (128, or the 32-key tiles a
+      sliding window spans). attn.projection, attn.merge and their
+      gradients get the rows of their GEMM blocks.
+
+    An op that already carries a plan keeps it.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
+           "Width of the target's vector registers (512, 256 or 128)">
+  ];
+}
+
 #endif // ATTNC_PASSES_PASSES_TD

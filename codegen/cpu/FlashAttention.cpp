@@ -78,9 +78,11 @@ protected:
         });
   }
 
-  /// K or V transposed into key tiles [B, Hkv, tiles, width, 32].
-  Value transposed(Value memref) {
-    Value t = alloc({B, Hkv, tiles, shapeOf(memref)[3], kCols});
+  /// K or V transposed into key tiles [B, Hkv, tiles, width, 32], the
+  /// tile count rounded up to a multiple of `tileMultiple` (zero padding).
+  Value transposed(Value memref, int64_t tileMultiple = 1) {
+    int64_t count = (tiles + tileMultiple - 1) / tileMultiple * tileMultiple;
+    Value t = alloc({B, Hkv, count, shapeOf(memref)[3], kCols});
     forEachHead("__attnc_flash_transpose", {memref, t}, Hkv,
                 [&](ArrayRef<Value> args, Value bi, Value g) {
                   transposeTiles(args[0], args[1], bi, g);
@@ -123,12 +125,13 @@ protected:
   }
 
   /// The rows of query tile `ib` of head h (and its KV head g), the key
-  /// limit of the batch, and the key tiles some row sees: [lo of the first
-  /// row rounded down to a tile, hi of the last row).
+  /// limit of the batch, and the keys some row sees: [lo of the first row
+  /// rounded down to a multiple of `block`, hi of the last row).
   struct QueryTile {
     Value g, i0, limit, jStart, jEnd;
   };
-  QueryTile queryTile(Value lengths, Value bi, Value h, Value ib) {
+  QueryTile queryTile(Value lengths, Value bi, Value h, Value ib,
+                      int64_t block = kCols) {
     QueryTile t;
     t.g = arith::DivUIOp::create(b, h, idx(H / Hkv));
     t.i0 = arith::MulIOp::create(b, ib, idx(rows));
@@ -138,7 +141,7 @@ protected:
         rowRange(t.limit, arith::AddIOp::create(b, t.i0, idx(rows - 1)), false)
             .hi;
     t.jStart = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, first, idx(kCols)), idx(kCols));
+        b, arith::DivUIOp::create(b, first, idx(block)), idx(block));
     t.jEnd = arith::MaxSIOp::create(b, last, t.jStart);
     return t;
   }
@@ -162,10 +165,11 @@ protected:
       unroll(forOp, unrollFactor);
   }
 
-  /// Whether every row of the query tile from i0 sees all 32 keys of the
-  /// key tile from j0 under the named masks (lo grows with the row, hi too
-  /// until rows past Sq, which see none when `existsOnly`).
-  Value tileIsWhole(Value limit, Value i0, Value j0, bool existsOnly) {
+  /// Whether every row of the query tile from i0 sees all `width` keys
+  /// from j0 under the named masks (lo grows with the row, hi too until
+  /// rows past Sq, which see none when `existsOnly`).
+  Value tileIsWhole(Value limit, Value i0, Value j0, bool existsOnly,
+                    int64_t width = kCols) {
     RowRange first = rowRange(limit, i0, existsOnly);
     RowRange last = rowRange(
         limit, arith::AddIOp::create(b, i0, idx(rows - 1)), existsOnly);
@@ -173,52 +177,51 @@ protected:
     return arith::AndIOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, j0, last.lo),
         arith::CmpIOp::create(b, arith::CmpIPredicate::sle,
-                              arith::AddIOp::create(b, j0, idx(kCols)),
+                              arith::AddIOp::create(b, j0, idx(width)),
                               minHi));
   }
 
   /// keyMask, skipped (all lanes kept) in tiles the named masks leave whole:
   /// only boundary tiles evaluate it.
-  std::pair<Value, Value> keyMaskUnlessWhole(Value whole, Value j0, Value lo,
-                                             Value hi) {
+  SmallVector<Value> keyMaskUnlessWhole(Value whole, Value j0, Value lo,
+                                        Value hi, int64_t width = kCols) {
     auto maskType = VectorType::get({kLanes}, b.getI1Type());
-    auto ifOp = scf::IfOp::create(b, TypeRange{maskType, maskType}, whole,
-                                  /*withElseRegion=*/true);
+    SmallVector<Type> types(width / kLanes, maskType);
+    auto ifOp = scf::IfOp::create(b, types, whole, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value all = arith::ConstantOp::create(
         b, DenseElementsAttr::get(maskType, true));
-    scf::YieldOp::create(b, ValueRange{all, all});
+    scf::YieldOp::create(b, SmallVector<Value>(types.size(), all));
     b.setInsertionPointToStart(ifOp.elseBlock());
-    auto [in0, in1] = keyMask(j0, lo, hi);
-    scf::YieldOp::create(b, ValueRange{in0, in1});
-    return {ifOp.getResult(0), ifOp.getResult(1)};
+    scf::YieldOp::create(b, keyMask(j0, lo, hi, width));
+    return SmallVector<Value>(ifOp.getResults());
   }
 
-  /// Whether each key of the tile starting at j0 lies in [lo, hi), for the
-  /// two 16-lane halves.
-  std::pair<Value, Value> keyMask(Value j0, Value lo, Value hi) {
-    SmallVector<int32_t> lanes(kLanes);
-    for (int32_t l = 0; l < kLanes; ++l)
-      lanes[l] = l;
+  /// Whether each key of the `width` from j0 lies in [lo, hi), per 16-lane
+  /// vector.
+  SmallVector<Value> keyMask(Value j0, Value lo, Value hi,
+                             int64_t width = kCols) {
     auto i32Vec = VectorType::get({kLanes}, b.getI32Type());
     auto toI32 = [&](Value index) {
       return arith::IndexCastOp::create(b, b.getI32Type(), index).getResult();
     };
-    Value step = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(lanes)));
-    Value jv0 = arith::AddIOp::create(b, step, splat(toI32(j0)));
-    Value jv1 = arith::AddIOp::create(
-        b, jv0,
-        splat(arith::ConstantOp::create(b, b.getI32IntegerAttr(kLanes))));
     Value l = splat(toI32(lo)), h = splat(toI32(hi));
-    auto inRange = [&](Value jv) {
-      return arith::AndIOp::create(
-                 b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, jv, l),
-                 arith::CmpIOp::create(b, arith::CmpIPredicate::slt, jv, h))
-          .getResult();
-    };
-    return {inRange(jv0), inRange(jv1)};
+    SmallVector<Value> masks;
+    for (int64_t w = 0; w < width / kLanes; ++w) {
+      SmallVector<int32_t> lanes(kLanes);
+      for (int32_t lane = 0; lane < kLanes; ++lane)
+        lanes[lane] = int32_t(w * kLanes) + lane;
+      Value jv = arith::AddIOp::create(
+          b,
+          arith::ConstantOp::create(
+              b, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(lanes))),
+          splat(toI32(j0)));
+      masks.push_back(arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, jv, l),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::slt, jv, h)));
+    }
+    return masks;
   }
 
   /// y[r, :] = alpha[r] * y[r, :] + sum_{j < valid} c[r, j] * x[bi, g, j0 + j, :]
@@ -335,12 +338,13 @@ protected:
     return out;
   }
 
-  /// Stores the 2 * rows vectors of a tile product into a rows x 32 buffer.
-  void storeTile(ArrayRef<Value> tile, Value buffer) {
+  /// Stores the 2 * rows vectors of a tile product into columns [col,
+  /// col + 32) of a rows x n buffer.
+  void storeTile(ArrayRef<Value> tile, Value buffer, int64_t col = 0) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t w = 0; w < 2; ++w)
         vector::StoreOp::create(b, tile[2 * r + w], buffer,
-                                ValueRange{idx(r), idx(w * kLanes)});
+                                ValueRange{idx(r), idx(col + w * kLanes)});
   }
 
   /// Zeros a 2-d f32 buffer whose rows are a multiple of 16 wide.
@@ -371,8 +375,10 @@ protected:
 
 class FlashForward : public FlashCommon {
 public:
-  FlashForward(ImplicitLocOpBuilder &b, attn::AttentionOp op, int64_t rows)
-      : FlashCommon(b, op, rows), op(op) {}
+  FlashForward(ImplicitLocOpBuilder &b, attn::AttentionOp op,
+               const TilePlan &plan)
+      : FlashCommon(b, op, plan.rows), op(op),
+        blockTiles(plan.keyBlock / kCols) {}
 
   std::pair<Value, Value> build() {
     Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
@@ -380,7 +386,7 @@ public:
     Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
     Value o = alloc({B, H, Sq, Dv}, elementOf(op.getOutput())),
           l = alloc({B, H, Sq});
-    Value kt = transposed(k);
+    Value kt = transposed(k, blockTiles);
     SmallVector<Value> captured = {q, kt, v, o, l};
     if (lengths)
       captured.push_back(lengths);
@@ -390,7 +396,7 @@ public:
         parent, "__attnc_flash_forward", captured, B * H * qTiles,
         [&](ArrayRef<Value>) {
           return SmallVector<Value>{scratchBuffer({rows, Dv}),
-                                    scratchBuffer({rows, kCols}),
+                                    scratchBuffer({rows, blockTiles * kCols}),
                                     scratchBuffer({rows}), scratchBuffer({rows}),
                                     scratchBuffer({rows}),
                                     scratchBuffer({D, rows})};
@@ -414,7 +420,7 @@ private:
     // the current key tile.
     Value oBuf = scratch[0], pBuf = scratch[1], maxBuf = scratch[2],
           sumBuf = scratch[3], alphaBuf = scratch[4], qPacked = scratch[5];
-    QueryTile qt = queryTile(lengths, bi, h, ib);
+    QueryTile qt = queryTile(lengths, bi, h, ib, blockTiles * kCols);
     Value g = qt.g, i0 = qt.i0;
     zero(oBuf);
     packRows(q, bi, h, i0, Sq - 1, qPacked);
@@ -423,53 +429,80 @@ private:
       memref::StoreOp::create(b, f(0.0f), sumBuf, r);
     });
 
-    loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
-      Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-      storeTile(tileProduct(qPacked, {}, kt, bi, g, tile), pBuf);
-      Value whole = tileIsWhole(qt.limit, i0, j0, /*existsOnly=*/false);
+    int64_t width = blockTiles * kCols, n = width / kLanes;
+    loop(qt.jStart, qt.jEnd, width, [&](Value j0) {
+      // The block's scores, tile by tile; a tile no row sees (past jEnd,
+      // on the causal diagonal) is skipped: the masks drop its lanes.
+      Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
+      for (int64_t t = 0; t < blockTiles; ++t) {
+        Value tile = arith::AddIOp::create(b, tile0, idx(t));
+        auto build = [&] {
+          storeTile(tileProduct(qPacked, {}, kt, bi, g, tile), pBuf,
+                    t * kCols);
+        };
+        if (t == 0) {
+          build();
+          continue;
+        }
+        auto ifOp = scf::IfOp::create(
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                  arith::AddIOp::create(b, j0, idx(t * kCols)),
+                                  qt.jEnd),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        build();
+      }
+      Value whole =
+          tileIsWhole(qt.limit, i0, j0, /*existsOnly=*/false, width);
       forRows(i0, [&](Value r, Value i) {
         RowRange range = rowRange(qt.limit, i, /*existsOnly=*/false);
-        auto [in0, in1] = keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
+        SmallVector<Value> in =
+            keyMaskUnlessWhole(whole, j0, range.lo, range.hi, width);
         Value negInf = splat(f(kNegInf));
-        auto scores = [&](Value in, int64_t w) {
-          Value x =
-              vector::LoadOp::create(b, vec, pBuf, ValueRange{r, idx(w * kLanes)});
+        SmallVector<Value> s;
+        for (int64_t w = 0; w < n; ++w) {
+          Value x = vector::LoadOp::create(b, vec, pBuf,
+                                           ValueRange{r, idx(w * kLanes)});
           Scores sc = scoresOf(args.slice(captureBase, captures.size()), x,
-                               in, bi, h, range.row, j0, w);
-          return arith::SelectOp::create(b, sc.keep, sc.modified, negInf)
-              .getResult();
-        };
-        Value s0 = scores(in0, 0), s1 = scores(in1, 1);
-        Value tileMax = maxOfLanes(maxOf(s0, s1));
-        Value m = maxOf(memref::LoadOp::create(b, maxBuf, r), tileMax);
+                               in[w], bi, h, range.row, j0, w);
+          s.push_back(
+              arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
+        }
+        Value blockMax = s[0];
+        for (int64_t w = 1; w < n; ++w)
+          blockMax = maxOf(blockMax, s[w]);
+        Value mOld = memref::LoadOp::create(b, maxBuf, r);
+        Value m = maxOf(mOld, maxOfLanes(blockMax));
         // While a row has seen no key, m = -inf: subtract 0 instead so that
         // exp gives 0, never NaN.
         Value safe = arith::SelectOp::create(
             b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf)),
             f(0.0f), m);
-        Value alpha = math::ExpOp::create(
-            b, arith::SubFOp::create(b, memref::LoadOp::create(b, maxBuf, r),
-                                     safe));
-        Value p0 =
-            math::ExpOp::create(b, arith::SubFOp::create(b, s0, splat(safe)));
-        Value p1 =
-            math::ExpOp::create(b, arith::SubFOp::create(b, s1, splat(safe)));
+        Value alpha = math::ExpOp::create(b, arith::SubFOp::create(b, mOld, safe));
+        Value pSum;
+        for (int64_t w = 0; w < n; ++w) {
+          Value p =
+              math::ExpOp::create(b, arith::SubFOp::create(b, s[w], splat(safe)));
+          vector::StoreOp::create(b, p, pBuf, ValueRange{r, idx(w * kLanes)});
+          pSum = pSum ? arith::AddFOp::create(b, pSum, p).getResult() : p;
+        }
         // reassoc: a tree reduction instead of 16 dependent adds.
-        Value tileSum = vector::ReductionOp::create(
-            b, vector::CombiningKind::ADD, arith::AddFOp::create(b, p0, p1),
-            Value(), arith::FastMathFlags::reassoc);
+        Value blockSum = vector::ReductionOp::create(
+            b, vector::CombiningKind::ADD, pSum, Value(),
+            arith::FastMathFlags::reassoc);
         Value sum = arith::AddFOp::create(
             b, arith::MulFOp::create(b, memref::LoadOp::create(b, sumBuf, r),
                                      alpha),
-            tileSum);
+            blockSum);
         memref::StoreOp::create(b, m, maxBuf, r);
         memref::StoreOp::create(b, sum, sumBuf, r);
         memref::StoreOp::create(b, alpha, alphaBuf, r);
-        vector::StoreOp::create(b, p0, pBuf, ValueRange{r, idx(0)});
-        vector::StoreOp::create(b, p1, pBuf, ValueRange{r, idx(kLanes)});
       }, 2);
+      // Keys past jEnd have p = 0: no row sees them.
       Value valid = arith::MinUIOp::create(
-          b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
+          b, idx(width), arith::SubIOp::create(b, qt.jEnd, j0));
       rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf);
     });
     // O = oBuf / l and LSE = m + log l for the rows that exist; a row that
@@ -498,6 +531,7 @@ private:
   }
 
   attn::AttentionOp op;
+  int64_t blockTiles; // 32-key tiles per online-softmax step
 };
 
 //===----------------------------------------------------------------------===//
@@ -703,13 +737,13 @@ private:
     Value whole = tileIsWhole(limit, i0, j0, /*existsOnly=*/true);
     forRows(i0, [&](Value r, Value i) {
       RowRange range = rowRange(limit, i, /*existsOnly=*/true);
-      auto [in0, in1] = keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
+      SmallVector<Value> in =
+          keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
       Value scaleVec = splat(f(scale)), zeros = splat(f(0.0f));
       Value l =
           splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, range.row}));
       Value d =
           splat(memref::LoadOp::create(b, delta, ValueRange{bi, h, range.row}));
-      Value in[2] = {in0, in1};
       for (int64_t w = 0; w < 2; ++w) {
         SmallVector<Value, 2> at = {r, idx(w * kLanes)};
         Value s = vector::LoadOp::create(b, vec, pBuf, at);
@@ -953,11 +987,11 @@ bool canLowerToFlashCpu(attn::AttentionOp op) {
 }
 
 bool canLowerToFlashCpu(attn::AttentionGradOp op,
-                        const FlashTileOptions &options) {
+                        const TilePlan &plan) {
   // Float captures take a partial gradient per q-pass task: at most 2^24
   // floats (64 MB) of them, else the unfused lowering.
   ArrayRef<int64_t> q = shapeOf(op.getQuery());
-  int64_t tasks = q[0] * q[1] * ((q[2] + options.rows - 1) / options.rows);
+  int64_t tasks = q[0] * q[1] * ((q[2] + plan.rows - 1) / plan.rows);
   int64_t partialFloats = 0;
   for (Value capture : op.getScoreCaptures())
     if (isFloatTensor(capture))
@@ -971,16 +1005,16 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op,
 
 std::pair<Value, Value> buildFlashAttentionCpu(OpBuilder &builder,
                                                attn::AttentionOp op,
-                                               const FlashTileOptions &options) {
+                                               const TilePlan &plan) {
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  return FlashForward(b, op, options.rows).build();
+  return FlashForward(b, op, plan).build();
 }
 
 SmallVector<Value> buildFlashAttentionGradCpu(OpBuilder &builder,
                                               attn::AttentionGradOp op,
-                                              const FlashTileOptions &options) {
+                                              const TilePlan &plan) {
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  return FlashBackward(b, op, options.rows).build();
+  return FlashBackward(b, op, plan.rows).build();
 }
 
 } // namespace attnc

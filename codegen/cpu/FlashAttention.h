@@ -4,15 +4,11 @@
 #define ATTNC_CODEGEN_CPU_FLASHATTENTION_H
 
 #include "dialect/AttnOps.h"
+#include "passes/TilePlan.h"
 
 #include "mlir/IR/Builders.h"
 
 namespace attnc {
-
-struct FlashTileOptions {
-  /// Query rows per task (register blocking of the microkernels).
-  int64_t rows = 8;
-};
 
 /// Whether the flash kernels cover `op`: f32, f16 or bf16 (computed in
 /// f32), head dimensions that are multiples of 16 (Dv for the forward, D and
@@ -22,21 +18,21 @@ struct FlashTileOptions {
 /// lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
 bool canLowerToFlashCpu(attn::AttentionGradOp op,
-                        const FlashTileOptions &options);
+                        const TilePlan &plan);
 
 /// Builds the kernel at `b` (before bufferization: inputs go through
 /// bufferization.to_buffer, results come back through to_tensor) and
 /// returns (O, LSE).
 std::pair<mlir::Value, mlir::Value>
 buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
-                       const FlashTileOptions &options);
+                       const TilePlan &plan);
 
 /// The FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
 /// query tile: deterministic, no atomics), recomputing P from LSE; returns
 /// (dQ, dK, dV) and one gradient per score capture (zeros for integer ones).
 llvm::SmallVector<mlir::Value>
 buildFlashAttentionGradCpu(mlir::OpBuilder &b, attn::AttentionGradOp op,
-                           const FlashTileOptions &options);
+                           const TilePlan &plan);
 
 } // namespace attnc
 

@@ -27,45 +27,69 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
   using AttnLowerCpuBase::AttnLowerCpuBase;
 
   void runOnOperation() override {
-    if (rows < 1 || rows > 12) {
-      getOperation().emitError("attn-lower-cpu: rows must be in [1, 12]");
+    if (rows < 1 || rows > attnc::kMaxTileRows) {
+      getOperation().emitError("attn-lower-cpu: rows must be in [1, ")
+          << attnc::kMaxTileRows << "]";
       return signalPassFailure();
     }
+    // Each op's attn.tile_plan (attn-plan-tiles), else the AVX-512 plan
+    // with `rows` rows.
+    bool malformed = false;
+    auto planOf = [&](Operation *op) {
+      FailureOr<std::optional<attnc::TilePlan>> recorded =
+          attnc::readTilePlan(op);
+      if (failed(recorded)) {
+        malformed = true;
+        return attnc::TilePlan();
+      }
+      if (*recorded)
+        return **recorded;
+      attnc::TilePlan plan = attnc::planTiles(op, attnc::TileTarget());
+      plan.rows = rows;
+      return plan;
+    };
     SmallVector<attnc::attn::AttentionOp> ops;
     getOperation().walk([&](attnc::attn::AttentionOp op) {
       if (attnc::canLowerToFlashCpu(op))
         ops.push_back(op);
     });
-    attnc::FlashTileOptions options;
-    options.rows = rows;
     for (attnc::attn::AttentionOp op : ops) {
+      attnc::TilePlan plan = planOf(op);
+      if (malformed)
+        return signalPassFailure();
       OpBuilder b(op);
-      auto [output, lse] = attnc::buildFlashAttentionCpu(b, op, options);
+      auto [output, lse] = attnc::buildFlashAttentionCpu(b, op, plan);
       op.getOutput().replaceAllUsesWith(output);
       op.getLse().replaceAllUsesWith(lse);
       op.erase();
     }
-    SmallVector<attnc::attn::AttentionGradOp> grads;
+    SmallVector<std::pair<attnc::attn::AttentionGradOp, attnc::TilePlan>>
+        grads;
     getOperation().walk([&](attnc::attn::AttentionGradOp op) {
-      if (attnc::canLowerToFlashCpu(op, options))
-        grads.push_back(op);
+      attnc::TilePlan plan = planOf(op);
+      if (!malformed && attnc::canLowerToFlashCpu(op, plan))
+        grads.push_back({op, plan});
     });
-    for (attnc::attn::AttentionGradOp op : grads) {
+    if (malformed)
+      return signalPassFailure();
+    for (auto [op, plan] : grads) {
       OpBuilder b(op);
       SmallVector<Value> results =
-          attnc::buildFlashAttentionGradCpu(b, op, options);
+          attnc::buildFlashAttentionGradCpu(b, op, plan);
       op->replaceAllUsesWith(results);
       op.erase();
     }
     // Projections, merges and their gradients: tiled GEMMs.
-    SmallVector<Operation *> products;
+    SmallVector<std::pair<Operation *, attnc::TilePlan>> products;
     getOperation().walk([&](Operation *op) {
       if (attnc::canLowerToGemmCpu(op))
-        products.push_back(op);
+        products.push_back({op, planOf(op)});
     });
-    for (Operation *op : products) {
+    if (malformed)
+      return signalPassFailure();
+    for (auto [op, plan] : products) {
       OpBuilder b(op);
-      SmallVector<Value> results = attnc::buildGemmCpu(b, op, rows);
+      SmallVector<Value> results = attnc::buildGemmCpu(b, op, plan.rows);
       op->replaceAllUsesWith(results);
       op->erase();
     }

@@ -29,6 +29,9 @@ struct AttentionCase {
   bool lengths = false;
   ScoreModKind scoreMod = ScoreModKind::None;
   bool documentMask = false;
+  // causal and window written as a mask_mod region (affine comparisons of
+  // i and j that attn-plan-tiles turns back into named masks).
+  bool maskAsRegion = false;
   bool graphForm = false; // attn.scores ... attn.apply instead of attn.attention
   bool fuse = true;       // jit::Options::fuse (graph form: flash or unfused)
   std::string cpu = "native"; // jit::Options::cpu
@@ -40,7 +43,8 @@ struct AttentionCase {
        << " Skv=" << Skv << " D=" << D << " Dv=" << Dv << " " << dtype
        << (causal ? " causal" : "") << " window=" << window
        << (lengths ? " lengths" : "") << " mod=" << int(scoreMod)
-       << (documentMask ? " documents" : "") << (graphForm ? " graph" : "")
+       << (documentMask ? " documents" : "")
+       << (maskAsRegion ? " mask-region" : "") << (graphForm ? " graph" : "")
        << (fuse ? "" : " unfused") << " cpu=" << cpu
        << " scale=" << scale;
     return os.str();
@@ -107,17 +111,46 @@ std::string specFor(const AttentionCase &c) {
     break;
   }
   scoreModBody << "  attn.yield %r : f32\n}";
-  std::string maskModBody =
-      "^bb0(%b: index, %h: index, %i: index, %j: index, %a: " + docQT +
-      ", %z: " + docKT +
-      "):\n  %x = tensor.extract %a[%i] : " + docQT +
-      "\n  %y = tensor.extract %z[%j] : " + docKT +
-      "\n  %e = arith.cmpi eq, %x, %y : i32\n  attn.yield %e : i1\n}";
+  // The mask_mod region: document masks, and causal/window as comparisons
+  // (j <= i as i >= j; the window as (i - j) <u W, which implies j <= i).
+  bool regionMasks = c.maskAsRegion && (c.causal || c.window);
+  bool hasMaskMod = c.documentMask || regionMasks;
+  std::ostringstream maskModBody;
+  maskModBody << "^bb0(%b: index, %h: index, %i: index, %j: index"
+              << (c.documentMask ? ", %a: " + docQT + ", %z: " + docKT : "")
+              << "):\n";
+  std::string visible;
+  auto conjoin = [&](const std::string &value) {
+    if (visible.empty()) {
+      visible = value;
+      return;
+    }
+    maskModBody << "  %and" << value.substr(1) << " = arith.andi " << visible
+                << ", " << value << " : i1\n";
+    visible = "%and" + value.substr(1);
+  };
+  if (c.documentMask) {
+    maskModBody << "  %x = tensor.extract %a[%i] : " << docQT
+                << "\n  %y = tensor.extract %z[%j] : " << docKT
+                << "\n  %e = arith.cmpi eq, %x, %y : i32\n";
+    conjoin("%e");
+  }
+  if (regionMasks && c.causal) {
+    maskModBody << "  %causal = arith.cmpi sge, %i, %j : index\n";
+    conjoin("%causal");
+  }
+  if (regionMasks && c.window) {
+    maskModBody << "  %w = arith.constant " << c.window << " : index\n"
+                << "  %d = arith.subi %i, %j : index\n"
+                << "  %inw = arith.cmpi ult, %d, %w : index\n";
+    conjoin("%inw");
+  }
+  maskModBody << "  attn.yield " << visible << " : i1\n}";
 
   std::string maskOptions;
-  if (c.causal)
+  if (c.causal && !regionMasks)
     maskOptions += " causal";
-  if (c.window)
+  if (c.window && !regionMasks)
     maskOptions += " window " + std::to_string(c.window);
   if (c.lengths)
     maskOptions += " lengths(%len : " + lenT + ")";
@@ -137,12 +170,12 @@ std::string specFor(const AttentionCase &c) {
          << scoreModBody.str() << "\n";
       last = "%s2";
     }
-    if (!maskOptions.empty() || c.documentMask) {
+    if (!maskOptions.empty() || hasMaskMod) {
       os << "  %s3 = attn.mask " << last << maskOptions
          << (c.documentMask
                  ? " captures(%dq, %dk : " + docQT + ", " + docKT + ")"
                  : "")
-         << " : " << sT << (c.documentMask ? " {\n" + maskModBody : "")
+         << " : " << sT << (hasMaskMod ? " {\n" + maskModBody.str() : "")
          << "\n";
       last = "%s3";
     }
@@ -164,8 +197,8 @@ std::string specFor(const AttentionCase &c) {
      << lseT;
   if (c.scoreMod != ScoreModKind::None)
     os << " score_mod {\n" << scoreModBody.str();
-  if (c.documentMask)
-    os << " mask_mod {\n" << maskModBody;
+  if (hasMaskMod)
+    os << " mask_mod {\n" << maskModBody.str();
   os << "\n  return %o, %lse : " << oT << ", " << lseT << "\n}\n";
   return os.str();
 }
@@ -543,8 +576,9 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.B = pick({1, 2});
     c.Hkv = pick({1, 2});
     c.H = c.Hkv * pick({1, 3});
-    c.Sq = pick({1, 7, 8, 9, 31, 33, 64});
-    c.Skv = pick({1, 31, 32, 33, 63, 65});
+    c.Sq = pick({1, 7, 8, 9, 31, 33, 64, 130});
+    // Past 128: several forward key blocks and a partial last one.
+    c.Skv = pick({1, 31, 32, 33, 63, 65, 129, 257});
     c.D = pick({1, 5, 16, 24, 64});
     c.Dv = pick({16, 32, 48, 64});
     c.dtype = n % 4 == 1 ? "bf16" : n % 4 == 3 ? "f16" : "f32";
@@ -557,6 +591,7 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     // stays unfused), softcap, a bias table (gathers), document masks.
     c.scoreMod = ScoreModKind(rng() % 4);
     c.documentMask = rng() % 4 == 0;
+    c.maskAsRegion = rng() % 3 == 0;
     runCase(c, 500 + n);
   }
 }

@@ -161,6 +161,7 @@ int runCompile() {
   mlir::PassManager pm(&context);
   attnc::CpuPipelineOptions pipelineOptions;
   pipelineOptions.threads = compileThreads;
+  pipelineOptions.vectorBits = attnc::vectorRegisterBits(**machine);
   attnc::buildCpuPipeline(pm, pipelineOptions);
   if (failed(pm.run(*spec->module)))
     return 1;

@@ -1,0 +1,48 @@
+// attn-plan-tiles: named masks from affine mask_mod regions, then a tile
+// plan per fused op for the target (see Passes.td).
+#include "passes/MaskAnalysis.h"
+#include "passes/Passes.h"
+#include "passes/TilePlan.h"
+
+namespace attnc {
+#define GEN_PASS_DEF_ATTNPLANTILES
+#include "passes/Passes.h.inc"
+} // namespace attnc
+
+using namespace mlir;
+using namespace attnc;
+
+namespace {
+
+struct AttnPlanTiles : attnc::impl::AttnPlanTilesBase<AttnPlanTiles> {
+  using AttnPlanTilesBase::AttnPlanTilesBase;
+
+  void runOnOperation() override {
+    if (vectorBits != 128 && vectorBits != 256 && vectorBits != 512) {
+      getOperation().emitError("attn-plan-tiles: vector-bits must be 128, "
+                               "256 or 512, got ")
+          << static_cast<int64_t>(vectorBits);
+      return signalPassFailure();
+    }
+    TileTarget target;
+    target.vectorBits = vectorBits;
+    auto plan = [&](Operation *op) {
+      if (!op->hasAttr(kTilePlanAttrName))
+        writeTilePlan(op, planTiles(op, target));
+    };
+    getOperation().walk([&](Operation *op) {
+      if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
+        promoteMaskMod(fwd);
+        plan(op);
+      } else if (auto grad = dyn_cast<attn::AttentionGradOp>(op)) {
+        promoteMaskMod(grad);
+        plan(op);
+      } else if (isa<attn::ProjectionOp, attn::MergeOp, attn::ProjectionGradOp,
+                     attn::MergeGradOp>(op)) {
+        plan(op);
+      }
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,42 @@
+// Tile plans of the fused attention ops: how many query rows a task owns
+// (register blocking) and how many keys one online-softmax step covers.
+// attn-plan-tiles chooses them for a target and records them on the op as
+// `attn.tile_plan = {rows = R, key_block = K}`; the lowerings read them
+// (and plan with defaults where an op carries none). The GPU back end can
+// read the same plan: rows are its query block, key_block its key block.
+#ifndef ATTNC_PASSES_TILEPLAN_H
+#define ATTNC_PASSES_TILEPLAN_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+
+namespace attnc {
+
+struct TilePlan {
+  /// Query rows per task: the rows of a register block.
+  int64_t rows = 8;
+  /// Keys per online-softmax step of the forward, a multiple of 32.
+  int64_t keyBlock = 128;
+};
+
+/// What the plan depends on in the target.
+struct TileTarget {
+  /// Width of the vector registers: 512 (AVX-512), 256 (AVX2), 128.
+  int64_t vectorBits = 512;
+};
+
+inline constexpr llvm::StringLiteral kTilePlanAttrName = "attn.tile_plan";
+inline constexpr int64_t kMaxTileRows = 12, kMaxKeyBlock = 128;
+
+/// The plan for an attn.attention or attn.attention_grad op on `target`.
+TilePlan planTiles(mlir::Operation *op, const TileTarget &target);
+
+/// The plan recorded on `op`, if any; emits an error at the op and fails
+/// when the attribute is malformed (rows outside [1, 12], key_block not a
+/// positive multiple of 32 up to 128).
+mlir::FailureOr<std::optional<TilePlan>> readTilePlan(mlir::Operation *op);
+void writeTilePlan(mlir::Operation *op, const TilePlan &plan);
+
+} // namespace attnc
+
+#endif // ATTNC_PASSES_TILEPLAN_H
