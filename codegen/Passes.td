@@ -39,19 +39,24 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
     attn.projection, attn.merge and their gradient ops become tiled GEMMs
     with the same microkernel (8-row blocks of A on the pool, B in 32-wide
     panels). The f32 exp and vector math become polynomials (math
-    polynomial approximation). Other attention ops are left to
+    polynomial approximation; on AVX-512 the kernels' vector exp uses
+    vscalefps instead). Other attention ops are left to
     attn-lower-to-linalg.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", /*default=*/"8",
            "Query rows per task (register blocking) of ops without an "
            "attn.tile_plan (attn-plan-tiles), which also get its AVX-512 "
-           "key block">
+           "key block">,
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
+           "Width of the target's vector registers (512, 256 or 128): with "
+           "512, exp uses AVX-512's vscalefps (x86vector)">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
     "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
-    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect"
+    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+    "mlir::x86vector::X86VectorDialect"
   ];
 }
 

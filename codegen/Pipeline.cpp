@@ -21,7 +21,9 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
   AttnPlanTilesOptions plan;
   plan.vectorBits = options.vectorBits;
   pm.addPass(createAttnPlanTiles(plan));
-  pm.addPass(createAttnLowerCpu());
+  AttnLowerCpuOptions lower;
+  lower.vectorBits = options.vectorBits;
+  pm.addPass(createAttnLowerCpu(lower));
   pm.addPass(createAttnLowerToLinalg());
   // Gradient accumulation adds whole tensors with arith.addf.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -51,7 +53,9 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.x86Vector = true; // vscalefps (codegen/cpu/FastExp.cpp)
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

@@ -10,6 +10,7 @@
 //   Z^T[d, 0:32]  += A^T[d, r] * C[r, 0:32]     (dO^T P, Q^T dS)
 #include "codegen/cpu/FlashAttention.h"
 
+#include "codegen/cpu/FastExp.h"
 #include "codegen/cpu/KernelBuilder.h"
 #include "codegen/cpu/WidenRegion.h"
 #include "passes/ScalarGradients.h"
@@ -46,8 +47,10 @@ bool isFloatTensor(Value v) {
 class FlashCommon : public KernelBuilder {
 public:
   template <typename OpTy>
-  FlashCommon(ImplicitLocOpBuilder &b, OpTy op, int64_t rows)
-      : KernelBuilder(b, rows), causal(op.getCausal()),
+  FlashCommon(ImplicitLocOpBuilder &b, OpTy op, int64_t rows,
+              const TileTarget &target)
+      : KernelBuilder(b, rows), scalefExp(target.vectorBits >= 512),
+        causal(op.getCausal()),
         window(op.getWindow()), scale(float(op.getEffectiveScale())),
         parent(op->template getParentOfType<func::FuncOp>()),
         scoreMod(op.getScoreMod()), maskMod(op.getMaskMod()),
@@ -358,6 +361,12 @@ protected:
     });
   }
 
+  /// exp of 16 lanes: vscalefps on AVX-512, upstream's polynomial else.
+  Value expVector(Value x) {
+    return scalefExp ? buildExpScalef(b, x) : math::ExpOp::create(b, x);
+  }
+
+  bool scalefExp;
   bool causal;
   std::optional<int64_t> window;
   float scale;
@@ -376,8 +385,8 @@ protected:
 class FlashForward : public FlashCommon {
 public:
   FlashForward(ImplicitLocOpBuilder &b, attn::AttentionOp op,
-               const TilePlan &plan)
-      : FlashCommon(b, op, plan.rows), op(op),
+               const TilePlan &plan, const TileTarget &target)
+      : FlashCommon(b, op, plan.rows, target), op(op),
         blockTiles(plan.keyBlock / kCols) {}
 
   std::pair<Value, Value> build() {
@@ -484,7 +493,7 @@ private:
         Value pSum;
         for (int64_t w = 0; w < n; ++w) {
           Value p =
-              math::ExpOp::create(b, arith::SubFOp::create(b, s[w], splat(safe)));
+              expVector(arith::SubFOp::create(b, s[w], splat(safe)));
           vector::StoreOp::create(b, p, pBuf, ValueRange{r, idx(w * kLanes)});
           pSum = pSum ? arith::AddFOp::create(b, pSum, p).getResult() : p;
         }
@@ -542,8 +551,8 @@ private:
 class FlashBackward : public FlashCommon {
 public:
   FlashBackward(ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
-                int64_t rows)
-      : FlashCommon(b, op, rows), op(op) {
+                int64_t rows, const TileTarget &target)
+      : FlashCommon(b, op, rows, target), op(op) {
     for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
       if (isFloatTensor(capture))
         floatCaptures.push_back(k);
@@ -751,7 +760,7 @@ private:
         Scores sc = scoresOf(caps, s, in[w], bi, h, range.row, j0, w);
         Value x = arith::SubFOp::create(b, sc.modified, l);
         // A row with no visible key has LSE = -inf: the select keeps P = 0.
-        Value p = arith::SelectOp::create(b, sc.keep, math::ExpOp::create(b, x),
+        Value p = arith::SelectOp::create(b, sc.keep, expVector(x),
                                           zeros);
         // dS' = P (dP - Delta), through the score_mod's adjoint to dS.
         Value ds = arith::MulFOp::create(b, p, arith::SubFOp::create(b, dp, d));
@@ -1005,16 +1014,18 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op,
 
 std::pair<Value, Value> buildFlashAttentionCpu(OpBuilder &builder,
                                                attn::AttentionOp op,
-                                               const TilePlan &plan) {
+                                               const TilePlan &plan,
+                                               const TileTarget &target) {
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  return FlashForward(b, op, plan).build();
+  return FlashForward(b, op, plan, target).build();
 }
 
 SmallVector<Value> buildFlashAttentionGradCpu(OpBuilder &builder,
                                               attn::AttentionGradOp op,
-                                              const TilePlan &plan) {
+                                              const TilePlan &plan,
+                                              const TileTarget &target) {
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  return FlashBackward(b, op, plan.rows).build();
+  return FlashBackward(b, op, plan.rows, target).build();
 }
 
 } // namespace attnc

@@ -25,14 +25,14 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op,
 /// returns (O, LSE).
 std::pair<mlir::Value, mlir::Value>
 buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
-                       const TilePlan &plan);
+                       const TilePlan &plan, const TileTarget &target);
 
 /// The FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
 /// query tile: deterministic, no atomics), recomputing P from LSE; returns
 /// (dQ, dK, dV) and one gradient per score capture (zeros for integer ones).
 llvm::SmallVector<mlir::Value>
 buildFlashAttentionGradCpu(mlir::OpBuilder &b, attn::AttentionGradOp op,
-                           const TilePlan &plan);
+                           const TilePlan &plan, const TileTarget &target);
 
 } // namespace attnc
 

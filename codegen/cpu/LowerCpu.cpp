@@ -11,6 +11,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -27,12 +28,20 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
   using AttnLowerCpuBase::AttnLowerCpuBase;
 
   void runOnOperation() override {
+    if (vectorBits != 128 && vectorBits != 256 && vectorBits != 512) {
+      getOperation().emitError("attn-lower-cpu: vector-bits must be 128, "
+                               "256 or 512, got ")
+          << static_cast<int64_t>(vectorBits);
+      return signalPassFailure();
+    }
     if (rows < 1 || rows > attnc::kMaxTileRows) {
       getOperation().emitError("attn-lower-cpu: rows must be in [1, ")
           << attnc::kMaxTileRows << "]";
       return signalPassFailure();
     }
-    // Each op's attn.tile_plan (attn-plan-tiles), else the AVX-512 plan
+    attnc::TileTarget target;
+    target.vectorBits = vectorBits;
+    // Each op's attn.tile_plan (attn-plan-tiles), else the target's plan
     // with `rows` rows.
     bool malformed = false;
     auto planOf = [&](Operation *op) {
@@ -44,7 +53,7 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       }
       if (*recorded)
         return **recorded;
-      attnc::TilePlan plan = attnc::planTiles(op, attnc::TileTarget());
+      attnc::TilePlan plan = attnc::planTiles(op, target);
       plan.rows = rows;
       return plan;
     };
@@ -58,7 +67,7 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       if (malformed)
         return signalPassFailure();
       OpBuilder b(op);
-      auto [output, lse] = attnc::buildFlashAttentionCpu(b, op, plan);
+      auto [output, lse] = attnc::buildFlashAttentionCpu(b, op, plan, target);
       op.getOutput().replaceAllUsesWith(output);
       op.getLse().replaceAllUsesWith(lse);
       op.erase();
@@ -75,7 +84,7 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     for (auto [op, plan] : grads) {
       OpBuilder b(op);
       SmallVector<Value> results =
-          attnc::buildFlashAttentionGradCpu(b, op, plan);
+          attnc::buildFlashAttentionGradCpu(b, op, plan, target);
       op->replaceAllUsesWith(results);
       op.erase();
     }

@@ -1,6 +1,8 @@
 // RUN: attnc-opt %s -split-input-file -attn-lower-cpu | FileCheck %s
 // RUN: attnc-opt %s -split-input-file -attn-lower-cpu=rows=4 | FileCheck %s --check-prefix=ROWS4
 // RUN: not attnc-opt %s -split-input-file -attn-lower-cpu=rows=13 2>&1 | FileCheck %s --check-prefix=BADROWS
+// RUN: attnc-opt %s -split-input-file -attn-lower-cpu=vector-bits=256 | FileCheck %s --check-prefix=AVX2
+// RUN: not attnc-opt %s -split-input-file -attn-lower-cpu=vector-bits=7 2>&1 | FileCheck %s --check-prefix=BADBITS
 
 // The forward: inputs through bufferization.to_buffer, K transposed into
 // padded 32-key tiles, the task loop outlined for the thread pool, results
@@ -17,6 +19,9 @@
 // CHECK: vector.extract_strided_slice {{.*}} {offsets = [8], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
 // CHECK: arith.cmpf ogt, {{.*}} : vector<8xf32>
 // CHECK-NOT: vector.reduction <maxnumf>
+// exp with AVX-512's vscalefps (2^k for any k, 0 for -inf).
+// CHECK: math.roundeven {{.*}} : vector<16xf32>
+// CHECK: x86vector.avx512.mask.scalef
 // CHECK-NOT: math.exp {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
 // CHECK: arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
@@ -28,6 +33,11 @@
 // CHECK-NOT: attn.attention
 // ROWS4: memref.alloca() {alignment = 64 : i64} : memref<4x32xf32>
 // BADROWS: attn-lower-cpu: rows must be in [1, 12]
+// Without AVX-512, exp is upstream's polynomial.
+// AVX2-LABEL: func.func private @__attnc_flash_forward
+// AVX2-NOT: x86vector
+// AVX2-LABEL: func.func @forward
+// BADBITS: attn-lower-cpu: vector-bits must be 128, 256 or 512, got 7
 func.func @forward(%q: tensor<1x4x40x16xbf16>, %k: tensor<1x2x40x16xbf16>, %v: tensor<1x2x40x32xbf16>) -> (tensor<1x4x40x32xbf16>, tensor<1x4x40xf32>) {
   %o, %lse = attn.attention %q, %k, %v causal window 9 : tensor<1x4x40x16xbf16>, tensor<1x2x40x16xbf16>, tensor<1x2x40x32xbf16> -> tensor<1x4x40x32xbf16>, tensor<1x4x40xf32>
   return %o, %lse : tensor<1x4x40x32xbf16>, tensor<1x4x40xf32>
