@@ -61,11 +61,14 @@ def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
       per tile: tiles a mask empties are skipped, tiles it leaves whole run
       without evaluating it, only boundary tiles evaluate it; other
       predicates are evaluated per element;
-    - tile sizes: `attn.tile_plan = {rows = R, key_block = K}` with R query
-      rows per register block (8 for 512-bit vectors, 3 for 256, 1 for
-      128) and K keys per online-softmax step (128, or the 32-key tiles a
-      sliding window spans). attn.projection, attn.merge and their
-      gradients get the rows of their GEMM blocks.
+    - tile sizes: `attn.tile_plan = {rows = R, query_block = Q,
+      key_block = K}` with R query rows per register block (8 for 512-bit
+      vectors, 3 for 256, 1 for 128), Q rows per forward task (up to 8
+      register blocks that visit each key block together while it is in
+      cache, keeping 64 tasks or more) and K keys per online-softmax step
+      (128, or the 32-key tiles a sliding window spans).
+      attn.projection, attn.merge and their gradients get the rows of
+      their GEMM blocks.
 
     An op that already carries a plan keeps it.
   }];

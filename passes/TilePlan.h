@@ -1,9 +1,11 @@
 // Tile plans of the fused attention ops: how many query rows a task owns
-// (register blocking) and how many keys one online-softmax step covers.
-// attn-plan-tiles chooses them for a target and records them on the op as
-// `attn.tile_plan = {rows = R, key_block = K}`; the lowerings read them
-// (and plan with defaults where an op carries none). The GPU back end can
-// read the same plan: rows are its query block, key_block its key block.
+// (register blocking), how many a task owns (they share each key block
+// read) and how many keys one online-softmax step covers. attn-plan-tiles
+// chooses them for a target and records them on the op as
+// `attn.tile_plan = {rows = R, query_block = Q, key_block = K}`; the
+// lowerings read them (and plan with defaults where an op carries none).
+// The GPU back end can read the same plan: query_block and key_block are
+// its thread block's tiles, rows a warp's.
 #ifndef ATTNC_PASSES_TILEPLAN_H
 #define ATTNC_PASSES_TILEPLAN_H
 
@@ -13,8 +15,11 @@
 namespace attnc {
 
 struct TilePlan {
-  /// Query rows per task: the rows of a register block.
+  /// Query rows of a register block.
   int64_t rows = 8;
+  /// Query rows per task of the forward, a multiple of rows: the tiles of
+  /// a task visit each key block together while it is in cache.
+  int64_t queryBlock = 64;
   /// Keys per online-softmax step of the forward, a multiple of 32.
   int64_t keyBlock = 128;
 };
@@ -26,14 +31,15 @@ struct TileTarget {
 };
 
 inline constexpr llvm::StringLiteral kTilePlanAttrName = "attn.tile_plan";
-inline constexpr int64_t kMaxTileRows = 12, kMaxKeyBlock = 128;
+inline constexpr int64_t kMaxTileRows = 12, kMaxKeyBlock = 128,
+                         kMaxQueryTiles = 16;
 
 /// The plan for an attn.attention or attn.attention_grad op on `target`.
 TilePlan planTiles(mlir::Operation *op, const TileTarget &target);
 
 /// The plan recorded on `op`, if any; emits an error at the op and fails
-/// when the attribute is malformed (rows outside [1, 12], key_block not a
-/// positive multiple of 32 up to 128).
+/// when the attribute is malformed (rows outside [1, 12], query_block not
+/// 1 to 16 times rows, key_block not a positive multiple of 32 up to 128).
 mlir::FailureOr<std::optional<TilePlan>> readTilePlan(mlir::Operation *op);
 void writeTilePlan(mlir::Operation *op, const TilePlan &plan);
 

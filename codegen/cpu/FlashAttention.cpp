@@ -387,7 +387,8 @@ public:
   FlashForward(ImplicitLocOpBuilder &b, attn::AttentionOp op,
                const TilePlan &plan, const TileTarget &target)
       : FlashCommon(b, op, plan.rows, target), op(op),
-        blockTiles(plan.keyBlock / kCols) {}
+        blockTiles(plan.keyBlock / kCols), qTiles((Sq + rows - 1) / rows),
+        groupTiles(std::min(qTiles, plan.queryBlock / rows)) {}
 
   std::pair<Value, Value> build() {
     Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
@@ -400,147 +401,215 @@ public:
     if (lengths)
       captured.push_back(lengths);
     appendCaptures(captured);
-    int64_t qTiles = (Sq + rows - 1) / rows;
+    int64_t groups = (qTiles + groupTiles - 1) / groupTiles;
     parallelTasks(
-        parent, "__attnc_flash_forward", captured, B * H * qTiles,
+        parent, "__attnc_flash_forward", captured, B * H * groups,
         [&](ArrayRef<Value>) {
-          return SmallVector<Value>{scratchBuffer({rows, Dv}),
-                                    scratchBuffer({rows, blockTiles * kCols}),
-                                    scratchBuffer({rows}), scratchBuffer({rows}),
-                                    scratchBuffer({rows}),
-                                    scratchBuffer({D, rows})};
+          // Per query tile of the group: O, the running max and sum, and
+          // the packed rows of Q; per step: P and the rescaling factors.
+          return SmallVector<Value>{
+              scratchBuffer({groupTiles, rows, Dv}),
+              scratchBuffer({rows, blockTiles * kCols}),
+              scratchBuffer({groupTiles, rows}),
+              scratchBuffer({groupTiles, rows}), scratchBuffer({rows}),
+              scratchBuffer({groupTiles, D, rows})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
-          Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
-          Value bh = arith::DivUIOp::create(b, t, idx(qTiles));
+          Value group = arith::RemUIOp::create(b, t, idx(groups));
+          Value bh = arith::DivUIOp::create(b, t, idx(groups));
           task(args, scratch, arith::DivUIOp::create(b, bh, idx(H)),
-               arith::RemUIOp::create(b, bh, idx(H)), ib);
+               arith::RemUIOp::create(b, bh, idx(H)), group);
         });
     return {tensorOf(o, op.getOutput().getType()),
             tensorOf(l, op.getLse().getType())};
   }
 
 private:
-  void task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi, Value h,
-            Value ib) {
-    Value q = args[0], kt = args[1], v = args[2], o = args[3], l = args[4];
-    Value lengths = captureBase > 5 ? args[5] : Value();
-    // Per row: the running max, the running sum and the rescaling factor of
-    // the current key tile.
-    Value oBuf = scratch[0], pBuf = scratch[1], maxBuf = scratch[2],
-          sumBuf = scratch[3], alphaBuf = scratch[4], qPacked = scratch[5];
-    QueryTile qt = queryTile(lengths, bi, h, ib, blockTiles * kCols);
-    Value g = qt.g, i0 = qt.i0;
-    zero(oBuf);
-    packRows(q, bi, h, i0, Sq - 1, qPacked);
-    loop(0, rows, [&](Value r) {
-      memref::StoreOp::create(b, f(kNegInf), maxBuf, r);
-      memref::StoreOp::create(b, f(0.0f), sumBuf, r);
-    });
+  /// The state of one query tile: views of the group's scratch buffers.
+  struct TileState {
+    Value oBuf, maxBuf, sumBuf, qPacked;
+  };
+  TileState stateOf(ArrayRef<Value> scratch, Value t) {
+    return {slice(scratch[0], t), slice(scratch[2], t), slice(scratch[3], t),
+            slice(scratch[5], t)};
+  }
 
-    int64_t width = blockTiles * kCols, n = width / kLanes;
-    loop(qt.jStart, qt.jEnd, width, [&](Value j0) {
-      // The block's scores, tile by tile; a tile no row sees (past jEnd,
-      // on the causal diagonal) is skipped: the masks drop its lanes.
-      Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
-      for (int64_t t = 0; t < blockTiles; ++t) {
-        Value tile = arith::AddIOp::create(b, tile0, idx(t));
-        auto build = [&] {
-          storeTile(tileProduct(qPacked, {}, kt, bi, g, tile), pBuf,
-                    t * kCols);
-        };
-        if (t == 0) {
-          build();
-          continue;
-        }
-        auto ifOp = scf::IfOp::create(
-            b,
-            arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                  arith::AddIOp::create(b, j0, idx(t * kCols)),
-                                  qt.jEnd),
-            /*withElseRegion=*/false);
+  /// buffer[t] as a memref of one rank less.
+  Value slice(Value buffer, Value t) {
+    auto type = cast<MemRefType>(buffer.getType());
+    int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+        sizes, strides(rank, b.getIndexAttr(1));
+    offsets[0] = t;
+    sizes.push_back(b.getIndexAttr(1));
+    for (int64_t d = 1; d < rank; ++d)
+      sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+    auto resultType = memref::SubViewOp::inferRankReducedResultType(
+        type.getShape().drop_front(), type, offsets, sizes, strides);
+    return memref::SubViewOp::create(b, cast<MemRefType>(resultType), buffer,
+                                     offsets, sizes, strides);
+  }
+
+  /// The query tiles [first, first + count) of group `group` of (bi, h):
+  /// the key blocks some tile sees are visited once, each by every tile
+  /// that sees it, so that a block read from L2 serves the whole group.
+  void task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi, Value h,
+            Value group) {
+    Value q = args[0], o = args[3], l = args[4];
+    Value lengths = captureBase > 5 ? args[5] : Value();
+    int64_t width = blockTiles * kCols;
+    Value first = arith::MulIOp::create(b, group, idx(groupTiles));
+    Value count = arith::MinUIOp::create(
+        b, idx(groupTiles), arith::SubIOp::create(b, idx(qTiles), first));
+    auto tileOf = [&](Value t) {
+      return queryTile(lengths, bi, h, arith::AddIOp::create(b, first, t),
+                       width);
+    };
+    loop(idx(0), count, 1, [&](Value t) {
+      TileState st = stateOf(scratch, t);
+      zero(st.oBuf);
+      packRows(q, bi, h, tileOf(t).i0, Sq - 1, st.qPacked);
+      loop(0, rows, [&](Value r) {
+        memref::StoreOp::create(b, f(kNegInf), st.maxBuf, r);
+        memref::StoreOp::create(b, f(0.0f), st.sumBuf, r);
+      });
+    });
+    // Tiles' key ranges grow with their rows: the first tile's start and
+    // the last one's end bound the group's.
+    Value jStart = tileOf(idx(0)).jStart;
+    Value jEnd = tileOf(arith::SubIOp::create(b, count, idx(1))).jEnd;
+    loop(jStart, jEnd, width, [&](Value j0) {
+      loop(idx(0), count, 1, [&](Value t) {
+        QueryTile qt = tileOf(t);
+        Value sees = arith::AndIOp::create(
+            b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, j0, qt.jStart),
+            arith::CmpIOp::create(b, arith::CmpIPredicate::slt, j0, qt.jEnd));
+        auto ifOp = scf::IfOp::create(b, sees, /*withElseRegion=*/false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
-        build();
-      }
-      Value whole =
-          tileIsWhole(qt.limit, i0, j0, /*existsOnly=*/false, width);
-      forRows(i0, [&](Value r, Value i) {
-        RowRange range = rowRange(qt.limit, i, /*existsOnly=*/false);
-        SmallVector<Value> in =
-            keyMaskUnlessWhole(whole, j0, range.lo, range.hi, width);
-        Value negInf = splat(f(kNegInf));
-        SmallVector<Value> s;
-        for (int64_t w = 0; w < n; ++w) {
-          Value x = vector::LoadOp::create(b, vec, pBuf,
-                                           ValueRange{r, idx(w * kLanes)});
-          Scores sc = scoresOf(args.slice(captureBase, captures.size()), x,
-                               in[w], bi, h, range.row, j0, w);
-          s.push_back(
-              arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
-        }
-        Value blockMax = s[0];
-        for (int64_t w = 1; w < n; ++w)
-          blockMax = maxOf(blockMax, s[w]);
-        Value mOld = memref::LoadOp::create(b, maxBuf, r);
-        Value m = maxOf(mOld, maxOfLanes(blockMax));
-        // While a row has seen no key, m = -inf: subtract 0 instead so that
-        // exp gives 0, never NaN.
-        Value safe = arith::SelectOp::create(
-            b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf)),
-            f(0.0f), m);
-        Value alpha = math::ExpOp::create(b, arith::SubFOp::create(b, mOld, safe));
-        Value pSum;
-        for (int64_t w = 0; w < n; ++w) {
-          Value p =
-              expVector(arith::SubFOp::create(b, s[w], splat(safe)));
-          vector::StoreOp::create(b, p, pBuf, ValueRange{r, idx(w * kLanes)});
-          pSum = pSum ? arith::AddFOp::create(b, pSum, p).getResult() : p;
-        }
-        // reassoc: a tree reduction instead of 16 dependent adds.
-        Value blockSum = vector::ReductionOp::create(
-            b, vector::CombiningKind::ADD, pSum, Value(),
-            arith::FastMathFlags::reassoc);
-        Value sum = arith::AddFOp::create(
-            b, arith::MulFOp::create(b, memref::LoadOp::create(b, sumBuf, r),
-                                     alpha),
-            blockSum);
-        memref::StoreOp::create(b, m, maxBuf, r);
-        memref::StoreOp::create(b, sum, sumBuf, r);
-        memref::StoreOp::create(b, alpha, alphaBuf, r);
-      }, 2);
-      // Keys past jEnd have p = 0: no row sees them.
-      Value valid = arith::MinUIOp::create(
-          b, idx(width), arith::SubIOp::create(b, qt.jEnd, j0));
-      rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf);
+        keyBlock(args, scratch, stateOf(scratch, t), qt, bi, h, j0);
+      });
     });
     // O = oBuf / l and LSE = m + log l for the rows that exist; a row that
     // saw no key gets O = 0 and LSE = -inf.
-    forRows(i0, [&](Value r, Value i) {
+    loop(idx(0), count, 1, [&](Value t) {
+      TileState st = stateOf(scratch, t);
+      Value oBuf = st.oBuf, maxBuf = st.maxBuf, sumBuf = st.sumBuf;
+      Value i0 = tileOf(t).i0;
+      forRows(i0, [&](Value r, Value i) {
+        auto ifOp = scf::IfOp::create(
+            b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value m = memref::LoadOp::create(b, maxBuf, r),
+              sum = memref::LoadOp::create(b, sumBuf, r);
+        Value empty =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum, f(0.0f));
+        Value inv = splat(arith::SelectOp::create(
+            b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sum)));
+        loop(idx(0), idx(Dv), kLanes, [&](Value c) {
+          Value x = vector::LoadOp::create(b, vec, oBuf, ValueRange{r, c});
+          storeVector(arith::MulFOp::create(b, x, inv), o,
+                      ValueRange{bi, h, i, c});
+        });
+        Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, sum));
+        memref::StoreOp::create(b, arith::SelectOp::create(b, empty, f(kNegInf), lse),
+                                l, ValueRange{bi, h, i});
+      });
+    });
+  }
+
+  /// One step of the online softmax: query tile `qt` (state `st`) over the
+  /// keys [j0, j0 + width).
+  void keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
+                const TileState &st, const QueryTile &qt, Value bi, Value h,
+                Value j0) {
+    Value kt = args[1], v = args[2];
+    Value pBuf = scratch[1], alphaBuf = scratch[4];
+    Value oBuf = st.oBuf, maxBuf = st.maxBuf, sumBuf = st.sumBuf,
+          qPacked = st.qPacked;
+    Value g = qt.g, i0 = qt.i0;
+    int64_t width = blockTiles * kCols, n = width / kLanes;
+    // The block's scores, tile by tile; a tile no row sees (past jEnd,
+    // on the causal diagonal) is skipped: the masks drop its lanes.
+    Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
+    for (int64_t t = 0; t < blockTiles; ++t) {
+      Value tile = arith::AddIOp::create(b, tile0, idx(t));
+      auto build = [&] {
+        storeTile(tileProduct(qPacked, {}, kt, bi, g, tile), pBuf,
+                  t * kCols);
+      };
+      if (t == 0) {
+        build();
+        continue;
+      }
       auto ifOp = scf::IfOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                arith::AddIOp::create(b, j0, idx(t * kCols)),
+                                qt.jEnd),
           /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      Value m = memref::LoadOp::create(b, maxBuf, r),
-            sum = memref::LoadOp::create(b, sumBuf, r);
-      Value empty =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum, f(0.0f));
-      Value inv = splat(arith::SelectOp::create(
-          b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sum)));
-      loop(idx(0), idx(Dv), kLanes, [&](Value c) {
-        Value x = vector::LoadOp::create(b, vec, oBuf, ValueRange{r, c});
-        storeVector(arith::MulFOp::create(b, x, inv), o,
-                    ValueRange{bi, h, i, c});
-      });
-      Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, sum));
-      memref::StoreOp::create(b, arith::SelectOp::create(b, empty, f(kNegInf), lse),
-                              l, ValueRange{bi, h, i});
-    });
+      build();
+    }
+    Value whole =
+        tileIsWhole(qt.limit, i0, j0, /*existsOnly=*/false, width);
+    forRows(i0, [&](Value r, Value i) {
+      RowRange range = rowRange(qt.limit, i, /*existsOnly=*/false);
+      SmallVector<Value> in =
+          keyMaskUnlessWhole(whole, j0, range.lo, range.hi, width);
+      Value negInf = splat(f(kNegInf));
+      SmallVector<Value> s;
+      for (int64_t w = 0; w < n; ++w) {
+        Value x = vector::LoadOp::create(b, vec, pBuf,
+                                         ValueRange{r, idx(w * kLanes)});
+        Scores sc = scoresOf(args.slice(captureBase, captures.size()), x,
+                             in[w], bi, h, range.row, j0, w);
+        s.push_back(
+            arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
+      }
+      Value blockMax = s[0];
+      for (int64_t w = 1; w < n; ++w)
+        blockMax = maxOf(blockMax, s[w]);
+      Value mOld = memref::LoadOp::create(b, maxBuf, r);
+      Value m = maxOf(mOld, maxOfLanes(blockMax));
+      // While a row has seen no key, m = -inf: subtract 0 instead so that
+      // exp gives 0, never NaN.
+      Value safe = arith::SelectOp::create(
+          b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf)),
+          f(0.0f), m);
+      Value alpha = math::ExpOp::create(b, arith::SubFOp::create(b, mOld, safe));
+      Value pSum;
+      for (int64_t w = 0; w < n; ++w) {
+        Value p =
+            expVector(arith::SubFOp::create(b, s[w], splat(safe)));
+        vector::StoreOp::create(b, p, pBuf, ValueRange{r, idx(w * kLanes)});
+        pSum = pSum ? arith::AddFOp::create(b, pSum, p).getResult() : p;
+      }
+      // reassoc: a tree reduction instead of 16 dependent adds.
+      Value blockSum = vector::ReductionOp::create(
+          b, vector::CombiningKind::ADD, pSum, Value(),
+          arith::FastMathFlags::reassoc);
+      Value sum = arith::AddFOp::create(
+          b, arith::MulFOp::create(b, memref::LoadOp::create(b, sumBuf, r),
+                                   alpha),
+          blockSum);
+      memref::StoreOp::create(b, m, maxBuf, r);
+      memref::StoreOp::create(b, sum, sumBuf, r);
+      memref::StoreOp::create(b, alpha, alphaBuf, r);
+    }, 2);
+    // Keys past jEnd have p = 0: no row sees them.
+    Value valid = arith::MinUIOp::create(
+        b, idx(width), arith::SubIOp::create(b, qt.jEnd, j0));
+    rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf);
   }
 
   attn::AttentionOp op;
   int64_t blockTiles; // 32-key tiles per online-softmax step
+  int64_t qTiles;     // query tiles per (batch, head)
+  int64_t groupTiles; // query tiles per task
 };
 
 //===----------------------------------------------------------------------===//

@@ -54,6 +54,7 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       if (*recorded)
         return **recorded;
       attnc::TilePlan plan = attnc::planTiles(op, target);
+      plan.queryBlock = plan.queryBlock / plan.rows * rows;
       plan.rows = rows;
       return plan;
     };

@@ -5,11 +5,11 @@
 // Causal written as a region: the named mask says all it says, so the
 // region goes; the plan for 512-bit vectors: 8 rows, 128-key steps.
 // CHECK-LABEL: func.func @causal_region
-// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {attn.tile_plan = {key_block = 128 : i64, rows = 8 : i64}} :
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {attn.tile_plan = {key_block = 128 : i64, query_block = 8 : i64, rows = 8 : i64}} :
 // CHECK-NOT: mask_mod
 // CHECK: return
 // AVX2-LABEL: func.func @causal_region
-// AVX2: attn.tile_plan = {key_block = 128 : i64, rows = 3 : i64}
+// AVX2: attn.tile_plan = {key_block = 128 : i64, query_block = 3 : i64, rows = 3 : i64}
 // BADBITS: attn-plan-tiles: vector-bits must be 128, 256 or 512, got 100
 func.func @causal_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
   %o, %lse = attn.attention %q, %q, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32> mask_mod {
@@ -25,7 +25,7 @@ func.func @causal_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>,
 // (i - j) <u 16 is 0 <= i - j < 16: a window of 16 (which includes j <= i);
 // the steps shrink to the 32-key tiles a window of 16 and 8 rows span.
 // CHECK-LABEL: func.func @window_region
-// CHECK: attn.attention %{{.*}} causal window 16 {attn.tile_plan = {key_block = 32 : i64, rows = 8 : i64}} :
+// CHECK: attn.attention %{{.*}} causal window 16 {attn.tile_plan = {key_block = 32 : i64, query_block = 8 : i64, rows = 8 : i64}} :
 // CHECK-NOT: mask_mod
 func.func @window_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
   %o, %lse = attn.attention %q, %q, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32> mask_mod {
@@ -44,7 +44,7 @@ func.func @window_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>,
 // includes j <= i): the region keeps the document test and its captures;
 // the plan follows the window.
 // CHECK-LABEL: func.func @documents_and_causal
-// CHECK: attn.attention {{.*}} window 40 mask_captures(%{{.*}} : tensor<200xi32>) {attn.tile_plan = {key_block = 64 : i64, rows = 8 : i64}}
+// CHECK: attn.attention {{.*}} window 40 mask_captures(%{{.*}} : tensor<200xi32>) {attn.tile_plan = {key_block = 64 : i64, query_block = 8 : i64, rows = 8 : i64}}
 // CHECK: mask_mod
 // CHECK: tensor.extract
 func.func @documents_and_causal(%q: tensor<1x2x200x16xf32>, %doc: tensor<200xi32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
@@ -99,10 +99,10 @@ func.func @one_sided(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, ten
 // A plan already there is kept; the backward op is analysed and planned
 // the same way.
 // CHECK-LABEL: func.func @planned
-// CHECK: attn.tile_plan = {key_block = 32 : i64, rows = 4 : i64}
-// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 128 : i64, rows = 8 : i64}}
+// CHECK: attn.tile_plan = {key_block = 32 : i64, query_block = 4 : i64, rows = 4 : i64}
+// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 128 : i64, query_block = 8 : i64, rows = 8 : i64}}
 func.func @planned(%q: tensor<1x2x200x16xf32>, %lse: tensor<1x2x200xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>) {
-  %o, %l = attn.attention %q, %q, %q {attn.tile_plan = {rows = 4 : i64, key_block = 32 : i64}} : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32>
+  %o, %l = attn.attention %q, %q, %q {attn.tile_plan = {rows = 4 : i64, query_block = 4 : i64, key_block = 32 : i64}} : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32>
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> mask_mod {
   ^bb0(%b: index, %h: index, %i: index, %j: index):
     %c = arith.cmpi uge, %i, %j : index
