@@ -32,9 +32,10 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
     skipped and tiles it leaves whole skip the mask; regions are evaluated
     on 16 keys at once (capture reads become masked gathers). Every
     attn.attention_grad it covers (D also a multiple of 16) becomes the
-    FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
-    query tile: one writer per gradient, a fixed order; float captures'
-    gradients through per-task partials summed in order). Task loops are
+    FlashAttention-2 backward in one pass over key tiles (dK/dV per key
+    tile; dQ into one f32 copy per split of the key tiles, the copies
+    summed in order; float captures' gradients through per-task partials
+    summed in order: a fixed order for any thread count). Task loops are
     outlined for the runtime's thread pool (attn-lower-parallel-calls).
     attn.projection, attn.merge and their gradient ops become tiled GEMMs
     with the same microkernel (8-row blocks of A on the pool, B in 32-wide

@@ -42,6 +42,22 @@ bool isFloatTensor(Value v) {
   return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
+/// The backward's dK/dV tasks per (batch, KV head): split s takes key
+/// tiles s, s + splits, ... (interleaved, so that causal masks balance) and
+/// accumulates dQ over them in its own f32 copy, the copies summed in split
+/// order afterwards (deterministic for any thread count). Enough splits for
+/// 32 tasks, no more than the key tiles, and at most 64 MB of copies.
+int64_t backwardSplits(ArrayRef<int64_t> q, int64_t hkv, int64_t skv,
+                       int64_t rows) {
+  int64_t copyFloats = q[0] * q[1] * ((q[2] + rows - 1) / rows) * rows * q[3];
+  int64_t splits = std::min<int64_t>((32 + q[0] * hkv - 1) / (q[0] * hkv),
+                                     (skv + KernelBuilder::kCols - 1) /
+                                         KernelBuilder::kCols);
+  while (splits > 1 && splits * copyFloats > (int64_t(1) << 24))
+    --splits;
+  return std::max<int64_t>(splits, 1);
+}
+
 /// What the forward and backward kernels share: shapes, masks, buffers in
 /// and out of bufferization, and the tile computations.
 class FlashCommon : public KernelBuilder {
@@ -613,8 +629,9 @@ private:
 };
 
 //===----------------------------------------------------------------------===//
-// Backward (FlashAttention-2 with two passes: dK/dV per key tile, dQ per
-// query tile, so that every gradient has one writer and a fixed order)
+// Backward (FlashAttention-2 in one pass over key tiles: dK/dV per key tile,
+// dQ into one f32 copy per split of the key tiles, summed in order, so that
+// every gradient has a fixed order of accumulation)
 //===----------------------------------------------------------------------===//
 
 class FlashBackward : public FlashCommon {
@@ -642,14 +659,16 @@ public:
           dV = alloc({B, Hkv, Skv, Dv}, elementOf(op.getValue()));
 
     int64_t qTiles = (Sq + rows - 1) / rows;
-    // Float captures' gradients: one partial row per q-pass task, summed in
-    // task order afterwards (deterministic for any thread count).
+    splits = backwardSplits(shapeOf(q), Hkv, Skv, rows);
+    int64_t kvTasks = B * Hkv * splits;
+    // Float captures' gradients: one partial row per task, summed in task
+    // order afterwards (deterministic for any thread count).
     SmallVector<Value> partials;
     for (unsigned k : floatCaptures) {
       int64_t elements =
           cast<ShapedType>(captures[k].getType()).getNumElements();
-      Value partial = alloc({B * H * qTiles, elements});
-      loop(0, B * H * qTiles, [&](Value t) {
+      Value partial = alloc({kvTasks, elements});
+      loop(0, kvTasks, [&](Value t) {
         loop(0, elements, [&](Value e) {
           memref::StoreOp::create(b, f(0.0f), partial, ValueRange{t, e});
         });
@@ -657,9 +676,9 @@ public:
       partials.push_back(partial);
     }
 
-    // Every query tile of Q and dO packed once ([B, H, tile, D, rows]):
-    // both passes' tile products and the transposed dK/dV products read
-    // them; packing inside the dK/dV tasks would repeat it per key tile.
+    // Every query tile of Q and dO packed once ([B, H, tile, D, rows]): the
+    // tile products and the transposed dK/dV products read them; packing
+    // inside the tasks would repeat it per key tile.
     Value qT = alloc({B, H, qTiles, D, rows}),
           dOT = alloc({B, H, qTiles, Dv, rows});
     forEachHead("__attnc_flash_pack", {q, qT, dO, dOT}, H,
@@ -668,48 +687,50 @@ public:
                   packTiles(args[2], args[3], bi, h);
                 });
     SmallVector<Value> common = {qT, kt, vt, dOT, lse, delta};
-    // Pass 1: dK and dV, one task per (batch, KV head, key tile).
+    // The dQ copies of the splits ([splits, B, H, rows * qTiles, D]).
+    Value dqCopies = alloc({splits, B, H, qTiles * rows, D});
+    // dK and dV per key tile, dQ's terms into the split's copy: one task
+    // per (batch, KV head, split).
     SmallVector<Value> captured1(common);
-    captured1.append({dK, dV});
+    captured1.append({dK, dV, k, dqCopies});
     if (lengths)
       captured1.push_back(lengths);
     appendCaptures(captured1);
     partialBase = captured1.size();
     captured1.append(partials);
-    buildProbabilitiesFunction(captured1);
     parallelTasks(
-        parent, "__attnc_flash_backward_kv", captured1, B * Hkv * tiles,
+        parent, "__attnc_flash_backward_kv", captured1, kvTasks,
         [&](ArrayRef<Value>) {
           return SmallVector<Value>{
               scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
               scratchBuffer({D, kCols}), scratchBuffer({Dv, kCols})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
-          Value tile = arith::RemUIOp::create(b, t, idx(tiles));
-          Value bg = arith::DivUIOp::create(b, t, idx(tiles));
-          keyTileTask(args, scratch, arith::DivUIOp::create(b, bg, idx(Hkv)),
-                      arith::RemUIOp::create(b, bg, idx(Hkv)), tile);
+          Value split = arith::RemUIOp::create(b, t, idx(splits));
+          Value bg = arith::DivUIOp::create(b, t, idx(splits));
+          Value bi = arith::DivUIOp::create(b, bg, idx(Hkv)),
+                g = arith::RemUIOp::create(b, bg, idx(Hkv));
+          zeroCopies(args[9], split, bi, g);
+          loop(split, idx(tiles), splits, [&](Value tile) {
+            keyTileTask(args, scratch, bi, g, tile, split, t);
+          });
         });
-    // Pass 2: dQ, one task per (batch, head, query tile).
-    SmallVector<Value> captured2(common);
-    captured2.append({k, dQ});
-    if (lengths)
-      captured2.push_back(lengths);
-    appendCaptures(captured2);
-    captured2.append(partials);
-    parallelTasks(
-        parent, "__attnc_flash_backward_q", captured2, B * H * qTiles,
-        [&](ArrayRef<Value>) {
-          return SmallVector<Value>{scratchBuffer({rows, kCols}),
-                                    scratchBuffer({rows, kCols}),
-                                    scratchBuffer({rows, D})};
-        },
-        [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
-          Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
-          Value bh = arith::DivUIOp::create(b, t, idx(qTiles));
-          queryTileTask(args, scratch, arith::DivUIOp::create(b, bh, idx(H)),
-                        arith::RemUIOp::create(b, bh, idx(H)), ib, t);
-        });
+    // dQ: the splits' copies summed in order.
+    forEachHead("__attnc_flash_dq", {dqCopies, dQ}, H,
+                [&](ArrayRef<Value> args, Value bi, Value h) {
+                  loop(0, Sq, [&](Value i) {
+                    loop(idx(0), idx(D), kLanes, [&](Value c) {
+                      Value sum = vector::LoadOp::create(
+                          b, vec, args[0], ValueRange{idx(0), bi, h, i, c});
+                      for (int64_t p = 1; p < splits; ++p)
+                        sum = arith::AddFOp::create(
+                            b, sum,
+                            vector::LoadOp::create(
+                                b, vec, args[0], ValueRange{idx(p), bi, h, i, c}));
+                      storeVector(sum, args[1], ValueRange{bi, h, i, c});
+                    });
+                  });
+                });
     SmallVector<Value> results = {
         tensorOf(dQ, op.getQueryGrad().getType()),
         tensorOf(dK, op.getKeyGrad().getType()),
@@ -764,50 +785,19 @@ private:
     });
   }
 
-  /// The function both passes call for each (query tile, key tile): P =
-  /// exp(S' - LSE) and dS = scale * P * (dP - Delta) * dS'/dS of the rows x
-  /// 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's [lo,
-  /// hi); rows past Sq see no key, so that they add no capture gradient).
-  /// With `accumulate` (the q pass), the task's rows of the float captures'
-  /// partial gradients receive theirs too. One function rather than a copy
-  /// per pass keeps the backward's JIT compile time down. Arguments: the
-  /// task's first six (qT, kt, vt, dOT, lse, delta), captures...,
-  /// partials..., pBuf, dsBuf, bi, h, g, j0, i0, limit, task, accumulate.
-  void buildProbabilitiesFunction(ArrayRef<Value> taskArgs) {
-    SmallVector<Value> values(taskArgs.take_front(6));
-    values.append(taskArgs.begin() + captureBase, taskArgs.end());
-    SmallVector<Type> types(ValueRange(values).getTypes());
-    for (int k = 0; k < 2; ++k)
-      types.push_back(MemRefType::get({rows, kCols}, f32));
-    types.append(7, b.getIndexType());
-    types.push_back(b.getI1Type());
-    probabilitiesFn = outline(
-        parent, "__attnc_flash_probabilities", types,
-        [&](ArrayRef<Value> args) {
-          size_t n = captures.size(), m = floatCaptures.size();
-          probabilities(args.take_front(6), args.slice(6, n),
-                        args.slice(6 + n, m), args.drop_front(6 + n + m));
-        });
-  }
-
-  /// Calls the probabilities function from a task.
-  void callProbabilities(ArrayRef<Value> taskArgs, ArrayRef<Value> buffers,
-                         ArrayRef<Value> indices, bool accumulate) {
-    SmallVector<Value> operands(taskArgs.take_front(6));
-    operands.append(taskArgs.begin() + captureBase, taskArgs.end());
-    operands.append(buffers.begin(), buffers.end());
-    operands.append(indices.begin(), indices.end());
-    operands.push_back(arith::ConstantOp::create(b, b.getBoolAttr(accumulate)));
-    func::CallOp::create(b, probabilitiesFn, operands);
-  }
-
+  /// P = exp(S' - LSE) and dS = scale * P * (dP - Delta) * dS'/dS of the
+  /// rows x 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's
+  /// [lo, hi); rows past Sq see no key, so that they add no capture
+  /// gradient); the task's rows of the float captures' partial gradients
+  /// receive theirs. `common`: qT, kt, vt, dOT, lse, delta; `rest`: pBuf,
+  /// dsBuf, bi, h, g, j0, i0, limit, task.
   void probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                      ArrayRef<Value> partials, ArrayRef<Value> rest) {
     Value qT = common[0], kt = common[1], vt = common[2], dOT = common[3],
           lse = common[4], delta = common[5];
     Value pBuf = rest[0], dsBuf = rest[1], bi = rest[2], h = rest[3],
           g = rest[4], j0 = rest[5], i0 = rest[6], limit = rest[7],
-          task = rest[8], accumulate = rest[9];
+          task = rest[8];
     Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
     Value queryTile = arith::DivUIOp::create(b, i0, idx(rows));
     storeTile(tileProduct(qT, {bi, h, queryTile}, kt, bi, g, tile), pBuf);
@@ -840,12 +830,8 @@ private:
           SmallVector<Value> adjoints =
               widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
           ds = broadcastToLanes(b, b.getLoc(), adjoints.front());
-          if (!partials.empty()) {
-            auto ifOp = scf::IfOp::create(b, accumulate, false);
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(ifOp.thenBlock());
+          if (!partials.empty())
             accumulateCaptureGrads(partials, task, adjoints, sc.keep);
-          }
         }
         ds = arith::MulFOp::create(b, ds, scaleVec);
         vector::StoreOp::create(b, p, pBuf, at);
@@ -854,10 +840,30 @@ private:
     });
   }
 
+  /// Zeros the rows of split `split`'s dQ copy for the heads of KV head g.
+  void zeroCopies(Value copies, Value split, Value bi, Value g) {
+    int64_t group = H / Hkv, padded = shapeOf(copies)[3];
+    Value zeros = splat(f(0.0f));
+    loop(0, group, [&](Value member) {
+      Value h = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, g, idx(group)), member);
+      loop(0, padded, [&](Value i) {
+        loop(idx(0), idx(D), kLanes, [&](Value c) {
+          vector::StoreOp::create(b, zeros, copies,
+                                  ValueRange{split, bi, h, i, c});
+        });
+      });
+    });
+  }
+
+  /// The dK and dV rows of key tile `tile` of (bi, g), and its dS K terms
+  /// of dQ into split `split`'s copy; `task` owns a partial row of the
+  /// capture gradients.
   void keyTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
-                   Value g, Value tile) {
+                   Value g, Value tile, Value split, Value task) {
     Value qT = args[0], dOT = args[3], dK = args[6], dV = args[7];
-    Value lengths = captureBase > 8 ? args[8] : Value();
+    Value k = args[8], copies = args[9];
+    Value lengths = captureBase > 10 ? args[10] : Value();
     // dK^T and dV^T of the key tile ([D, 32], [Dv, 32]).
     Value pBuf = scratch[0], dsBuf = scratch[1], dkBuf = scratch[2],
           dvBuf = scratch[3];
@@ -874,26 +880,29 @@ private:
       iEnd = arith::MinUIOp::create(
           b, iEnd, arith::AddIOp::create(b, j0, idx(kCols + *window - 1)));
     Value limit = keyLimit(lengths, bi);
+    Value valid = arith::MinUIOp::create(
+        b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
     int64_t group = H / Hkv;
     loop(0, group, [&](Value member) {
       Value h = arith::AddIOp::create(
           b, arith::MulIOp::create(b, g, idx(group)), member);
       loop(iStart, iEnd, rows, [&](Value i0) {
-        callProbabilities(args, {pBuf, dsBuf},
-                          {bi, h, g, j0, i0, limit, idx(0)},
-                          /*accumulate=*/false);
+        probabilities(args.take_front(6),
+                      args.slice(captureBase, captures.size()),
+                      args.drop_front(partialBase),
+                      {pBuf, dsBuf, bi, h, g, j0, i0, limit, task});
         Value queryTile = arith::DivUIOp::create(b, i0, idx(rows));
         accumulateTransposed(dvBuf, pBuf, dOT, {bi, h, queryTile});
         accumulateTransposed(dkBuf, dsBuf, qT, {bi, h, queryTile});
+        rowsTimesKeys(rowsOf(copies, {split, bi, h}, i0), dsBuf, k, bi, g, j0,
+                      valid, Value());
       });
     });
-    Value valid = arith::MinUIOp::create(
-        b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
     loop(idx(0), valid, 1, [&](Value j) {
       Value key = arith::AddIOp::create(b, j0, j);
       for (auto [grad, buffer, width] :
            {std::tuple(dK, dkBuf, D), std::tuple(dV, dvBuf, Dv)})
-        loop(0, width, [&](Value c) {
+        loop(0, width, [&, grad = grad, buffer = buffer](Value c) {
           storeScalar(memref::LoadOp::create(b, buffer, ValueRange{c, j}),
                       grad, ValueRange{bi, g, key, c});
         });
@@ -931,34 +940,23 @@ private:
     return grad;
   }
 
-  void queryTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
-                     Value h, Value ib, Value task) {
-    Value k = args[6], dQ = args[7];
-    Value lengths = captureBase > 8 ? args[8] : Value();
-    Value pBuf = scratch[0], dsBuf = scratch[1], dqBuf = scratch[2];
-    QueryTile qt = queryTile(lengths, bi, h, ib);
-    Value g = qt.g, i0 = qt.i0;
-    zero(dqBuf);
-    loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
-      callProbabilities(args, {pBuf, dsBuf},
-                        {bi, h, g, j0, i0, qt.limit, task},
-                        /*accumulate=*/true);
-      Value valid = arith::MinUIOp::create(
-          b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
-      rowsTimesKeys(dqBuf, dsBuf, k, bi, g, j0, valid, Value());
-    });
-    forRows(i0, [&](Value r, Value i) {
-      auto ifOp = scf::IfOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
-          /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      loop(idx(0), idx(D), kLanes, [&](Value c) {
-        storeVector(vector::LoadOp::create(b, vec, dqBuf, ValueRange{r, c}),
-                    dQ, ValueRange{bi, h, i, c});
-      });
-    });
+  /// buffer[prefix..., i0 : i0 + rows, :] as a rows x width memref.
+  Value rowsOf(Value buffer, ArrayRef<Value> prefix, Value i0) {
+    auto type = cast<MemRefType>(buffer.getType());
+    int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> offsets, sizes, strides(rank, b.getIndexAttr(1));
+    for (Value v : prefix) {
+      offsets.push_back(v);
+      sizes.push_back(b.getIndexAttr(1));
+    }
+    offsets.append({i0, b.getIndexAttr(0)});
+    sizes.append({b.getIndexAttr(rows), b.getIndexAttr(type.getShape().back())});
+    auto resultType = memref::SubViewOp::inferRankReducedResultType(
+        {rows, type.getShape().back()}, type, offsets, sizes, strides);
+    return memref::SubViewOp::create(b, cast<MemRefType>(resultType), buffer,
+                                     offsets, sizes, strides);
   }
+
 
   /// Adds the adjoints of the capture reads (adjoint block results after
   /// the first: per read, the adjoint then the read's indices) to the
@@ -1043,6 +1041,7 @@ private:
   }
 
   attn::AttentionGradOp op;
+  int64_t splits = 1; // see backwardSplits
   std::unique_ptr<Region> adjointRegion;
   Block *adjointBlock = nullptr;
   struct CaptureRead {
@@ -1052,7 +1051,6 @@ private:
   SmallVector<CaptureRead> reads;
   SmallVector<unsigned> floatCaptures; // score captures with a gradient
   size_t partialBase = 0; // where their partial buffers start in task args
-  func::FuncOp probabilitiesFn;
 };
 
 
@@ -1066,10 +1064,10 @@ bool canLowerToFlashCpu(attn::AttentionOp op) {
 
 bool canLowerToFlashCpu(attn::AttentionGradOp op,
                         const TilePlan &plan) {
-  // Float captures take a partial gradient per q-pass task: at most 2^24
-  // floats (64 MB) of them, else the unfused lowering.
-  ArrayRef<int64_t> q = shapeOf(op.getQuery());
-  int64_t tasks = q[0] * q[1] * ((q[2] + plan.rows - 1) / plan.rows);
+  // Float captures take a partial gradient per task: at most 2^24 floats
+  // (64 MB) of them, else the unfused lowering.
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
+  int64_t tasks = q[0] * k[1] * backwardSplits(q, k[1], k[2], plan.rows);
   int64_t partialFloats = 0;
   for (Value capture : op.getScoreCaptures())
     if (isFloatTensor(capture))

@@ -27,8 +27,9 @@ std::pair<mlir::Value, mlir::Value>
 buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
                        const TilePlan &plan, const TileTarget &target);
 
-/// The FlashAttention-2 backward in two passes (dK/dV per key tile, dQ per
-/// query tile: deterministic, no atomics), recomputing P from LSE; returns
+/// The FlashAttention-2 backward in one pass over key tiles (dK/dV per key
+/// tile, dQ into one copy per split of the key tiles summed in order:
+/// deterministic, no atomics), recomputing P from LSE; returns
 /// (dQ, dK, dV) and one gradient per score capture (zeros for integer ones).
 llvm::SmallVector<mlir::Value>
 buildFlashAttentionGradCpu(mlir::OpBuilder &b, attn::AttentionGradOp op,

@@ -45,18 +45,21 @@ func.func @forward(%q: tensor<1x4x40x16xbf16>, %k: tensor<1x2x40x16xbf16>, %v: t
 
 // -----
 
-// The backward: two outlined passes, dK/dV per key tile then dQ per query
-// tile; K and V transposed, Delta per row.
+// The backward: one outlined pass over key tiles (dK/dV per key tile, dQ's
+// terms into the split's f32 copy, rows padded to the tile), then the
+// copies summed; K and V transposed, Delta per row.
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
-// CHECK-SAME: attnc.parallel_tasks
-// CHECK-LABEL: func.func private @__attnc_flash_backward_q
+// CHECK-SAME: memref<1x2x2x8x16xf32>, %{{.*}}: index, %{{.*}}: index) attributes {attnc.parallel_tasks}
+// CHECK: memref.subview {{.*}} to memref<8x16xf32, strided<[16, 1], offset: ?>>
+// CHECK-LABEL: func.func private @__attnc_flash_dq
 // CHECK-SAME: attnc.parallel_tasks
 // CHECK-LABEL: func.func @backward
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x2x1x16x32xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x2x1x32x32xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x2x5xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x2x2x8x16xf32>
 // CHECK: call @__attnc_flash_backward_kv
-// CHECK: call @__attnc_flash_backward_q
+// CHECK: call @__attnc_flash_dq
 // CHECK-NOT: attn.attention_grad
 func.func @backward(%q: tensor<2x2x5x16xf32>, %k: tensor<2x2x7x16xf32>, %v: tensor<2x2x7x32xf32>, %o: tensor<2x2x5x32xf32>, %lse: tensor<2x2x5xf32>, %do: tensor<2x2x5x32xf32>) -> (tensor<2x2x5x16xf32>, tensor<2x2x7x16xf32>, tensor<2x2x7x32xf32>) {
   %dq, %dk, %dv = attn.attention_grad %q, %k, %v, %o, %lse, %do : tensor<2x2x5x16xf32>, tensor<2x2x7x16xf32>, tensor<2x2x7x32xf32>, tensor<2x2x5x32xf32>, tensor<2x2x5xf32>, tensor<2x2x5x32xf32> -> tensor<2x2x5x16xf32>, tensor<2x2x7x16xf32>, tensor<2x2x7x32xf32>
@@ -102,13 +105,12 @@ func.func @regions(%q: tensor<1x2x40x16xf32>, %bias: tensor<2x4x40xf32>, %ids: t
 
 // The backward of a score_mod without float captures: the region's
 // reverse sweep (softcap: 1 - tanh^2) widened into the dS computation.
-// CHECK-LABEL: func.func private @__attnc_flash_probabilities
+// CHECK-LABEL: func.func private @__attnc_flash_backward_kv
 // CHECK-NOT: math.tanh
 // CHECK: arith.subf %{{.*}}, %{{.*}} : vector<16xf32>
-// CHECK-LABEL: func.func private @__attnc_flash_backward_kv
-// CHECK: call @__attnc_flash_probabilities
 // CHECK-LABEL: func.func @softcap_backward
-// CHECK: call @__attnc_flash_backward_q
+// CHECK: call @__attnc_flash_backward_kv
+// CHECK: call @__attnc_flash_dq
 // CHECK-NOT: attn.attention_grad
 func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, %lse: tensor<1x1x5xf32>) -> (tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>) {
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %o, %lse, %o : tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5xf32>, tensor<1x1x5x16xf32> -> tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32>, tensor<1x1x5x16xf32> score_mod {
@@ -121,24 +123,19 @@ func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, 
 
 // -----
 
-// A float capture's gradient: one partial row per q-pass task (here 2),
-// zeroed first, summed in task order after the pass.
-// CHECK-LABEL: func.func private @__attnc_flash_probabilities
-// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>,
-// CHECK: scf.if
+// A float capture's gradient: one partial row per task (here the 2 splits
+// of 2 key tiles), zeroed first, summed in task order after the pass.
+// CHECK-LABEL: func.func private @__attnc_flash_backward_kv
+// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
 // CHECK: vector.reduction <add>
 // CHECK: memref.store {{.*}} : memref<2x1xf32>
-// CHECK-LABEL: func.func private @__attnc_flash_backward_q
-// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
-// CHECK: %[[TRUE:.*]] = arith.constant true
-// CHECK: call @__attnc_flash_probabilities({{.*}}, %[[TRUE]])
 // CHECK-LABEL: func.func @capture_backward
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x1xf32>
-// CHECK: call @__attnc_flash_backward_q
+// CHECK: call @__attnc_flash_backward_kv
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1xf32>
 // CHECK-NOT: attn.attention_grad
-func.func @capture_backward(%q: tensor<1x1x9x16xf32>, %c: tensor<1xf32>, %l: tensor<1x1x9xf32>) -> tensor<1xf32> {
-  %dq, %dk, %dv, %dc = attn.attention_grad %q, %q, %q, %q, %l, %q score_captures(%c : tensor<1xf32>) : tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1x1x9xf32>, tensor<1x1x9x16xf32> -> tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1x1x9x16xf32>, tensor<1xf32> score_mod {
+func.func @capture_backward(%q: tensor<1x1x40x16xf32>, %c: tensor<1xf32>, %l: tensor<1x1x40xf32>) -> tensor<1xf32> {
+  %dq, %dk, %dv, %dc = attn.attention_grad %q, %q, %q, %q, %l, %q score_captures(%c : tensor<1xf32>) : tensor<1x1x40x16xf32>, tensor<1x1x40x16xf32>, tensor<1x1x40x16xf32>, tensor<1x1x40x16xf32>, tensor<1x1x40xf32>, tensor<1x1x40x16xf32> -> tensor<1x1x40x16xf32>, tensor<1x1x40x16xf32>, tensor<1x1x40x16xf32>, tensor<1xf32> score_mod {
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<1xf32>):
     %c0 = arith.constant 0 : index
     %x = tensor.extract %t[%c0] : tensor<1xf32>
