@@ -19,6 +19,7 @@ using namespace mlir;
 namespace {
 
 constexpr llvm::StringLiteral kImplPrefix = "__attnc_impl_";
+constexpr llvm::StringLiteral kUsesAmxAttrName = "attnc.uses_amx";
 
 struct AttnExportAbiPass
     : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
@@ -30,6 +31,14 @@ struct AttnExportAbiPass
         entries.push_back(func);
       else if (func.isPrivate() && !func.isExternal())
         setInternalLinkage(func);
+    }
+    // attn-lower-cpu marks modules whose kernels use AMX tiles.
+    if (module->hasAttr(kUsesAmxAttrName)) {
+      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+      amxInit = func::FuncOp::create(
+          b, module.getLoc(), "attnc_amx_init",
+          FunctionType::get(&getContext(), {}, {b.getI32Type()}));
+      amxInit.setPrivate();
     }
     for (func::FuncOp impl : entries)
       if (failed(exportEntry(impl)))
@@ -76,6 +85,8 @@ struct AttnExportAbiPass
                                       func.getContext(),
                                       LLVM::Linkage::Internal));
   }
+
+  func::FuncOp amxInit; // the runtime's attnc_amx_init, when needed
 
   LogicalResult exportEntry(func::FuncOp impl) {
     MLIRContext *ctx = &getContext();
@@ -136,8 +147,27 @@ struct AttnExportAbiPass
                                status(nb, ATTNC_STATUS_NULL_ARGUMENT));
         },
         [&](OpBuilder &nb, Location) {
-          func::CallOp::create(nb, loc, impl, block->getArguments());
-          scf::YieldOp::create(nb, loc, status(nb, ATTNC_STATUS_OK));
+          if (!amxInit) {
+            func::CallOp::create(nb, loc, impl, block->getArguments());
+            scf::YieldOp::create(nb, loc, status(nb, ATTNC_STATUS_OK));
+            return;
+          }
+          // Kernels with AMX tiles first ask the OS for their state.
+          Value granted = arith::CmpIOp::create(
+              nb, loc, arith::CmpIPredicate::eq,
+              func::CallOp::create(nb, loc, amxInit, ValueRange())
+                  .getResult(0),
+              arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(0)));
+          auto amxIf = scf::IfOp::create(
+              nb, loc, granted,
+              [&](OpBuilder &ib, Location) {
+                func::CallOp::create(ib, loc, impl, block->getArguments());
+                scf::YieldOp::create(ib, loc, status(ib, ATTNC_STATUS_OK));
+              },
+              [&](OpBuilder &ib, Location) {
+                scf::YieldOp::create(ib, loc, status(ib, ATTNC_STATUS_NO_AMX));
+              });
+          scf::YieldOp::create(nb, loc, amxIf.getResult(0));
         });
     func::ReturnOp::create(b, loc, ifOp.getResult(0));
     return success();

@@ -169,6 +169,8 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
   CpuPipelineOptions pipeline;
   pipeline.threads = std::max(options.threads, 0);
   pipeline.vectorBits = vectorRegisterBits(**machine);
+  // AMX needs the OS's leave too: ask now, and plan without AMX if denied.
+  pipeline.amx = hasAmxBf16(**machine) && attnc_amx_init() == 0;
   buildCpuPipeline(pm, pipeline);
   if (mlir::failed(pm.run(*spec->module)))
     return false;
@@ -517,6 +519,7 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
   addRuntimeSymbol("attnc_num_threads", &attnc_num_threads);
   addRuntimeSymbol("attnc_set_num_threads", &attnc_set_num_threads);
   addRuntimeSymbol("attnc_status_string", &attnc_status_string);
+  addRuntimeSymbol("attnc_amx_init", &attnc_amx_init);
   if (llvm::Error e = (*jit)->getMainJITDylib().define(
           llvm::orc::absoluteSymbols(std::move(runtime)))) {
     error = llvm::toString(std::move(e));

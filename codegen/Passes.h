@@ -19,6 +19,9 @@ struct CpuPipelineOptions {
   /// The target's vector register width (vectorRegisterBits), for the
   /// tile plans.
   int64_t vectorBits = 512;
+  /// Whether the target has AMX bf16 tiles (hasAmxBf16): bf16 forward
+  /// kernels use them.
+  bool amx = false;
 };
 
 /// The CPU pipeline, from attn ops on tensors to the LLVM dialect, in

@@ -51,13 +51,16 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
            "key block">,
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
            "Width of the target's vector registers (512, 256 or 128): with "
-           "512, exp uses AVX-512's vscalefps (x86vector)">
+           "512, exp uses AVX-512's vscalefps (x86vector)">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "The target has AMX bf16 tiles: bf16 forwards whose plan has "
+           "16-row tiles multiply on them (amx dialect)">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
     "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
-    "mlir::x86vector::X86VectorDialect"
+    "mlir::x86vector::X86VectorDialect", "mlir::amx::AMXDialect"
   ];
 }
 

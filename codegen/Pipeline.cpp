@@ -20,9 +20,11 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
                                const CpuPipelineOptions &options) {
   AttnPlanTilesOptions plan;
   plan.vectorBits = options.vectorBits;
+  plan.amx = options.amx;
   pm.addPass(createAttnPlanTiles(plan));
   AttnLowerCpuOptions lower;
   lower.vectorBits = options.vectorBits;
+  lower.amx = options.amx;
   pm.addPass(createAttnLowerCpu(lower));
   pm.addPass(createAttnLowerToLinalg());
   // Gradient accumulation adds whole tensors with arith.addf.
@@ -55,6 +57,7 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.x86Vector = true; // vscalefps (codegen/cpu/FastExp.cpp)
+  vectorToLLVM.amx = true;       // tiles (codegen/cpu/FlashAttention.cpp)
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());

@@ -100,6 +100,11 @@ int64_t vectorRegisterBits(llvm::TargetMachine &machine) {
   return info->checkFeatures("+avx") ? 256 : 128;
 }
 
+bool hasAmxBf16(llvm::TargetMachine &machine) {
+  return machine.getTargetTriple().isX86() &&
+         machine.getMCSubtargetInfo()->checkFeatures("+amx-tile,+amx-bf16");
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &llvmContext,
                   llvm::TargetMachine &machine, unsigned optLevel) {

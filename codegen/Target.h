@@ -35,6 +35,9 @@ std::string featuresMissingOnHost(llvm::TargetMachine &machine);
 /// with AVX, else 128 (what attn-plan-tiles sizes register blocks for).
 int64_t vectorRegisterBits(llvm::TargetMachine &machine);
 
+/// Whether `machine`'s CPU has AMX tiles with bf16 products.
+bool hasAmxBf16(llvm::TargetMachine &machine);
+
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and runs the
 /// optimization pipeline at `optLevel`.
 llvm::Expected<std::unique_ptr<llvm::Module>>

@@ -74,7 +74,9 @@ def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
-           "Width of the target's vector registers (512, 256 or 128)">
+           "Width of the target's vector registers (512, 256 or 128)">,
+    Option<"amx", "amx", "bool", /*default=*/"false",
+           "The target has AMX bf16 tiles: bf16 forwards get 16-row tiles">
   ];
 }
 

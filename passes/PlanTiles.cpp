@@ -26,6 +26,7 @@ struct AttnPlanTiles : attnc::impl::AttnPlanTilesBase<AttnPlanTiles> {
     }
     TileTarget target;
     target.vectorBits = vectorBits;
+    target.amx = amx;
     auto plan = [&](Operation *op) {
       if (!op->hasAttr(kTilePlanAttrName))
         writeTilePlan(op, planTiles(op, target));

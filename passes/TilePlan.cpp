@@ -22,6 +22,18 @@ template <typename OpTy> int64_t visibleKeys(OpTy op) {
 
 } // namespace
 
+bool usesAmxTiles(Operation *op, const TileTarget &target) {
+  auto fwd = dyn_cast<attn::AttentionOp>(op);
+  if (!target.amx || !fwd)
+    return false;
+  auto shape = [](Value v) { return cast<ShapedType>(v.getType()); };
+  for (Value v : {fwd.getQuery(), fwd.getKey(), fwd.getValue()})
+    if (!shape(v).getElementType().isBF16())
+      return false;
+  return shape(fwd.getQuery()).getShape()[3] % 32 == 0 &&
+         shape(fwd.getValue()).getShape()[3] % 16 == 0;
+}
+
 TilePlan planTiles(Operation *op, const TileTarget &target) {
   TilePlan plan;
   // The microkernels hold 2 * rows vectors of 16 floats as accumulators,
@@ -51,6 +63,12 @@ TilePlan planTiles(Operation *op, const TileTarget &target) {
   // it spans.
   int64_t span = visible + plan.rows - 1;
   plan.keyBlock = std::clamp<int64_t>((span + 31) / 32 * 32, 32, kMaxKeyBlock);
+  // On AMX: tiles of 16 query rows by 16 keys, two per 32-key step.
+  if (usesAmxTiles(op, target)) {
+    plan.queryBlock = plan.queryBlock / plan.rows * kAmxRows;
+    plan.rows = kAmxRows;
+    plan.keyBlock = 32;
+  }
   return plan;
 }
 

@@ -28,17 +28,25 @@ struct TilePlan {
 struct TileTarget {
   /// Width of the vector registers: 512 (AVX-512), 256 (AVX2), 128.
   int64_t vectorBits = 512;
+  /// AMX tiles with bf16 products (amx-tile, amx-bf16).
+  bool amx = false;
 };
 
 inline constexpr llvm::StringLiteral kTilePlanAttrName = "attn.tile_plan";
-inline constexpr int64_t kMaxTileRows = 12, kMaxKeyBlock = 128,
+inline constexpr int64_t kMaxTileRows = 16, kMaxKeyBlock = 128,
                          kMaxQueryTiles = 16;
+/// The rows and keys of an AMX tile of f32 scores.
+inline constexpr int64_t kAmxRows = 16;
+
+/// Whether the forward of `op` runs on AMX tiles on `target`: bf16 Q, K
+/// and V, D a multiple of 32 and Dv of 16 (whole tiles).
+bool usesAmxTiles(mlir::Operation *op, const TileTarget &target);
 
 /// The plan for an attn.attention or attn.attention_grad op on `target`.
 TilePlan planTiles(mlir::Operation *op, const TileTarget &target);
 
 /// The plan recorded on `op`, if any; emits an error at the op and fails
-/// when the attribute is malformed (rows outside [1, 12], query_block not
+/// when the attribute is malformed (rows outside [1, 16], query_block not
 /// 1 to 16 times rows, key_block not a positive multiple of 32 up to 128).
 mlir::FailureOr<std::optional<TilePlan>> readTilePlan(mlir::Operation *op);
 void writeTilePlan(mlir::Operation *op, const TilePlan &plan);

@@ -13,6 +13,8 @@ const char *attnc_status_string(int status) {
     return "out of memory";
   case ATTNC_STATUS_INTERNAL:
     return "internal error";
+  case ATTNC_STATUS_NO_AMX:
+    return "the OS did not grant this process AMX tile state";
   default:
     return "unknown status";
   }

@@ -15,6 +15,7 @@
 #include "codegen/cpu/WidenRegion.h"
 #include "passes/ScalarGradients.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -403,7 +404,8 @@ public:
   FlashForward(ImplicitLocOpBuilder &b, attn::AttentionOp op,
                const TilePlan &plan, const TileTarget &target)
       : FlashCommon(b, op, plan.rows, target), op(op),
-        blockTiles(plan.keyBlock / kCols), qTiles((Sq + rows - 1) / rows),
+        amx(flashForwardUsesAmx(op, plan, target)),
+        bf16(b.getBF16Type()), blockTiles(plan.keyBlock / kCols), qTiles((Sq + rows - 1) / rows),
         groupTiles(std::min(qTiles, plan.queryBlock / rows)) {}
 
   std::pair<Value, Value> build() {
@@ -412,8 +414,13 @@ public:
     Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
     Value o = alloc({B, H, Sq, Dv}, elementOf(op.getOutput())),
           l = alloc({B, H, Sq});
-    Value kt = transposed(k, blockTiles);
-    SmallVector<Value> captured = {q, kt, v, o, l};
+    // K and V as the products' B operands: K^T in key tiles, or on AMX K
+    // and V in bf16 pairs (VNNI).
+    SmallVector<Value> captured = {q, Value(), v, o, l};
+    if (amx)
+      std::tie(captured[1], captured[2]) = pairedKeysAndValues(k, v);
+    else
+      captured[1] = transposed(k, blockTiles);
     if (lengths)
       captured.push_back(lengths);
     appendCaptures(captured);
@@ -423,12 +430,19 @@ public:
         [&](ArrayRef<Value>) {
           // Per query tile of the group: O, the running max and sum, and
           // the packed rows of Q; per step: P and the rescaling factors.
-          return SmallVector<Value>{
+          // On AMX: Q's rows in bf16, and per step P in bf16 and P V.
+          SmallVector<Value> buffers = {
               scratchBuffer({groupTiles, rows, Dv}),
               scratchBuffer({rows, blockTiles * kCols}),
               scratchBuffer({groupTiles, rows}),
-              scratchBuffer({groupTiles, rows}), scratchBuffer({rows}),
-              scratchBuffer({groupTiles, D, rows})};
+              scratchBuffer({groupTiles, rows}), scratchBuffer({rows})};
+          if (!amx)
+            buffers.push_back(scratchBuffer({groupTiles, D, rows}));
+          else
+            buffers.append({scratchBuffer({groupTiles, rows, D}, bf16),
+                            scratchBuffer({rows, kCols}, bf16),
+                            scratchBuffer({rows, Dv})});
+          return buffers;
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value group = arith::RemUIOp::create(b, t, idx(groups));
@@ -443,11 +457,11 @@ public:
 private:
   /// The state of one query tile: views of the group's scratch buffers.
   struct TileState {
-    Value oBuf, maxBuf, sumBuf, qPacked;
+    Value t, oBuf, maxBuf, sumBuf, qPacked;
   };
   TileState stateOf(ArrayRef<Value> scratch, Value t) {
-    return {slice(scratch[0], t), slice(scratch[2], t), slice(scratch[3], t),
-            slice(scratch[5], t)};
+    return {t, slice(scratch[0], t), slice(scratch[2], t),
+            slice(scratch[3], t), slice(scratch[5], t)};
   }
 
   /// buffer[t] as a memref of one rank less.
@@ -484,7 +498,10 @@ private:
     loop(idx(0), count, 1, [&](Value t) {
       TileState st = stateOf(scratch, t);
       zero(st.oBuf);
-      packRows(q, bi, h, tileOf(t).i0, Sq - 1, st.qPacked);
+      if (amx)
+        copyRows(q, bi, h, tileOf(t).i0, st.qPacked);
+      else
+        packRows(q, bi, h, tileOf(t).i0, Sq - 1, st.qPacked);
       loop(0, rows, [&](Value r) {
         memref::StoreOp::create(b, f(kNegInf), st.maxBuf, r);
         memref::StoreOp::create(b, f(0.0f), st.sumBuf, r);
@@ -550,7 +567,9 @@ private:
     // The block's scores, tile by tile; a tile no row sees (past jEnd,
     // on the causal diagonal) is skipped: the masks drop its lanes.
     Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
-    for (int64_t t = 0; t < blockTiles; ++t) {
+    if (amx)
+      amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf);
+    for (int64_t t = 0; t < (amx ? 0 : blockTiles); ++t) {
       Value tile = arith::AddIOp::create(b, tile0, idx(t));
       auto build = [&] {
         storeTile(tileProduct(qPacked, {}, kt, bi, g, tile), pBuf,
@@ -616,13 +635,146 @@ private:
       memref::StoreOp::create(b, sum, sumBuf, r);
       memref::StoreOp::create(b, alpha, alphaBuf, r);
     }, 2);
+    if (amx) {
+      amxUpdate(scratch, oBuf, v, bi, g, tile0);
+      return;
+    }
     // Keys past jEnd have p = 0: no row sees them.
     Value valid = arith::MinUIOp::create(
         b, idx(width), arith::SubIOp::create(b, qt.jEnd, j0));
     rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf);
   }
 
+  //===--------------------------------------------------------------------===//
+  // AMX: the products on 16 x 16 f32 tiles, bf16 operands with pairs of
+  // the reduction dimension side by side (tdpbf16ps's VNNI layout); the
+  // softmax stays on AVX-512.
+  //===--------------------------------------------------------------------===//
+
+  /// K as [B, Hkv, 16-key tile, D / 2, 32] with (d, d + 1) pairs of a key
+  /// side by side, V as [B, Hkv, 32-key tile, 16, 2 Dv] with (j, j + 1)
+  /// pairs side by side; zeros past Skv.
+  std::pair<Value, Value> pairedKeysAndValues(Value k, Value v) {
+    Value kp = alloc({B, Hkv, 2 * tiles, D / 2, 2 * kAmxRows}, bf16),
+          vp = alloc({B, Hkv, tiles, kAmxRows, 2 * Dv}, bf16);
+    forEachHead(
+        "__attnc_flash_pairs", {k, v, kp, vp}, Hkv,
+        [&](ArrayRef<Value> args, Value bi, Value g) {
+          Value zero = arith::ConstantOp::create(b, b.getZeroAttr(bf16));
+          auto keyAt = [&](Value key, Value src, Value c) {
+            Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                                 key, idx(Skv));
+            Value clamped = arith::MinUIOp::create(b, key, idx(Skv - 1));
+            Value x =
+                memref::LoadOp::create(b, src, ValueRange{bi, g, clamped, c});
+            return arith::SelectOp::create(b, inside, x, zero).getResult();
+          };
+          loop(0, 2 * tiles * kAmxRows, [&](Value key) {
+            Value t = arith::DivUIOp::create(b, key, idx(kAmxRows));
+            Value j = arith::RemUIOp::create(b, key, idx(kAmxRows));
+            loop(0, D, [&](Value d) {
+              Value lane = arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, j, idx(2)),
+                  arith::RemUIOp::create(b, d, idx(2)));
+              memref::StoreOp::create(
+                  b, keyAt(key, args[0], d), args[2],
+                  ValueRange{bi, g, t, arith::DivUIOp::create(b, d, idx(2)),
+                             lane});
+            });
+          });
+          loop(0, tiles * kCols, [&](Value key) {
+            Value t = arith::DivUIOp::create(b, key, idx(kCols));
+            Value jp = arith::DivUIOp::create(
+                b, arith::RemUIOp::create(b, key, idx(kCols)), idx(2));
+            Value e = arith::RemUIOp::create(b, key, idx(2));
+            loop(0, Dv, [&](Value c) {
+              Value lane = arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, c, idx(2)), e);
+              memref::StoreOp::create(b, keyAt(key, args[1], c), args[3],
+                                      ValueRange{bi, g, t, jp, lane});
+            });
+          });
+        });
+    return {kp, vp};
+  }
+
+  /// rows[r, :] = q[bi, h, min(i0 + r, Sq - 1), :] (bf16, a tile's A).
+  void copyRows(Value q, Value bi, Value h, Value i0, Value rowsBuf) {
+    loop(0, rows, [&](Value r) {
+      Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
+                                         idx(Sq - 1));
+      loop(idx(0), idx(D), kLanes, [&](Value c) {
+        vector::StoreOp::create(
+            b,
+            vector::LoadOp::create(b, VectorType::get({kLanes}, bf16), q,
+                                   ValueRange{bi, h, row, c}),
+            rowsBuf, ValueRange{r, c});
+      });
+    });
+  }
+
+  /// pBuf[16, 32] = the query tile's rows (bf16, [G, 16, D]) times the keys
+  /// of 32-key tile `tile`: two 16 x 16 tiles, D / 32 products each.
+  void amxScores(Value qRows, Value t, Value kp, Value bi, Value g,
+                 Value tile, Value pBuf) {
+    auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
+    auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
+    Value c[2] = {amx::TileZeroOp::create(b, cType),
+                  amx::TileZeroOp::create(b, cType)};
+    Value t16 = arith::MulIOp::create(b, tile, idx(2));
+    for (int64_t dc = 0; dc < D / 32; ++dc) {
+      Value a = amx::TileLoadOp::create(b, aType, qRows,
+                                        ValueRange{t, idx(0), idx(32 * dc)});
+      for (int64_t w = 0; w < 2; ++w) {
+        Value bTile = amx::TileLoadOp::create(
+            b, aType, kp,
+            ValueRange{bi, g, arith::AddIOp::create(b, t16, idx(w)),
+                       idx(16 * dc), idx(0)});
+        c[w] = amx::TileMulFOp::create(b, cType, a, bTile, c[w]);
+      }
+    }
+    for (int64_t w = 0; w < 2; ++w)
+      amx::TileStoreOp::create(b, pBuf, ValueRange{idx(0), idx(16 * w)}, c[w]);
+  }
+
+  /// O = alpha O + P V for the step's P (pBuf, f32) and 32-key tile `tile`
+  /// of V (pairs): P in bf16, P V on tiles of 16 columns, the rescale on
+  /// AVX-512.
+  void amxUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp, Value bi,
+                 Value g, Value tile) {
+    Value pBuf = scratch[1], alphaBuf = scratch[4], pPairs = scratch[6],
+          pv = scratch[7];
+    loop(0, rows, [&](Value r) {
+      for (int64_t w = 0; w < 2; ++w)
+        storeVector(vector::LoadOp::create(b, vec, pBuf,
+                                           ValueRange{r, idx(w * kLanes)}),
+                    pPairs, ValueRange{r, idx(w * kLanes)});
+    });
+    auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
+    auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
+    Value a = amx::TileLoadOp::create(b, aType, pPairs,
+                                      ValueRange{idx(0), idx(0)});
+    for (int64_t c = 0; c < Dv; c += kAmxRows) {
+      Value bTile = amx::TileLoadOp::create(
+          b, aType, vp, ValueRange{bi, g, tile, idx(0), idx(2 * c)});
+      Value prod = amx::TileMulFOp::create(
+          b, cType, a, bTile, amx::TileZeroOp::create(b, cType));
+      amx::TileStoreOp::create(b, pv, ValueRange{idx(0), idx(c)}, prod);
+    }
+    loop(0, rows, [&](Value r) {
+      Value alpha = splat(memref::LoadOp::create(b, alphaBuf, r));
+      loop(idx(0), idx(Dv), kLanes, [&](Value c) {
+        Value o = vector::LoadOp::create(b, vec, oBuf, ValueRange{r, c});
+        Value x = vector::LoadOp::create(b, vec, pv, ValueRange{r, c});
+        vector::StoreOp::create(b, vector::FMAOp::create(b, o, alpha, x),
+                                oBuf, ValueRange{r, c});
+      });
+    });
+  }
+
   attn::AttentionOp op;
+  bool amx;           // the products on AMX tiles
+  Type bf16;
   int64_t blockTiles; // 32-key tiles per online-softmax step
   int64_t qTiles;     // query tiles per (batch, head)
   int64_t groupTiles; // query tiles per task
@@ -1077,6 +1229,12 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op,
          canWidenRegion(op.getMaskMod()) && partialFloats <= (1 << 24) &&
          q[3] % KernelBuilder::kLanes == 0 &&
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
+}
+
+bool flashForwardUsesAmx(attn::AttentionOp op, const TilePlan &plan,
+                         const TileTarget &target) {
+  return usesAmxTiles(op, target) && plan.rows == kAmxRows &&
+         plan.keyBlock == KernelBuilder::kCols;
 }
 
 std::pair<Value, Value> buildFlashAttentionCpu(OpBuilder &builder,

@@ -20,6 +20,13 @@ bool canLowerToFlashCpu(attn::AttentionOp op);
 bool canLowerToFlashCpu(attn::AttentionGradOp op,
                         const TilePlan &plan);
 
+/// Whether the forward kernel of `op` multiplies on AMX tiles
+/// (usesAmxTiles, with a plan of 16-row tiles and 32-key steps). Entry
+/// points of a module with such kernels must first get the OS's leave
+/// (attnc_amx_init; attn-lower-cpu marks the module attnc.uses_amx).
+bool flashForwardUsesAmx(attn::AttentionOp op, const TilePlan &plan,
+                         const TileTarget &target);
+
 /// Builds the kernel at `b` (before bufferization: inputs go through
 /// bufferization.to_buffer, results come back through to_tensor) and
 /// returns (O, LSE).

@@ -40,9 +40,10 @@ Value KernelBuilder::alloc(ArrayRef<int64_t> shape, Type element) {
       b.getI64IntegerAttr(64));
 }
 
-Value KernelBuilder::scratchBuffer(ArrayRef<int64_t> shape) {
-  return memref::AllocaOp::create(b, MemRefType::get(shape, f32),
-                                  b.getI64IntegerAttr(64));
+Value KernelBuilder::scratchBuffer(ArrayRef<int64_t> shape, Type element) {
+  return memref::AllocaOp::create(
+      b, MemRefType::get(shape, element ? element : f32),
+      b.getI64IntegerAttr(64));
 }
 
 Type KernelBuilder::elementOf(Value tensor) {

@@ -27,7 +27,8 @@ public:
   /// f32 unless `element` is given.
   mlir::Value alloc(llvm::ArrayRef<int64_t> shape,
                     mlir::Type element = nullptr);
-  mlir::Value scratchBuffer(llvm::ArrayRef<int64_t> shape);
+  mlir::Value scratchBuffer(llvm::ArrayRef<int64_t> shape,
+                            mlir::Type element = nullptr);
   /// The element type of a tensor.
   static mlir::Type elementOf(mlir::Value tensor);
   mlir::Value f(float v);

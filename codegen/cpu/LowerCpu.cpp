@@ -11,6 +11,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -41,6 +42,7 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     }
     attnc::TileTarget target;
     target.vectorBits = vectorBits;
+    target.amx = amx;
     // Each op's attn.tile_plan (attn-plan-tiles), else the target's plan
     // with `rows` rows.
     bool malformed = false;
@@ -67,6 +69,8 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       attnc::TilePlan plan = planOf(op);
       if (malformed)
         return signalPassFailure();
+      if (attnc::flashForwardUsesAmx(op, plan, target))
+        getOperation()->setAttr("attnc.uses_amx", UnitAttr::get(&getContext()));
       OpBuilder b(op);
       auto [output, lse] = attnc::buildFlashAttentionCpu(b, op, plan, target);
       op.getOutput().replaceAllUsesWith(output);

@@ -90,3 +90,24 @@ module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
     return
   }
 }
+
+// -----
+
+// A module whose kernels use AMX tiles (marked by attn-lower-cpu): the
+// entry asks the runtime for the tile state first and returns 5
+// (ATTNC_STATUS_NO_AMX) without calling the kernel when it is refused.
+// CHECK-LABEL: func.func private @attnc_amx_init() -> i32
+// CHECK-LABEL: func.func @amx_kernel
+// CHECK: } else {
+// CHECK-NEXT: %[[R:.*]] = func.call @attnc_amx_init() : () -> i32
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
+// CHECK-NEXT: %[[OK:.*]] = arith.cmpi eq, %[[R]], %[[Z]] : i32
+// CHECK-NEXT: %[[S:.*]] = scf.if %[[OK]] -> (i32) {
+// CHECK-NEXT: func.call @__attnc_impl_amx_kernel
+// CHECK: } else {
+// CHECK-NEXT: arith.constant 5 : i32
+module attributes {attnc.uses_amx, attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @amx_kernel(%a: memref<4xf32>) {
+    return
+  }
+}

@@ -2,8 +2,8 @@
 
 // Malformed tile plans are located errors, not crashes.
 func.func @rows(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor<1x2x40xf32>) {
-  // expected-error @+1 {{tile plan rows must be in [1, 12], got 13}}
-  %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = {rows = 13 : i64, query_block = 13 : i64, key_block = 32 : i64}} : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
+  // expected-error @+1 {{tile plan rows must be in [1, 16], got 17}}
+  %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = {rows = 17 : i64, query_block = 17 : i64, key_block = 32 : i64}} : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
   return %o, %lse : tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
 }
 
@@ -34,7 +34,7 @@ func.func @shape(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor<1x
 // -----
 
 func.func @gemm(%x: tensor<1x8x32xf32>, %w: tensor<32x32xf32>) -> tensor<1x2x8x16xf32> {
-  // expected-error @+1 {{tile plan rows must be in [1, 12], got 0}}
+  // expected-error @+1 {{tile plan rows must be in [1, 16], got 0}}
   %y = attn.projection %x, %w {attn.tile_plan = {rows = 0 : i64, query_block = 0 : i64, key_block = 32 : i64}} : tensor<1x8x32xf32>, tensor<32x32xf32> -> tensor<1x2x8x16xf32>
   return %y : tensor<1x2x8x16xf32>
 }

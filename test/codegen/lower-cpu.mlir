@@ -1,6 +1,6 @@
 // RUN: attnc-opt %s -split-input-file -attn-lower-cpu | FileCheck %s
 // RUN: attnc-opt %s -split-input-file -attn-lower-cpu=rows=4 | FileCheck %s --check-prefix=ROWS4
-// RUN: not attnc-opt %s -split-input-file -attn-lower-cpu=rows=13 2>&1 | FileCheck %s --check-prefix=BADROWS
+// RUN: not attnc-opt %s -split-input-file -attn-lower-cpu=rows=17 2>&1 | FileCheck %s --check-prefix=BADROWS
 // RUN: attnc-opt %s -split-input-file -attn-lower-cpu=vector-bits=256 | FileCheck %s --check-prefix=AVX2
 // RUN: not attnc-opt %s -split-input-file -attn-lower-cpu=vector-bits=7 2>&1 | FileCheck %s --check-prefix=BADBITS
 
@@ -32,7 +32,7 @@
 // CHECK: bufferization.to_tensor {{.*}} restrict writable
 // CHECK-NOT: attn.attention
 // ROWS4: memref.alloca() {alignment = 64 : i64} : memref<4x32xf32>
-// BADROWS: attn-lower-cpu: rows must be in [1, 12]
+// BADROWS: attn-lower-cpu: rows must be in [1, 16]
 // Without AVX-512, exp is upstream's polynomial.
 // AVX2-LABEL: func.func private @__attnc_flash_forward
 // AVX2-NOT: x86vector

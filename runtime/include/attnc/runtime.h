@@ -16,7 +16,10 @@ typedef enum attnc_status {
   /* A workspace could not be allocated. */
   ATTNC_STATUS_OUT_OF_MEMORY = 3,
   /* An internal error of the compiler or runtime. */
-  ATTNC_STATUS_INTERNAL = 4
+  ATTNC_STATUS_INTERNAL = 4,
+  /* The kernel uses AMX tiles and the OS did not grant this process their
+   * state (Linux arch_prctl ARCH_REQ_XCOMP_PERM); nothing was written. */
+  ATTNC_STATUS_NO_AMX = 5
 } attnc_status;
 
 /* A static, human-readable description of a status code. */
@@ -43,6 +46,11 @@ void attnc_parallel_for_threads(int64_t n, attnc_task_fn fn, void *ctx,
  * (>= 1, capped by the pool's size), else ATTNC_NUM_THREADS, else cores. */
 int attnc_num_threads(void);
 void attnc_set_num_threads(int n);
+
+/* Asks the OS for the AMX tile data state of this process (once; later
+ * calls return the first answer): 0 when granted, else -1. Kernels that
+ * use AMX call it on entry. */
+int attnc_amx_init(void);
 
 #ifdef __cplusplus
 }

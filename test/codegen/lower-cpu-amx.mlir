@@ -1,0 +1,30 @@
+// RUN: attnc-opt %s -attn-plan-tiles=amx=true -attn-lower-cpu=amx=true | FileCheck %s
+// RUN: attnc-opt %s -attn-plan-tiles=amx=true | FileCheck %s --check-prefix=PLAN
+// RUN: attnc-opt %s -attn-plan-tiles | FileCheck %s --check-prefix=NOAMX
+
+// A bf16 forward on a target with AMX: 16-row tiles and 32-key steps in
+// the plan; K and V copied into bf16 pairs (VNNI) per (batch, KV head);
+// Q K^T as two 16 x 16 f32 tiles of D / 32 tdpbf16ps each; P V on tiles of
+// 16 columns; the module marked for the entry points' AMX request.
+// CHECK: module attributes {attnc.uses_amx}
+// CHECK-LABEL: func.func private @__attnc_flash_pairs
+// CHECK-SAME: memref<1x1x20x64xbf16>, %{{.*}}: memref<1x1x20x32xbf16>, %{{.*}}: memref<1x1x2x32x32xbf16>, %{{.*}}: memref<1x1x1x16x64xbf16>
+// CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x16x64xbf16>
+// CHECK: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK: amx.tile_load {{.*}} : memref<1x16x64xbf16> into !amx.tile<16x32xbf16>
+// CHECK: amx.tile_load {{.*}} : memref<1x1x2x32x32xbf16> into !amx.tile<16x32xbf16>
+// CHECK: amx.tile_mulf
+// CHECK: amx.tile_mulf
+// CHECK: amx.tile_store
+// CHECK: amx.tile_load {{.*}} : memref<1x1x1x16x64xbf16> into !amx.tile<16x32xbf16>
+// CHECK: amx.tile_mulf
+// CHECK: amx.tile_store
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: attn.attention
+// PLAN: attn.tile_plan = {key_block = 32 : i64, query_block = 16 : i64, rows = 16 : i64}
+// NOAMX: attn.tile_plan = {key_block = 32 : i64, query_block = 8 : i64, rows = 8 : i64}
+func.func @forward(%q: tensor<1x2x20x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: tensor<1x1x20x32xbf16>) -> (tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>) {
+  %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x20x64xbf16>, tensor<1x1x20x64xbf16>, tensor<1x1x20x32xbf16> -> tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
+  return %o, %lse : tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
+}
