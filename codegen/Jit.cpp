@@ -11,8 +11,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
@@ -27,6 +31,7 @@
 #include "llvm/Support/xxhash.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -85,6 +90,9 @@ constexpr llvm::StringLiteral kCompilerVersion =
     "attnc 0.1 / LLVM " LLVM_VERSION_STRING;
 constexpr llvm::StringLiteral kCacheMagic = "ATTNCJIT2\n";
 
+/// At most two parts of two objects each (compileToObject).
+constexpr uint64_t kMaxObjects = 4;
+
 struct CompiledObject {
   std::vector<std::string> objects; // loaded into one JITDylib
   std::vector<EntryPoint> entryPoints;
@@ -114,10 +122,121 @@ std::vector<EntryPoint> toEntryPoints(const std::vector<KernelSignature> &ks) {
 /// f_fwd) and the backward ones (f_bwd) of every kernel f.
 enum class Part { All, Forward, Backward };
 
-/// Compiles the entry points of `part` to an object; `kernels`, when given,
+const char *partName(Part part) {
+  switch (part) {
+  case Part::All:
+    return "all";
+  case Part::Forward:
+    return "fwd";
+  case Part::Backward:
+    return "bwd";
+  }
+  return "?";
+}
+
+/// The object code of `module`.
+bool emitObject(llvm::Module &module, llvm::TargetMachine &machine,
+                std::string &object, std::string &error) {
+  llvm::SmallVector<char> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  if (llvm::Error e = emitMachineCode(module, machine, os, false)) {
+    error += llvm::toString(std::move(e));
+    return false;
+  }
+  object.assign(buffer.begin(), buffer.end());
+  return true;
+}
+
+/// Generates the machine code of the optimized `module` as two objects, on
+/// this thread and a helper one: code generation is per function, so the
+/// functions split into two halves of about equal size (by instruction
+/// count) give the same code. The halves link through the symbols of the
+/// module's internal functions, made hidden and suffixed with `tag` (which
+/// keeps them apart from the other parts' objects in the JITDylib). The
+/// helper thread needs its own LLVM context: its half goes there as bitcode.
+bool emitObjectsOnTwoThreads(llvm::Module &module,
+                             llvm::TargetMachine &machine,
+                             const TargetOptions &target, llvm::StringRef tag,
+                             std::vector<std::string> &objects,
+                             std::string &error) {
+  for (llvm::GlobalValue &value : module.global_values())
+    if (value.hasLocalLinkage()) {
+      value.setName(value.getName() + "." + tag);
+      value.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      value.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+  // Largest first (ties in module order), each to the lighter half.
+  std::vector<std::pair<size_t, llvm::Function *>> functions;
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration())
+      functions.push_back({function.getInstructionCount(), &function});
+  std::vector<size_t> order(functions.size());
+  for (size_t k = 0; k < order.size(); ++k)
+    order[k] = k;
+  llvm::sort(order, [&](size_t a, size_t c) {
+    return functions[a].first != functions[c].first
+               ? functions[a].first > functions[c].first
+               : a < c;
+  });
+  llvm::SmallPtrSet<const llvm::GlobalValue *, 16> helperHalf;
+  size_t sizes[2] = {0, 0};
+  for (size_t k : order) {
+    bool helper = sizes[1] < sizes[0];
+    sizes[helper] += functions[k].first;
+    if (helper)
+      helperHalf.insert(functions[k].second);
+  }
+  objects.emplace_back();
+  if (helperHalf.empty())
+    return emitObject(module, machine, objects.back(), error);
+
+  llvm::ValueToValueMapTy map;
+  std::unique_ptr<llvm::Module> half = llvm::CloneModule(
+      module, map,
+      [&](const llvm::GlobalValue *value) { return helperHalf.contains(value); });
+  std::string bitcode;
+  {
+    llvm::raw_string_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(*half, os);
+  }
+  half.reset();
+  for (auto [size, function] : functions)
+    if (helperHalf.contains(function))
+      function->deleteBody();
+
+  std::string helperObject, helperError;
+  bool helperOk = false;
+  std::thread helper([&] {
+    llvm::LLVMContext context;
+    auto parsed = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(bitcode, "half"), context);
+    if (!parsed) {
+      helperError = llvm::toString(parsed.takeError());
+      return;
+    }
+    auto helperMachine = createTargetMachine(target);
+    if (!helperMachine) {
+      helperError = llvm::toString(helperMachine.takeError());
+      return;
+    }
+    helperOk = emitObject(**parsed, **helperMachine, helperObject, helperError);
+  });
+  bool ok = emitObject(module, machine, objects.back(), error);
+  helper.join();
+  if (!helperOk) {
+    error += helperError;
+    return false;
+  }
+  objects.push_back(std::move(helperObject));
+  return ok;
+}
+
+/// Compiles the entry points of `part` to one object, or with
+/// `twoThreadCodegen` two (emitObjectsOnTwoThreads); `kernels`, when given,
 /// receives the signatures of every entry point of the spec.
 bool compilePart(std::string_view specText, llvm::StringRef sourceName,
-                 const Options &options, Part part, std::string &object,
+                 const Options &options, Part part, bool twoThreadCodegen,
+                 std::vector<std::string> &objects,
                  std::vector<KernelSignature> *kernels, std::string &error) {
   mlir::DialectRegistry registry;
   registerAttncDialects(registry);
@@ -166,13 +285,18 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
     return false;
   }
   mlir::PassManager pm(&context);
+  // Verifying after each of the pipeline's ~30 passes took 40% of its time
+  // (14% of the whole compile); `attnc compile` and attnc-opt (the lit
+  // tests) still do. Here the result is verified once, before translation.
+  pm.enableVerifier(false);
   CpuPipelineOptions pipeline;
   pipeline.threads = std::max(options.threads, 0);
   pipeline.vectorBits = vectorRegisterBits(**machine);
   // AMX needs the OS's leave too: ask now, and plan without AMX if denied.
   pipeline.amx = hasAmxBf16(**machine) && attnc_amx_init() == 0;
   buildCpuPipeline(pm, pipeline);
-  if (mlir::failed(pm.run(*spec->module)))
+  if (mlir::failed(pm.run(*spec->module)) ||
+      mlir::failed(mlir::verify(*spec->module)))
     return false;
   llvm::LLVMContext llvmContext;
   auto module = translateToLLVMIR(*spec->module, llvmContext, **machine,
@@ -181,41 +305,47 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
     error += llvm::toString(module.takeError());
     return false;
   }
-  llvm::SmallVector<char> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  if (llvm::Error e = emitMachineCode(**module, **machine, os, false)) {
-    error += llvm::toString(std::move(e));
-    return false;
+  if (twoThreadCodegen) {
+    if (!emitObjectsOnTwoThreads(**module, **machine, target, partName(part),
+                                 objects, error))
+      return false;
+  } else {
+    objects.emplace_back();
+    if (!emitObject(**module, **machine, objects.back(), error))
+      return false;
   }
-  object.assign(buffer.begin(), buffer.end());
   if (kernels)
     *kernels = spec->kernels;
   return true;
 }
 
 /// Compiles the spec: with the backward and two cores or more, its forward
-/// and backward entry points as two objects on two threads (each with its
-/// own MLIR and LLVM contexts), which halves the JIT's latency; otherwise
-/// one object.
+/// and backward entry points on two threads (each with its own MLIR and
+/// LLVM contexts), which halves the JIT's latency; otherwise all of them on
+/// this one. With two cores or more, each part's code generation takes two
+/// threads: the backward part has about 1.6 times the forward's work, and
+/// halving its code generation takes most of that excess off the critical
+/// path (the cores stay busy to the end).
 bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
                      const Options &options, CompiledObject &out,
                      std::string &error) {
   std::vector<KernelSignature> kernels;
   out.objects.clear();
-  if (!options.backward || std::thread::hardware_concurrency() < 2) {
-    out.objects.emplace_back();
-    if (!compilePart(specText, sourceName, options, Part::All,
-                     out.objects.back(), &kernels, error))
+  bool parallel = std::thread::hardware_concurrency() >= 2;
+  if (!options.backward || !parallel) {
+    if (!compilePart(specText, sourceName, options, Part::All, parallel,
+                     out.objects, &kernels, error))
       return false;
   } else {
-    std::string forward, backward, backwardError;
+    std::vector<std::string> backward;
+    std::string backwardError;
     bool backwardOk = false;
     std::thread worker([&] {
       backwardOk = compilePart(specText, sourceName, options, Part::Backward,
-                               backward, nullptr, backwardError);
+                               true, backward, nullptr, backwardError);
     });
-    bool forwardOk = compilePart(specText, sourceName, options,
-                                 Part::Forward, forward, &kernels, error);
+    bool forwardOk = compilePart(specText, sourceName, options, Part::Forward,
+                                 true, out.objects, &kernels, error);
     worker.join();
     // Both parts parse and derive the same spec: report the forward's
     // diagnostics, or the backward's when only it failed.
@@ -225,7 +355,8 @@ bool compileToObject(std::string_view specText, llvm::StringRef sourceName,
       error = backwardError;
       return false;
     }
-    out.objects = {std::move(forward), std::move(backward)};
+    for (std::string &object : backward)
+      out.objects.push_back(std::move(object));
   }
   out.entryPoints = toEntryPoints(kernels);
   return true;
@@ -384,7 +515,7 @@ bool decodeCacheFile(llvm::StringRef data, const std::string &key,
   uint64_t count;
   if (!readBlock(in, storedKey) || storedKey != key ||
       !readBlock(in, entries) || !readU64(in, count) || count == 0 ||
-      count > 2)
+      count > kMaxObjects)
     return false;
   out.objects.clear();
   for (uint64_t k = 0; k < count; ++k) {

@@ -360,11 +360,14 @@ protected:
 
   /// Stores the 2 * rows vectors of a tile product into columns [col,
   /// col + 32) of a rows x n buffer.
-  void storeTile(ArrayRef<Value> tile, Value buffer, int64_t col = 0) {
+  void storeTile(ArrayRef<Value> tile, Value buffer, Value col = Value()) {
+    if (!col)
+      col = idx(0);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t w = 0; w < 2; ++w)
-        vector::StoreOp::create(b, tile[2 * r + w], buffer,
-                                ValueRange{idx(r), idx(col + w * kLanes)});
+        vector::StoreOp::create(
+            b, tile[2 * r + w], buffer,
+            ValueRange{idx(r), arith::AddIOp::create(b, col, idx(w * kLanes))});
   }
 
   /// Zeros a 2-d f32 buffer whose rows are a multiple of 16 wide.
@@ -569,26 +572,21 @@ private:
     Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
     if (amx)
       amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf);
-    for (int64_t t = 0; t < (amx ? 0 : blockTiles); ++t) {
-      Value tile = arith::AddIOp::create(b, tile0, idx(t));
-      auto build = [&] {
-        storeTile(tileProduct(qPacked, {}, kt, bi, g, tile), pBuf,
-                  t * kCols);
-      };
-      if (t == 0) {
-        build();
-        continue;
-      }
-      auto ifOp = scf::IfOp::create(
-          b,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                arith::AddIOp::create(b, j0, idx(t * kCols)),
-                                qt.jEnd),
-          /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      build();
-    }
+    else
+      loop(0, blockTiles, [&](Value t) {
+        // A loop, not blockTiles copies of the product (JIT compile time).
+        Value col = arith::MulIOp::create(b, t, idx(kCols));
+        auto ifOp = scf::IfOp::create(
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                  arith::AddIOp::create(b, j0, col), qt.jEnd),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        storeTile(tileProduct(qPacked, {}, kt, bi, g,
+                              arith::AddIOp::create(b, tile0, t)),
+                  pBuf, col);
+      });
     Value whole =
         tileIsWhole(qt.limit, i0, j0, /*existsOnly=*/false, width);
     forRows(i0, [&](Value r, Value i) {

@@ -162,6 +162,7 @@ int runCompile() {
   attnc::CpuPipelineOptions pipelineOptions;
   pipelineOptions.threads = compileThreads;
   pipelineOptions.vectorBits = attnc::vectorRegisterBits(**machine);
+  pipelineOptions.amx = attnc::hasAmxBf16(**machine);
   attnc::buildCpuPipeline(pm, pipelineOptions);
   if (failed(pm.run(*spec->module)))
     return 1;
