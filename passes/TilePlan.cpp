@@ -63,11 +63,11 @@ TilePlan planTiles(Operation *op, const TileTarget &target) {
   // it spans.
   int64_t span = visible + plan.rows - 1;
   plan.keyBlock = std::clamp<int64_t>((span + 31) / 32 * 32, 32, kMaxKeyBlock);
-  // On AMX: tiles of 16 query rows by 16 keys, two per 32-key step.
+  // On AMX: tiles of 16 query rows by 16 keys, up to 4 per step.
   if (usesAmxTiles(op, target)) {
     plan.queryBlock = plan.queryBlock / plan.rows * kAmxRows;
     plan.rows = kAmxRows;
-    plan.keyBlock = 32;
+    plan.keyBlock = std::min(plan.keyBlock, kMaxAmxKeyBlock);
   }
   return plan;
 }

@@ -443,7 +443,7 @@ public:
             buffers.push_back(scratchBuffer({groupTiles, D, rows}));
           else
             buffers.append({scratchBuffer({groupTiles, rows, D}, bf16),
-                            scratchBuffer({rows, kCols}, bf16),
+                            scratchBuffer({rows, blockTiles * kCols}, bf16),
                             scratchBuffer({rows, Dv})});
           return buffers;
         },
@@ -653,8 +653,10 @@ private:
   /// side by side, V as [B, Hkv, 32-key tile, 16, 2 Dv] with (j, j + 1)
   /// pairs side by side; zeros past Skv.
   std::pair<Value, Value> pairedKeysAndValues(Value k, Value v) {
-    Value kp = alloc({B, Hkv, 2 * tiles, D / 2, 2 * kAmxRows}, bf16),
-          vp = alloc({B, Hkv, tiles, kAmxRows, 2 * Dv}, bf16);
+    // Whole steps of blockTiles tiles (zeros past Skv).
+    int64_t padded = (tiles + blockTiles - 1) / blockTiles * blockTiles;
+    Value kp = alloc({B, Hkv, 2 * padded, D / 2, 2 * kAmxRows}, bf16),
+          vp = alloc({B, Hkv, padded, kAmxRows, 2 * Dv}, bf16);
     forEachHead(
         "__attnc_flash_pairs", {k, v, kp, vp}, Hkv,
         [&](ArrayRef<Value> args, Value bi, Value g) {
@@ -667,7 +669,7 @@ private:
                 memref::LoadOp::create(b, src, ValueRange{bi, g, clamped, c});
             return arith::SelectOp::create(b, inside, x, zero).getResult();
           };
-          loop(0, 2 * tiles * kAmxRows, [&](Value key) {
+          loop(0, 2 * padded * kAmxRows, [&](Value key) {
             Value t = arith::DivUIOp::create(b, key, idx(kAmxRows));
             Value j = arith::RemUIOp::create(b, key, idx(kAmxRows));
             loop(0, D, [&](Value d) {
@@ -680,7 +682,7 @@ private:
                              lane});
             });
           });
-          loop(0, tiles * kCols, [&](Value key) {
+          loop(0, padded * kCols, [&](Value key) {
             Value t = arith::DivUIOp::create(b, key, idx(kCols));
             Value jp = arith::DivUIOp::create(
                 b, arith::RemUIOp::create(b, key, idx(kCols)), idx(2));
@@ -711,19 +713,23 @@ private:
     });
   }
 
-  /// pBuf[16, 32] = the query tile's rows (bf16, [G, 16, D]) times the keys
-  /// of 32-key tile `tile`: two 16 x 16 tiles, D / 32 products each.
+  /// pBuf[16, 32 blockTiles] = the query tile's rows (bf16, [G, 16, D])
+  /// times the keys of the step from 32-key tile `tile`: 2 blockTiles
+  /// 16 x 16 tiles (at most 4 with A and B: AMX has 8 tile registers),
+  /// D / 32 products each.
   void amxScores(Value qRows, Value t, Value kp, Value bi, Value g,
                  Value tile, Value pBuf) {
     auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
     auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
-    Value c[2] = {amx::TileZeroOp::create(b, cType),
-                  amx::TileZeroOp::create(b, cType)};
+    int64_t n = 2 * blockTiles;
+    SmallVector<Value> c;
+    for (int64_t w = 0; w < n; ++w)
+      c.push_back(amx::TileZeroOp::create(b, cType));
     Value t16 = arith::MulIOp::create(b, tile, idx(2));
     for (int64_t dc = 0; dc < D / 32; ++dc) {
       Value a = amx::TileLoadOp::create(b, aType, qRows,
                                         ValueRange{t, idx(0), idx(32 * dc)});
-      for (int64_t w = 0; w < 2; ++w) {
+      for (int64_t w = 0; w < n; ++w) {
         Value bTile = amx::TileLoadOp::create(
             b, aType, kp,
             ValueRange{bi, g, arith::AddIOp::create(b, t16, idx(w)),
@@ -731,32 +737,38 @@ private:
         c[w] = amx::TileMulFOp::create(b, cType, a, bTile, c[w]);
       }
     }
-    for (int64_t w = 0; w < 2; ++w)
+    for (int64_t w = 0; w < n; ++w)
       amx::TileStoreOp::create(b, pBuf, ValueRange{idx(0), idx(16 * w)}, c[w]);
   }
 
-  /// O = alpha O + P V for the step's P (pBuf, f32) and 32-key tile `tile`
-  /// of V (pairs): P in bf16, P V on tiles of 16 columns, the rescale on
-  /// AVX-512.
+  /// O = alpha O + P V for the step's P (pBuf, f32) and V's 32-key tiles
+  /// from `tile` (pairs): P in bf16, P V on tiles of 16 columns, the
+  /// rescale on AVX-512.
   void amxUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp, Value bi,
                  Value g, Value tile) {
     Value pBuf = scratch[1], alphaBuf = scratch[4], pPairs = scratch[6],
           pv = scratch[7];
     loop(0, rows, [&](Value r) {
-      for (int64_t w = 0; w < 2; ++w)
+      for (int64_t w = 0; w < 2 * blockTiles; ++w)
         storeVector(vector::LoadOp::create(b, vec, pBuf,
                                            ValueRange{r, idx(w * kLanes)}),
                     pPairs, ValueRange{r, idx(w * kLanes)});
     });
     auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
     auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
-    Value a = amx::TileLoadOp::create(b, aType, pPairs,
-                                      ValueRange{idx(0), idx(0)});
+    SmallVector<Value> a;
+    for (int64_t t = 0; t < blockTiles; ++t)
+      a.push_back(amx::TileLoadOp::create(b, aType, pPairs,
+                                          ValueRange{idx(0), idx(t * kCols)}));
     for (int64_t c = 0; c < Dv; c += kAmxRows) {
-      Value bTile = amx::TileLoadOp::create(
-          b, aType, vp, ValueRange{bi, g, tile, idx(0), idx(2 * c)});
-      Value prod = amx::TileMulFOp::create(
-          b, cType, a, bTile, amx::TileZeroOp::create(b, cType));
+      Value prod = amx::TileZeroOp::create(b, cType);
+      for (int64_t t = 0; t < blockTiles; ++t) {
+        Value bTile = amx::TileLoadOp::create(
+            b, aType, vp,
+            ValueRange{bi, g, arith::AddIOp::create(b, tile, idx(t)), idx(0),
+                       idx(2 * c)});
+        prod = amx::TileMulFOp::create(b, cType, a[t], bTile, prod);
+      }
       amx::TileStoreOp::create(b, pv, ValueRange{idx(0), idx(c)}, prod);
     }
     loop(0, rows, [&](Value r) {
@@ -1232,7 +1244,7 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op,
 bool flashForwardUsesAmx(attn::AttentionOp op, const TilePlan &plan,
                          const TileTarget &target) {
   return usesAmxTiles(op, target) && plan.rows == kAmxRows &&
-         plan.keyBlock == KernelBuilder::kCols;
+         plan.keyBlock <= kMaxAmxKeyBlock;
 }
 
 std::pair<Value, Value> buildFlashAttentionCpu(OpBuilder &builder,

@@ -28,3 +28,17 @@ func.func @forward(%q: tensor<1x2x20x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: t
   %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x20x64xbf16>, tensor<1x1x20x64xbf16>, tensor<1x1x20x32xbf16> -> tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
   return %o, %lse : tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
 }
+
+// With more keys, 64-key steps: four score tiles (the most that fit AMX's
+// eight tile registers with A and B), P V over two 32-key tiles per tile
+// of 16 columns.
+// PLAN-LABEL: func.func @long
+// PLAN: attn.tile_plan = {key_block = 64 : i64, query_block = 16 : i64, rows = 16 : i64}
+// CHECK-LABEL: func.func private @__attnc_flash_forward_0
+// CHECK-COUNT-4: amx.tile_store %{{.*}} : memref<16x64xf32>, !amx.tile<16x16xf32>
+// CHECK: amx.tile_load {{.*}} : memref<16x64xbf16> into !amx.tile<16x32xbf16>
+// CHECK: amx.tile_load {{.*}} : memref<16x64xbf16> into !amx.tile<16x32xbf16>
+func.func @long(%q: tensor<1x2x200x64xbf16>) -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>) {
+  %o, %lse = attn.attention %q, %q, %q : tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16> -> tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>
+  return %o, %lse : tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>
+}
