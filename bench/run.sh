@@ -7,7 +7,10 @@
 #                     [--dims "64 128"] [--causal "no yes"] [--no-4096]
 #                     [--openblas-core auto|host|NAME] [--no-build] [--jobs N]
 #                     [--attnc PATH] [--baseline PATH] [--results FILE]
-#                     [--keep-tmp]
+#                     [--keep-tmp] [--bf16]
+#
+# --bf16 also runs each spec with bf16 Q, K, V and O and adds the bf16
+# forward's GFLOP/s and its ratio to the f32 forward.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,8 +27,9 @@ attnc=""
 baseline=""
 results=""
 keep_tmp=0
+bf16=0
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while (($#)); do
   case "$1" in
     --threads) threads=$2; shift ;;
@@ -41,6 +45,7 @@ while (($#)); do
     --baseline) baseline=$2; shift ;;
     --results) results=$2; shift ;;
     --keep-tmp) keep_tmp=1 ;;
+    --bf16) bf16=1 ;;
     -h|--help) usage 0 ;;
     *) echo "run.sh: unknown option $1" >&2; usage 2 ;;
   esac
@@ -146,6 +151,16 @@ EOF
            >"$a_out" 2>"$a_out.err"; then :; else
         echo "run.sh:   attnc bench failed (rc $?): $(head -c 300 "$a_out.err" | head -n 2)" >&2
       fi
+      c_out="$tmp/attnc_bf16_s${S}_d${D}_c${causal}.out"
+      : >"$c_out"
+      if ((bf16)); then
+        echo "run.sh: $tag: attnc bf16" >&2
+        sed "s/x${S}x${D}xf32>/x${S}x${D}xbf16>/g" "$spec" >"${spec%.mlir}_bf16.mlir"
+        if "$attnc" bench "${spec%.mlir}_bf16.mlir" --threads "$threads" \
+             --reps "$reps" --json >"$c_out" 2>"$c_out.err"; then :; else
+          echo "run.sh:   attnc bf16 bench failed (rc $?): $(head -c 300 "$c_out.err" | head -n 2)" >&2
+        fi
+      fi
       echo "run.sh: $tag: openblas" >&2
       b_out="$tmp/openblas_s${S}_d${D}_c${causal}.out"
       cflag=()
@@ -154,7 +169,7 @@ EOF
            --threads "$threads" --reps "$reps" >"$b_out" 2>"$b_out.err"; then :; else
         echo "run.sh:   openblas baseline failed (rc $?): $(head -c 300 "$b_out.err" | head -n 2)" >&2
       fi
-      python3 - "$S" "$D" "$causal" "$a_out" "$b_out" >>"$results" <<'PY'
+      python3 - "$S" "$D" "$causal" "$a_out" "$b_out" "$c_out" >>"$results" <<'PY'
 import json, sys
 
 def last_json(path):
@@ -184,7 +199,8 @@ def last_json(path):
 S, D, causal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 print(json.dumps({"S": S, "D": D, "causal": causal,
                   "attnc": last_json(sys.argv[4]),
-                  "openblas": last_json(sys.argv[5])}))
+                  "openblas": last_json(sys.argv[5]),
+                  "attnc_bf16": last_json(sys.argv[6])}))
 PY
     done
   done
@@ -234,6 +250,9 @@ print("OpenBLAS core: " + (", ".join(cores) if cores else "n/a") +
       (", ".join(f"{p:.1f}" for p in peaks) + " GFLOP/s" if peaks else "n/a"))
 hdr = ["S", "D", "causal", "attnc fwd", "oblas fwd", "ratio",
        "attnc f+b", "oblas f+b", "ratio", "attnc %peak fwd", "f+b"]
+with_bf16 = any(isinstance(r.get("attnc_bf16"), dict) for r in rows)
+if with_bf16:
+    hdr += ["bf16 fwd", "bf16/f32"]
 table = []
 warn = []
 for r in rows:
@@ -257,6 +276,9 @@ for r in rows:
                   fmt(ratio(afb, bfb), "{:.2f}x"),
                   fmt(None if frf is None else 100 * frf, "{:.1f}%"),
                   fmt(None if frb is None else 100 * frb, "{:.1f}%")])
+    if with_bf16:
+        hf = gflops(r.get("attnc_bf16"), "forward", f)
+        table[-1] += [fmt(hf), fmt(ratio(hf, af), "{:.2f}x")]
 w = [max(len(h), *(len(t[i]) for t in table)) if table else len(h)
      for i, h in enumerate(hdr)]
 print("  ".join(h.rjust(w[i]) for i, h in enumerate(hdr)))
