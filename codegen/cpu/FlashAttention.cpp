@@ -381,6 +381,28 @@ protected:
     });
   }
 
+  /// buffer[leading..., from : from + count, ...] (the whole next dimension
+  /// without `from`) as a memref of the remaining dimensions.
+  Value view(Value buffer, ValueRange leading, Value from = Value(),
+             int64_t count = 0) {
+    auto type = cast<MemRefType>(buffer.getType());
+    ArrayRef<int64_t> shape = type.getShape();
+    SmallVector<OpFoldResult> offsets(leading.begin(), leading.end()),
+        sizes(leading.size(), b.getIndexAttr(1)),
+        strides(shape.size(), b.getIndexAttr(1));
+    SmallVector<int64_t> kept;
+    for (size_t d = leading.size(); d < shape.size(); ++d) {
+      bool sliced = from && d == leading.size();
+      offsets.push_back(sliced ? OpFoldResult(from) : b.getIndexAttr(0));
+      kept.push_back(sliced ? count : shape[d]);
+      sizes.push_back(b.getIndexAttr(kept.back()));
+    }
+    auto resultType = memref::SubViewOp::inferRankReducedResultType(
+        kept, type, offsets, sizes, strides);
+    return memref::SubViewOp::create(b, cast<MemRefType>(resultType), buffer,
+                                     offsets, sizes, strides);
+  }
+
   /// exp of 16 lanes: vscalefps on AVX-512, upstream's polynomial else.
   Value expVector(Value x) {
     return scalefExp ? buildExpScalef(b, x) : math::ExpOp::create(b, x);
@@ -408,7 +430,8 @@ public:
                const TilePlan &plan, const TileTarget &target)
       : FlashCommon(b, op, plan.rows, target), op(op),
         amx(flashForwardUsesAmx(op, plan, target)),
-        bf16(b.getBF16Type()), blockTiles(plan.keyBlock / kCols), qTiles((Sq + rows - 1) / rows),
+        bf16(b.getBF16Type()), blockTiles(plan.keyBlock / kCols),
+        qTiles((Sq + rows - 1) / rows),
         groupTiles(std::min(qTiles, plan.queryBlock / rows)) {}
 
   std::pair<Value, Value> build() {
@@ -463,24 +486,8 @@ private:
     Value t, oBuf, maxBuf, sumBuf, qPacked;
   };
   TileState stateOf(ArrayRef<Value> scratch, Value t) {
-    return {t, slice(scratch[0], t), slice(scratch[2], t),
-            slice(scratch[3], t), slice(scratch[5], t)};
-  }
-
-  /// buffer[t] as a memref of one rank less.
-  Value slice(Value buffer, Value t) {
-    auto type = cast<MemRefType>(buffer.getType());
-    int64_t rank = type.getRank();
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
-        sizes, strides(rank, b.getIndexAttr(1));
-    offsets[0] = t;
-    sizes.push_back(b.getIndexAttr(1));
-    for (int64_t d = 1; d < rank; ++d)
-      sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
-    auto resultType = memref::SubViewOp::inferRankReducedResultType(
-        type.getShape().drop_front(), type, offsets, sizes, strides);
-    return memref::SubViewOp::create(b, cast<MemRefType>(resultType), buffer,
-                                     offsets, sizes, strides);
+    return {t, view(scratch[0], t), view(scratch[2], t), view(scratch[3], t),
+            view(scratch[5], t)};
   }
 
   /// The query tiles [first, first + count) of group `group` of (bi, h):
@@ -518,7 +525,8 @@ private:
       loop(idx(0), count, 1, [&](Value t) {
         QueryTile qt = tileOf(t);
         Value sees = arith::AndIOp::create(
-            b, arith::CmpIOp::create(b, arith::CmpIPredicate::sge, j0, qt.jStart),
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::sge, j0, qt.jStart),
             arith::CmpIOp::create(b, arith::CmpIPredicate::slt, j0, qt.jEnd));
         auto ifOp = scf::IfOp::create(b, sees, /*withElseRegion=*/false);
         OpBuilder::InsertionGuard guard(b);
@@ -613,7 +621,8 @@ private:
       Value safe = arith::SelectOp::create(
           b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf)),
           f(0.0f), m);
-      Value alpha = math::ExpOp::create(b, arith::SubFOp::create(b, mOld, safe));
+      Value alpha =
+          math::ExpOp::create(b, arith::SubFOp::create(b, mOld, safe));
       Value pSum;
       for (int64_t w = 0; w < n; ++w) {
         Value p =
@@ -888,7 +897,8 @@ public:
                         sum = arith::AddFOp::create(
                             b, sum,
                             vector::LoadOp::create(
-                                b, vec, args[0], ValueRange{idx(p), bi, h, i, c}));
+                                b, vec, args[0],
+                                ValueRange{idx(p), bi, h, i, c}));
                       storeVector(sum, args[1], ValueRange{bi, h, i, c});
                     });
                   });
@@ -1056,8 +1066,8 @@ private:
         Value queryTile = arith::DivUIOp::create(b, i0, idx(rows));
         accumulateTransposed(dvBuf, pBuf, dOT, {bi, h, queryTile});
         accumulateTransposed(dkBuf, dsBuf, qT, {bi, h, queryTile});
-        rowsTimesKeys(rowsOf(copies, {split, bi, h}, i0), dsBuf, k, bi, g, j0,
-                      valid, Value());
+        rowsTimesKeys(view(copies, {split, bi, h}, i0, rows), dsBuf, k, bi, g,
+                      j0, valid, Value());
       });
     });
     loop(idx(0), valid, 1, [&](Value j) {
@@ -1101,24 +1111,6 @@ private:
     });
     return grad;
   }
-
-  /// buffer[prefix..., i0 : i0 + rows, :] as a rows x width memref.
-  Value rowsOf(Value buffer, ArrayRef<Value> prefix, Value i0) {
-    auto type = cast<MemRefType>(buffer.getType());
-    int64_t rank = type.getRank();
-    SmallVector<OpFoldResult> offsets, sizes, strides(rank, b.getIndexAttr(1));
-    for (Value v : prefix) {
-      offsets.push_back(v);
-      sizes.push_back(b.getIndexAttr(1));
-    }
-    offsets.append({i0, b.getIndexAttr(0)});
-    sizes.append({b.getIndexAttr(rows), b.getIndexAttr(type.getShape().back())});
-    auto resultType = memref::SubViewOp::inferRankReducedResultType(
-        {rows, type.getShape().back()}, type, offsets, sizes, strides);
-    return memref::SubViewOp::create(b, cast<MemRefType>(resultType), buffer,
-                                     offsets, sizes, strides);
-  }
-
 
   /// Adds the adjoints of the capture reads (adjoint block results after
   /// the first: per read, the adjoint then the read's indices) to the
