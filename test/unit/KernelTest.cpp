@@ -32,6 +32,28 @@ struct AttentionCase {
   // causal and window written as a mask_mod region (affine comparisons of
   // i and j that attn-plan-tiles turns back into named masks).
   bool maskAsRegion = false;
+  // Conjuncts of affine index comparisons in the mask_mod region: each
+  // compares a*i + c*j + k (index arithmetic) with a constant through a
+  // predicate (attn-plan-tiles turns some of them into named masks).
+  struct AffineConjunct {
+    std::string predicate; // arith.cmpi predicate
+    int64_t a = 0, c = 0, k = 0, rhs = 0;
+    bool holds(int64_t i, int64_t j) const {
+      int64_t x = a * i + c * j + k;
+      uint64_t ux = uint64_t(x), ur = uint64_t(rhs);
+      if (predicate == "slt") return x < rhs;
+      if (predicate == "sle") return x <= rhs;
+      if (predicate == "sgt") return x > rhs;
+      if (predicate == "sge") return x >= rhs;
+      if (predicate == "ult") return ux < ur;
+      if (predicate == "ule") return ux <= ur;
+      if (predicate == "ugt") return ux > ur;
+      if (predicate == "uge") return ux >= ur;
+      if (predicate == "eq") return x == rhs;
+      return x != rhs;
+    }
+  };
+  std::vector<AffineConjunct> affineMask;
   bool graphForm = false; // attn.scores ... attn.apply instead of attn.attention
   bool fuse = true;       // jit::Options::fuse (graph form: flash or unfused)
   std::string cpu = "native"; // jit::Options::cpu
@@ -45,6 +67,7 @@ struct AttentionCase {
        << (lengths ? " lengths" : "") << " mod=" << int(scoreMod)
        << (documentMask ? " documents" : "")
        << (maskAsRegion ? " mask-region" : "") << (graphForm ? " graph" : "")
+       << " affine-conjuncts=" << affineMask.size()
        << (fuse ? "" : " unfused") << " cpu=" << cpu
        << " scale=" << scale;
     return os.str();
@@ -114,7 +137,7 @@ std::string specFor(const AttentionCase &c) {
   // The mask_mod region: document masks, and causal/window as comparisons
   // (j <= i as i >= j; the window as (i - j) <u W, which implies j <= i).
   bool regionMasks = c.maskAsRegion && (c.causal || c.window);
-  bool hasMaskMod = c.documentMask || regionMasks;
+  bool hasMaskMod = c.documentMask || regionMasks || !c.affineMask.empty();
   std::ostringstream maskModBody;
   maskModBody << "^bb0(%b: index, %h: index, %i: index, %j: index"
               << (c.documentMask ? ", %a: " + docQT + ", %z: " + docKT : "")
@@ -144,6 +167,24 @@ std::string specFor(const AttentionCase &c) {
                 << "  %d = arith.subi %i, %j : index\n"
                 << "  %inw = arith.cmpi ult, %d, %w : index\n";
     conjoin("%inw");
+  }
+  for (size_t n = 0; n < c.affineMask.size(); ++n) {
+    const AttentionCase::AffineConjunct &a = c.affineMask[n];
+    std::string t = "%t" + std::to_string(n) + "_";
+    // a*i + c*j + k as muli/addi/subi in varying orders.
+    maskModBody << "  " << t << "a = arith.constant " << a.a << " : index\n"
+                << "  " << t << "c = arith.constant " << a.c << " : index\n"
+                << "  " << t << "k = arith.constant " << a.k << " : index\n"
+                << "  " << t << "r = arith.constant " << a.rhs << " : index\n"
+                << "  " << t << "ai = arith.muli " << t << "a, %i : index\n"
+                << "  " << t << "cj = arith.muli %j, " << t << "c : index\n"
+                << "  " << t << "s = arith.addi " << t << "ai, " << t
+                << "cj : index\n"
+                << "  " << t << "x = arith.addi " << t << "k, " << t
+                << "s : index\n"
+                << "  " << t << "p = arith.cmpi " << a.predicate << ", " << t
+                << "x, " << t << "r : index\n";
+    conjoin(t + "p");
   }
   maskModBody << "  attn.yield " << visible << " : i1\n}";
 
@@ -349,9 +390,12 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   mask.window = c.window;
   if (c.lengths)
     mask.lengths = lengths64.data();
-  if (c.documentMask)
+  if (c.documentMask || !c.affineMask.empty())
     mask.maskMod = [&](int64_t, int64_t, int64_t i, int64_t j) {
-      return docQ.values[i] == docK.values[j];
+      bool visible = !c.documentMask || docQ.values[i] == docK.values[j];
+      for (const AttentionCase::AffineConjunct &a : c.affineMask)
+        visible = visible && a.holds(i, j);
+      return visible;
     };
   ref::ScoreMod mod;
   const std::vector<double> &cap = capture.values;
@@ -593,6 +637,68 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.documentMask = rng() % 4 == 0;
     c.maskAsRegion = rng() % 3 == 0;
     runCase(c, 500 + n);
+  }
+}
+
+/// mask_mod regions of random affine comparisons of i and j (signed and
+/// unsigned predicates, eq/ne, negative constants): attn-plan-tiles turns
+/// some into named masks (and drops the region when they say all of it);
+/// whatever it does must agree with the region evaluated per element.
+TEST(KernelTest, AffineMaskRegions) {
+  std::mt19937_64 rng(91);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + rng() % values.size());
+  };
+  const char *predicates[] = {"slt", "sle", "sgt", "sge", "ult",
+                              "ule", "ugt", "uge", "eq",  "ne"};
+  std::pair<int64_t, int64_t> forms[] = {{1, -1}, {-1, 1}, {2, -1},
+                                         {1, 0},  {0, 1}};
+  auto base = [&](int n) {
+    AttentionCase c;
+    c.B = 1;
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 2});
+    c.Sq = pick({9, 40, 130});
+    c.Skv = pick({9, 40, 130});
+    c.D = 16;
+    c.Dv = 16;
+    c.dtype = n % 4 == 3 ? "bf16" : "f32";
+    c.graphForm = n % 3 == 2;
+    return c;
+  };
+  int n = 0;
+  // Every predicate on i - j and j - i against -1, 0 and 1, alone: the
+  // forms the analysis can turn into named masks entirely, where an
+  // off-by-one shows on the diagonal.
+  for (const char *predicate : predicates)
+    for (int form = 0; form < 2; ++form)
+      for (int64_t rhs : {-1, 0, 1}) {
+        AttentionCase c = base(n);
+        c.Sq = c.Skv = 40;
+        c.window = n % 7 == 0 ? 5 : 0;
+        AttentionCase::AffineConjunct a;
+        a.predicate = predicate;
+        std::tie(a.a, a.c) = forms[form];
+        a.rhs = rhs;
+        c.affineMask.push_back(a);
+        runCase(c, 900 + n++);
+      }
+  // Conjunctions of up to three, other forms (2 i - j, i alone, j alone)
+  // and offsets, with and without named masks.
+  for (int m = 0; m < 16; ++m) {
+    AttentionCase c = base(n);
+    c.causal = rng() % 4 == 0;
+    c.window = rng() % 5 == 0 ? pick({5, 40}) : 0;
+    int conjuncts = 1 + int(rng() % 3);
+    for (int k = 0; k < conjuncts; ++k) {
+      AttentionCase::AffineConjunct a;
+      a.predicate = predicates[rng() % 10];
+      std::tie(a.a, a.c) = forms[rng() % 5];
+      a.k = pick({0, 3, -3, 17});
+      a.rhs = pick({0, 1, -1, 5, 16, 33});
+      c.affineMask.push_back(a);
+    }
+    runCase(c, 900 + n++);
   }
 }
 
