@@ -19,9 +19,13 @@
 // CHECK: vector.extract_strided_slice {{.*}} {offsets = [8], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
 // CHECK: arith.cmpf ogt, {{.*}} : vector<8xf32>
 // CHECK-NOT: vector.reduction <maxnumf>
-// exp with AVX-512's vscalefps (2^k for any k, 0 for -inf).
+// exp with AVX-512's vscalefps (2^k for any k, 0 for -inf), 0 below the
+// smallest normal float (no denormal probabilities), the rescaling factor
+// too.
+// CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : f32
 // CHECK: math.roundeven {{.*}} : vector<16xf32>
 // CHECK: x86vector.avx512.mask.scalef
+// CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK-NOT: math.exp {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
 // CHECK: arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
