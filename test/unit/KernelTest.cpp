@@ -640,6 +640,34 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
   }
 }
 
+/// bf16 forwards of the shapes AMX tiles take (D a multiple of 32, Dv of
+/// 16) on a host with AMX: 16-row tiles, 32- and 64-key steps, K and V in
+/// bf16 pairs, with every mask kind, regions, grouped heads and Sq != Skv
+/// (elsewhere the same cases take the AVX-512 path).
+TEST(KernelTest, Bf16ForwardTileShapes) {
+  std::mt19937_64 rng(57);
+  auto pick = [&](std::initializer_list<int64_t> values) {
+    return *(values.begin() + rng() % values.size());
+  };
+  for (int n = 0; n < 16; ++n) {
+    AttentionCase c;
+    c.B = pick({1, 2});
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 3});
+    c.Sq = pick({1, 15, 16, 17, 70});
+    c.Skv = pick({1, 31, 33, 64, 65, 150});
+    c.D = pick({32, 96, 128});
+    c.Dv = pick({16, 48, 80});
+    c.dtype = "bf16";
+    c.causal = rng() % 2;
+    c.window = rng() % 3 == 0 ? pick({1, 20}) : 0;
+    c.lengths = rng() % 3 == 0;
+    c.scoreMod = ScoreModKind(rng() % 4);
+    c.documentMask = rng() % 4 == 0;
+    runCase(c, 1000 + n);
+  }
+}
+
 /// mask_mod regions of random affine comparisons of i and j (signed and
 /// unsigned predicates, eq/ne, negative constants): attn-plan-tiles turns
 /// some into named masks (and drops the region when they say all of it);
