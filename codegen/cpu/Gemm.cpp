@@ -34,17 +34,22 @@ public:
   /// C = A B for A [M, K], B [K, N]: A copied to [1, 1, M, K] f32, B to
   /// 32-wide panels [1, 1, P, K, 32] (zero past N), the product per 8-row
   /// block of A on the thread pool into [M, 32 P], then stored through C.
+  /// `aView` and `cView`, when given, are A and C already in those layouts
+  /// (an f32 operand whose rows are A's, a result whose rows are C's):
+  /// they skip the serial copy in and out.
   void product(int64_t M, int64_t N, int64_t K, Load loadA, Load loadB,
-               Store storeC) {
+               Store storeC, Value aView = Value(), Value cView = Value()) {
     int64_t panels = (N + kCols - 1) / kCols;
-    Value a = alloc({1, 1, M, K}), bp = alloc({1, 1, panels, K, kCols}),
-          c = alloc({M, panels * kCols});
-    loop(0, M, [&](Value m) {
-      loop(0, K, [&](Value k) {
-        memref::StoreOp::create(b, toF32(loadA(m, k)), a,
-                                ValueRange{idx(0), idx(0), m, k});
+    Value a = aView ? aView : alloc({1, 1, M, K}),
+          bp = alloc({1, 1, panels, K, kCols}),
+          c = cView ? cView : alloc({M, panels * kCols});
+    if (!aView)
+      loop(0, M, [&](Value m) {
+        loop(0, K, [&](Value k) {
+          memref::StoreOp::create(b, toF32(loadA(m, k)), a,
+                                  ValueRange{idx(0), idx(0), m, k});
+        });
       });
-    });
     packPanels(bp, {idx(0), idx(0)}, N, loadB);
     int64_t blocks = (M + rows - 1) / rows;
     // Products of one shape share one function (a layer's projections).
@@ -82,11 +87,38 @@ public:
         });
       callTasks(fn, {a, bp, c}, blocks);
     }
-    loop(0, M, [&](Value m) {
-      loop(0, N, [&](Value n) {
-        storeC(m, n, memref::LoadOp::create(b, c, ValueRange{m, n}));
+    if (!cView)
+      loop(0, M, [&](Value m) {
+        loop(0, N, [&](Value n) {
+          storeC(m, n, memref::LoadOp::create(b, c, ValueRange{m, n}));
+        });
       });
-    });
+  }
+
+  /// An f32 buffer with identity layout as `shape` (same elements in the
+  /// same order), else null: product's aView/cView.
+  Value reshaped(Value memref, ArrayRef<int64_t> shape) {
+    auto type = cast<MemRefType>(memref.getType());
+    if (!type.getElementType().isF32() || !type.getLayout().isIdentity())
+      return Value();
+    ReassociationIndices all;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      all.push_back(d);
+    Value flat = type.getRank() == 1
+                     ? memref
+                     : memref::CollapseShapeOp::create(
+                           b, memref, ArrayRef<ReassociationIndices>{all});
+    ReassociationIndices into;
+    for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+      into.push_back(d);
+    return memref::ExpandShapeOp::create(b, shape, flat,
+                                         ArrayRef<ReassociationIndices>{into});
+  }
+
+  /// cView for C [M, N] stored as `memref`: its rows are C's when N is a
+  /// whole number of panels.
+  Value resultView(Value memref, int64_t M, int64_t N) {
+    return N % kCols ? Value() : reshaped(memref, {M, N});
   }
 
   Value toF32(Value x) {
@@ -118,7 +150,8 @@ public:
           auto [bi, s] = split(m, S);
           auto [h, d] = split(n, D);
           storeScalar(v, out, {bi, h, s, d});
-        });
+        },
+        reshaped(x, {1, 1, B * S, E}));
     return {tensorOf(out, op.getResult().getType())};
   }
 
@@ -140,7 +173,8 @@ public:
         [&](Value m, Value n, Value v) {
           auto [bi, s] = split(m, S);
           storeScalar(v, out, {bi, s, n});
-        });
+        },
+        Value(), resultView(out, B * S, E));
     return {tensorOf(out, op.getResult().getType())};
   }
 
@@ -165,14 +199,16 @@ public:
         [&](Value m, Value n, Value v) {
           auto [bi, s] = split(m, S);
           storeScalar(v, dx, {bi, s, n});
-        });
+        },
+        Value(), resultView(dx, B * S, E));
     product(
         E, H * D, B * S,
         [&](Value m, Value k) {
           auto [bi, s] = split(k, S);
           return load(x, {bi, s, m});
         },
-        loadDy, [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); });
+        loadDy, [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); },
+        Value(), resultView(dw, E, H * D));
     return {tensorOf(dx, op.getInputGrad().getType()),
             tensorOf(dw, op.getWeightGrad().getType())};
   }
@@ -198,7 +234,8 @@ public:
           auto [bi, s] = split(m, S);
           auto [h, d] = split(n, D);
           storeScalar(v, dO, {bi, h, s, d});
-        });
+        },
+        reshaped(dy, {1, 1, B * S, E}));
     product(
         H * D, E, B * S,
         [&](Value m, Value k) {
@@ -210,7 +247,8 @@ public:
           auto [bi, s] = split(k, S);
           return load(dy, {bi, s, n});
         },
-        [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); });
+        [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); },
+        Value(), resultView(dw, H * D, E));
     return {tensorOf(dO, op.getInputGrad().getType()),
             tensorOf(dw, op.getWeightGrad().getType())};
   }

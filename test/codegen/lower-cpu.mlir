@@ -172,12 +172,15 @@ func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor
 
 // Projections and merges are tiled GEMMs: X [M = B*S, K = E] times W in
 // 32-wide panels, per 8-row block on the thread pool; products of one
-// shape share one task function.
+// shape share one task function. An f32 X already has A's rows: the
+// product reads it through a reshape instead of a copy.
 // CHECK-LABEL: func.func private @__attnc_gemm_32x40x24
 // CHECK-SAME: (%{{.*}}: memref<1x1x32x24xf32>, %{{.*}}: memref<1x1x2x24x32xf32>, %{{.*}}: memref<32x64xf32>, %{{.*}}: index, %{{.*}}: index)
 // CHECK-SAME: attnc.parallel_tasks
 // CHECK: vector.fma
 // CHECK-LABEL: func.func @layer
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1, 2]] : memref<2x16x24xf32> into memref<768xf32>
+// CHECK: memref.expand_shape %{{.*}} {{\[\[}}0, 1, 2, 3]] output_shape [1, 1, 32, 24] : memref<768xf32> into memref<1x1x32x24xf32>
 // CHECK-COUNT-2: call @__attnc_gemm_32x40x24({{.*}}, %c0{{.*}}, %c4{{.*}})
 // CHECK-NOT: attn.projection
 func.func @layer(%x: tensor<2x16x24xf32>, %w1: tensor<24x40xf32>, %w2: tensor<24x40xf32>) -> (tensor<2x5x16x8xf32>, tensor<2x5x16x8xf32>) {
