@@ -645,11 +645,13 @@ private:
       // Flushed too: a denormal alpha would make O's rescale denormal.
       Value shift = arith::SubFOp::create(b, mOld, safe);
       Value alpha = flushTiny(shift, math::ExpOp::create(b, shift));
+      // P for the step's P V: f32 for the FMA product, bf16 straight into
+      // the A tile's rows on AMX.
       SmallVector<Value> p;
       for (int64_t w = 0; w < n; ++w) {
         p.push_back(expVector(arith::SubFOp::create(b, s[w], splat(safe))));
-        vector::StoreOp::create(b, p.back(), pBuf,
-                                ValueRange{r, idx(w * kLanes)});
+        storeVector(p.back(), amx ? scratch[6] : pBuf,
+                    ValueRange{r, idx(w * kLanes)});
       }
       Value pSum = tree(p, [&](Value x, Value y) {
         return arith::AddFOp::create(b, x, y).getResult();
@@ -774,19 +776,12 @@ private:
       amx::TileStoreOp::create(b, pBuf, ValueRange{idx(0), idx(16 * w)}, c[w]);
   }
 
-  /// O = alpha O + P V for the step's P (pBuf, f32) and V's 32-key tiles
-  /// from `tile` (pairs): P in bf16, P V on tiles of 16 columns, the
-  /// rescale on AVX-512.
+  /// O = alpha O + P V for the step's P (bf16, written by the softmax)
+  /// and V's 32-key tiles from `tile` (pairs): P V on tiles of 16 columns,
+  /// the rescale on AVX-512.
   void amxUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp, Value bi,
                  Value g, Value tile) {
-    Value pBuf = scratch[1], alphaBuf = scratch[4], pPairs = scratch[6],
-          pv = scratch[7];
-    loop(0, rows, [&](Value r) {
-      for (int64_t w = 0; w < 2 * blockTiles; ++w)
-        storeVector(vector::LoadOp::create(b, vec, pBuf,
-                                           ValueRange{r, idx(w * kLanes)}),
-                    pPairs, ValueRange{r, idx(w * kLanes)});
-    });
+    Value alphaBuf = scratch[4], pPairs = scratch[6], pv = scratch[7];
     auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
     auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
     SmallVector<Value> a;
