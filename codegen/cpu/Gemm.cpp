@@ -132,6 +132,17 @@ public:
     return {arith::DivUIOp::create(b, i, idx(inner)),
             arith::RemUIOp::create(b, i, idx(inner))};
   }
+  /// Where element (row, col) of a [B*S, N] matrix lies in [B, S, N].
+  SmallVector<Value> rowsAt(Value row, Value col, int64_t S) {
+    auto [bi, s] = split(row, S);
+    return {bi, s, col};
+  }
+  /// Where element (row, col) of a [B*S, H*D] matrix lies in [B, H, S, D].
+  SmallVector<Value> headsAt(Value row, Value col, int64_t S, int64_t D) {
+    auto [bi, s] = split(row, S);
+    auto [h, d] = split(col, D);
+    return {bi, h, s, d};
+  }
 
   SmallVector<Value> build(attn::ProjectionOp op) {
     // Y[b,h,s,d] = sum_e X[b,s,e] W[e, h*D + d]: M = B*S, N = H*D, K = E.
@@ -141,15 +152,10 @@ public:
     Value out = alloc(y, elementOf(op.getResult()));
     product(
         B * S, H * D, E,
-        [&](Value m, Value k) {
-          auto [bi, s] = split(m, S);
-          return load(x, {bi, s, k});
-        },
+        [&](Value m, Value k) { return load(x, rowsAt(m, k, S)); },
         [&](Value k, Value n) { return load(w, {k, n}); },
         [&](Value m, Value n, Value v) {
-          auto [bi, s] = split(m, S);
-          auto [h, d] = split(n, D);
-          storeScalar(v, out, {bi, h, s, d});
+          storeScalar(v, out, headsAt(m, n, S, D));
         },
         reshaped(x, {1, 1, B * S, E}));
     return {tensorOf(out, op.getResult().getType())};
@@ -164,16 +170,9 @@ public:
     Value out = alloc(shapeOf(op.getResult()), elementOf(op.getResult()));
     product(
         B * S, E, H * D,
-        [&](Value m, Value k) {
-          auto [bi, s] = split(m, S);
-          auto [h, d] = split(k, D);
-          return load(o, {bi, h, s, d});
-        },
+        [&](Value m, Value k) { return load(o, headsAt(m, k, S, D)); },
         [&](Value k, Value n) { return load(w, {k, n}); },
-        [&](Value m, Value n, Value v) {
-          auto [bi, s] = split(m, S);
-          storeScalar(v, out, {bi, s, n});
-        },
+        [&](Value m, Value n, Value v) { storeScalar(v, out, rowsAt(m, n, S)); },
         Value(), resultView(out, B * S, E));
     return {tensorOf(out, op.getResult().getType())};
   }
@@ -189,25 +188,16 @@ public:
     Value dx = alloc(shapeOf(x), elementOf(op.getInputGrad())),
           dw = alloc(shapeOf(w), elementOf(op.getWeightGrad()));
     auto loadDy = [&](Value m, Value n) {
-      auto [bi, s] = split(m, S);
-      auto [h, d] = split(n, D);
-      return load(dy, {bi, h, s, d});
+      return load(dy, headsAt(m, n, S, D));
     };
     product(
         B * S, E, H * D, loadDy,
         [&](Value k, Value n) { return load(w, {n, k}); },
-        [&](Value m, Value n, Value v) {
-          auto [bi, s] = split(m, S);
-          storeScalar(v, dx, {bi, s, n});
-        },
+        [&](Value m, Value n, Value v) { storeScalar(v, dx, rowsAt(m, n, S)); },
         Value(), resultView(dx, B * S, E));
     product(
         E, H * D, B * S,
-        [&](Value m, Value k) {
-          auto [bi, s] = split(k, S);
-          return load(x, {bi, s, m});
-        },
-        loadDy, [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); },
+        [&](Value m, Value k) { return load(x, rowsAt(k, m, S)); }, loadDy, [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); },
         Value(), resultView(dw, E, H * D));
     return {tensorOf(dx, op.getInputGrad().getType()),
             tensorOf(dw, op.getWeightGrad().getType())};
@@ -225,28 +215,16 @@ public:
           dw = alloc(shapeOf(w), elementOf(op.getWeightGrad()));
     product(
         B * S, H * D, E,
-        [&](Value m, Value k) {
-          auto [bi, s] = split(m, S);
-          return load(dy, {bi, s, k});
-        },
+        [&](Value m, Value k) { return load(dy, rowsAt(m, k, S)); },
         [&](Value k, Value n) { return load(w, {n, k}); },
         [&](Value m, Value n, Value v) {
-          auto [bi, s] = split(m, S);
-          auto [h, d] = split(n, D);
-          storeScalar(v, dO, {bi, h, s, d});
+          storeScalar(v, dO, headsAt(m, n, S, D));
         },
         reshaped(dy, {1, 1, B * S, E}));
     product(
         H * D, E, B * S,
-        [&](Value m, Value k) {
-          auto [bi, s] = split(k, S);
-          auto [h, d] = split(m, D);
-          return load(o, {bi, h, s, d});
-        },
-        [&](Value k, Value n) {
-          auto [bi, s] = split(k, S);
-          return load(dy, {bi, s, n});
-        },
+        [&](Value m, Value k) { return load(o, headsAt(k, m, S, D)); },
+        [&](Value k, Value n) { return load(dy, rowsAt(k, n, S)); },
         [&](Value m, Value n, Value v) { storeScalar(v, dw, {m, n}); },
         Value(), resultView(dw, H * D, E));
     return {tensorOf(dO, op.getInputGrad().getType()),
