@@ -44,31 +44,37 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     target.vectorBits = vectorBits;
     target.amx = amx;
     // Each op's attn.tile_plan (attn-plan-tiles), else the target's plan
-    // with `rows` rows.
-    bool malformed = false;
-    auto planOf = [&](Operation *op) {
+    // with `rows` rows; a malformed plan fails the pass.
+    llvm::DenseMap<Operation *, attnc::TilePlan> plans;
+    WalkResult planned = getOperation().walk([&](Operation *op) {
+      if (!isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp>(op) &&
+          !attnc::canLowerToGemmCpu(op))
+        return WalkResult::advance();
       FailureOr<std::optional<attnc::TilePlan>> recorded =
           attnc::readTilePlan(op);
-      if (failed(recorded)) {
-        malformed = true;
-        return attnc::TilePlan();
+      if (failed(recorded))
+        return WalkResult::interrupt();
+      attnc::TilePlan plan;
+      if (*recorded) {
+        plan = **recorded;
+      } else {
+        plan = attnc::planTiles(op, target);
+        plan.queryBlock = plan.queryBlock / plan.rows * rows;
+        plan.rows = rows;
       }
-      if (*recorded)
-        return **recorded;
-      attnc::TilePlan plan = attnc::planTiles(op, target);
-      plan.queryBlock = plan.queryBlock / plan.rows * rows;
-      plan.rows = rows;
-      return plan;
-    };
+      plans[op] = plan;
+      return WalkResult::advance();
+    });
+    if (planned.wasInterrupted())
+      return signalPassFailure();
+
     SmallVector<attnc::attn::AttentionOp> ops;
     getOperation().walk([&](attnc::attn::AttentionOp op) {
       if (attnc::canLowerToFlashCpu(op))
         ops.push_back(op);
     });
     for (attnc::attn::AttentionOp op : ops) {
-      attnc::TilePlan plan = planOf(op);
-      if (malformed)
-        return signalPassFailure();
+      attnc::TilePlan plan = plans.lookup(op);
       if (attnc::flashForwardUsesAmx(op, plan, target))
         getOperation()->setAttr("attnc.uses_amx", UnitAttr::get(&getContext()));
       OpBuilder b(op);
@@ -77,33 +83,28 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       op.getLse().replaceAllUsesWith(lse);
       op.erase();
     }
-    SmallVector<std::pair<attnc::attn::AttentionGradOp, attnc::TilePlan>>
-        grads;
+    SmallVector<attnc::attn::AttentionGradOp> grads;
     getOperation().walk([&](attnc::attn::AttentionGradOp op) {
-      attnc::TilePlan plan = planOf(op);
-      if (!malformed && attnc::canLowerToFlashCpu(op, plan))
-        grads.push_back({op, plan});
+      if (attnc::canLowerToFlashCpu(op, plans.lookup(op)))
+        grads.push_back(op);
     });
-    if (malformed)
-      return signalPassFailure();
-    for (auto [op, plan] : grads) {
+    for (attnc::attn::AttentionGradOp op : grads) {
       OpBuilder b(op);
       SmallVector<Value> results =
-          attnc::buildFlashAttentionGradCpu(b, op, plan, target);
+          attnc::buildFlashAttentionGradCpu(b, op, plans.lookup(op), target);
       op->replaceAllUsesWith(results);
       op.erase();
     }
     // Projections, merges and their gradients: tiled GEMMs.
-    SmallVector<std::pair<Operation *, attnc::TilePlan>> products;
+    SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       if (attnc::canLowerToGemmCpu(op))
-        products.push_back({op, planOf(op)});
+        products.push_back(op);
     });
-    if (malformed)
-      return signalPassFailure();
-    for (auto [op, plan] : products) {
+    for (Operation *op : products) {
       OpBuilder b(op);
-      SmallVector<Value> results = attnc::buildGemmCpu(b, op, plan.rows);
+      SmallVector<Value> results =
+          attnc::buildGemmCpu(b, op, plans.lookup(op).rows);
       op->replaceAllUsesWith(results);
       op->erase();
     }
