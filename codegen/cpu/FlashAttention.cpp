@@ -103,7 +103,19 @@ protected:
   Value transposed(Value memref, int64_t tileMultiple = 1) {
     int64_t count = (tiles + tileMultiple - 1) / tileMultiple * tileMultiple;
     Value t = alloc({B, Hkv, count, shapeOf(memref)[3], kCols});
-    forEachHead("__attnc_flash_transpose", {memref, t}, Hkv,
+    // Transposes of one shape share one function (the backward's K and V
+    // when D = Dv): the body depends on nothing but the two types.
+    std::string name = "__attnc_flash_transpose_";
+    llvm::raw_string_ostream os(name);
+    for (int64_t size : shapeOf(memref))
+      os << size << "x";
+    os << elementOf(memref) << "_" << count;
+    if (auto fn = parent->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(
+            name)) {
+      callTasks(fn, {memref, t}, B * Hkv);
+      return t;
+    }
+    forEachHead(name, {memref, t}, Hkv,
                 [&](ArrayRef<Value> args, Value bi, Value g) {
                   transposeTiles(args[0], args[1], bi, g);
                 });
