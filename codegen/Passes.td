@@ -60,7 +60,9 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
     "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
     "mlir::math::MathDialect", "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
-    "mlir::x86vector::X86VectorDialect", "mlir::amx::AMXDialect"
+    "mlir::x86vector::X86VectorDialect", "mlir::amx::AMXDialect",
+    // Loop annotations (KernelBuilder::copyLoop).
+    "mlir::LLVM::LLVMDialect"
   ];
 }
 

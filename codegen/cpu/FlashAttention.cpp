@@ -1105,7 +1105,7 @@ private:
       Value key = arith::AddIOp::create(b, j0, j);
       for (auto [grad, buffer, width] :
            {std::tuple(dK, dkBuf, D), std::tuple(dV, dvBuf, Dv)})
-        loop(0, width, [&, grad = grad, buffer = buffer](Value c) {
+        copyLoop(0, width, [&, grad = grad, buffer = buffer](Value c) {
           storeScalar(memref::LoadOp::create(b, buffer, ValueRange{c, j}),
                       grad, ValueRange{bi, g, key, c});
         });

@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -132,6 +133,23 @@ void KernelBuilder::loop(Value lo, Value hi, int64_t step,
   body(forOp.getInductionVar());
 }
 
+void KernelBuilder::copyLoop(int64_t lo, int64_t hi,
+                             function_ref<void(Value)> body) {
+  auto forOp = scf::ForOp::create(b, idx(lo), idx(hi), idx(1));
+  // SCF-to-CF puts LLVM-dialect attributes of the loop on its latch branch,
+  // where `loop_annotation` becomes the llvm.br's loop metadata.
+  MLIRContext *context = b.getContext();
+  auto noVectorize = LLVM::LoopVectorizeAttr::get(
+      context, b.getBoolAttr(true), {}, {}, {}, {}, {}, {});
+  forOp->setAttr("loop_annotation",
+                 LLVM::LoopAnnotationAttr::get(context, {}, noVectorize, {}, {},
+                                               {}, {}, {}, {}, {}, {}, {}, {},
+                                               {}, {}, {}));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forOp.getBody());
+  body(forOp.getInductionVar());
+}
+
 SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
   // Unrolling may replace the loop (a single iteration is promoted, a
   // remainder goes to an epilogue): hold the results through a placeholder
@@ -157,7 +175,7 @@ void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
     SmallVector<Value> at(prefix);
     at.push_back(arith::DivUIOp::create(b, n, idx(kCols)));
     Value lane = arith::RemUIOp::create(b, n, idx(kCols));
-    loop(0, width, [&](Value k) {
+    copyLoop(0, width, [&](Value k) {
       Value x = load(k, nc);
       if (!x.getType().isF32())
         x = arith::ExtFOp::create(b, f32, x);
@@ -185,7 +203,7 @@ void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
   loop(0, rows, [&](Value r) {
     Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
                                        idx(lastRow));
-    loop(0, width, [&](Value d) {
+    copyLoop(0, width, [&](Value d) {
       memref::StoreOp::create(b, loadF32(a, ValueRange{bi, h, row, d}), packed,
                               ValueRange{d, r});
     });
@@ -201,7 +219,7 @@ void KernelBuilder::packTiles(Value a, Value dst, Value bi, Value h) {
     loop(0, rows, [&](Value r) {
       Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
                                          idx(s[2] - 1));
-      loop(0, s[3], [&](Value c) {
+      copyLoop(0, s[3], [&](Value c) {
         memref::StoreOp::create(b, loadF32(a, ValueRange{bi, h, row, c}), dst,
                                 ValueRange{bi, h, t, c, r});
       });
