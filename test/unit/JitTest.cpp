@@ -259,67 +259,75 @@ TEST(JitTest, CpuAndThreadOptions) {
 /// The backward accumulates every gradient in a fixed order: dQ over the
 /// key tiles of each split, the splits in order, dK/dV over query tiles and
 /// heads, the slopes' partial rows in task order. Any thread count gives
-/// the same bits (grouped heads, causal, a float capture, several key
-/// tiles and splits).
+/// the same bits (grouped heads, a float capture, several key tiles; causal
+/// with one split, and 1100 keys without a mask, which take two splits).
 TEST(JitTest, BackwardIsBitwiseDeterministicForAnyThreadCount) {
-  const std::string q = "tensor<2x4x100x16xf32>", kv = "tensor<2x2x100x16xf32>",
-                    l = "tensor<2x4x100xf32>";
-  const std::string spec =
-      "func.func @k(%q: " + q + ", %k: " + kv + ", %v: " + kv +
-      ", %s: tensor<4xf32>) -> (" + q + ", " + l + ") {\n"
-      "  %o, %l = attn.attention %q, %k, %v causal score_captures(%s : "
-      "tensor<4xf32>) : " + q + ", " + kv + ", " + kv + " -> " + q + ", " + l +
-      " score_mod {\n"
-      "  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, "
-      "%t: tensor<4xf32>):\n"
-      "    %sl = tensor.extract %t[%h] : tensor<4xf32>\n"
-      "    %d = arith.subi %j, %i : index\n"
-      "    %di = arith.index_cast %d : index to i64\n"
-      "    %df = arith.sitofp %di : i64 to f32\n"
-      "    %bias = arith.mulf %sl, %df : f32\n"
-      "    %r = arith.addf %x, %bias : f32\n"
-      "    attn.yield %r : f32\n  }\n"
-      "  return %o, %l : " + q + ", " + l + "\n}\n";
-  auto fill = [](size_t n, unsigned seed) {
-    std::vector<float> x(n);
-    for (size_t i = 0; i < n; ++i)
-      x[i] = float((i * 2654435761u + seed * 97u) % 1000) / 1000.0f - 0.5f;
-    return x;
-  };
-  size_t nq = 2 * 4 * 100 * 16, nkv = 2 * 2 * 100 * 16, nl = 2 * 4 * 100;
-  auto qv = fill(nq, 1), kvK = fill(nkv, 2), kvV = fill(nkv, 3),
-       slopes = fill(4, 4), dO = fill(nq, 5), dL = fill(nl, 6);
-  auto run = [&](int threads) {
-    jit::Options options = testOptions();
-    options.threads = threads;
-    std::string error;
-    auto module = jit::Module::compile(spec, options, &error);
-    EXPECT_TRUE(module) << error;
-    std::vector<float> o(nq), lse(nl), dq(nq), dk(nkv), dv(nkv), ds(4);
-    if (module) {
-      EXPECT_TRUE(module
-                      ->callUnchecked("k", {qv.data(), kvK.data(), kvV.data(),
-                                            slopes.data(), o.data(),
-                                            lse.data()})
-                      .ok());
-      EXPECT_TRUE(module
-                      ->callUnchecked(
-                          "k_bwd", {qv.data(), kvK.data(), kvV.data(),
-                                    slopes.data(), o.data(), lse.data(),
-                                    dO.data(), dL.data(), dq.data(), dk.data(),
-                                    dv.data(), ds.data()})
-                      .ok());
+  for (auto [skv, mask] : {std::pair<int, std::string>(100, " causal"),
+                           std::pair<int, std::string>(1100, "")}) {
+    const std::string q = "tensor<2x4x100x16xf32>",
+                      kv = "tensor<2x2x" + std::to_string(skv) + "x16xf32>",
+                      l = "tensor<2x4x100xf32>";
+    const std::string spec =
+        "func.func @k(%q: " + q + ", %k: " + kv + ", %v: " + kv +
+        ", %s: tensor<4xf32>) -> (" + q + ", " + l + ") {\n"
+        "  %o, %l = attn.attention %q, %k, %v" + mask + " score_captures(%s : "
+        "tensor<4xf32>) : " + q + ", " + kv + ", " + kv + " -> " + q + ", " +
+        l + " score_mod {\n"
+        "  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, "
+        "%t: tensor<4xf32>):\n"
+        "    %sl = tensor.extract %t[%h] : tensor<4xf32>\n"
+        "    %d = arith.subi %j, %i : index\n"
+        "    %di = arith.index_cast %d : index to i64\n"
+        "    %df = arith.sitofp %di : i64 to f32\n"
+        "    %bias = arith.mulf %sl, %df : f32\n"
+        "    %r = arith.addf %x, %bias : f32\n"
+        "    attn.yield %r : f32\n  }\n"
+        "  return %o, %l : " + q + ", " + l + "\n}\n";
+    auto fill = [](size_t n, unsigned seed) {
+      std::vector<float> x(n);
+      for (size_t i = 0; i < n; ++i)
+        x[i] = float((i * 2654435761u + seed * 97u) % 1000) / 1000.0f - 0.5f;
+      return x;
+    };
+    size_t nq = 2 * 4 * 100 * 16, nkv = 2 * 2 * size_t(skv) * 16,
+           nl = 2 * 4 * 100;
+    auto qv = fill(nq, 1), kvK = fill(nkv, 2), kvV = fill(nkv, 3),
+         slopes = fill(4, 4), dO = fill(nq, 5), dL = fill(nl, 6);
+    for (float &slope : slopes)
+      slope *= 0.01f; // keeps 1100 keys' biases in range
+    auto run = [&](int threads) {
+      jit::Options options = testOptions();
+      options.threads = threads;
+      std::string error;
+      auto module = jit::Module::compile(spec, options, &error);
+      EXPECT_TRUE(module) << error;
+      std::vector<float> o(nq), lse(nl), dq(nq), dk(nkv), dv(nkv), ds(4);
+      if (module) {
+        EXPECT_TRUE(module
+                        ->callUnchecked("k", {qv.data(), kvK.data(),
+                                              kvV.data(), slopes.data(),
+                                              o.data(), lse.data()})
+                        .ok());
+        EXPECT_TRUE(module
+                        ->callUnchecked(
+                            "k_bwd", {qv.data(), kvK.data(), kvV.data(),
+                                      slopes.data(), o.data(), lse.data(),
+                                      dO.data(), dL.data(), dq.data(),
+                                      dk.data(), dv.data(), ds.data()})
+                        .ok());
+      }
+      return std::vector<std::vector<float>>{dq, dk, dv, ds};
+    };
+    std::vector<std::vector<float>> one = run(1);
+    for (int threads : {2, 3}) {
+      std::vector<std::vector<float>> many = run(threads);
+      for (size_t g = 0; g < one.size(); ++g)
+        EXPECT_EQ(std::memcmp(one[g].data(), many[g].data(),
+                              one[g].size() * sizeof(float)),
+                  0)
+            << "gradient " << g << " with " << threads << " threads, "
+            << skv << " keys";
     }
-    return std::vector<std::vector<float>>{dq, dk, dv, ds};
-  };
-  std::vector<std::vector<float>> one = run(1);
-  for (int threads : {2, 3}) {
-    std::vector<std::vector<float>> many = run(threads);
-    for (size_t g = 0; g < one.size(); ++g)
-      EXPECT_EQ(std::memcmp(one[g].data(), many[g].data(),
-                            one[g].size() * sizeof(float)),
-                0)
-          << "gradient " << g << " with " << threads << " threads";
   }
 }
 

@@ -638,6 +638,22 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.maskAsRegion = rng() % 3 == 0;
     runCase(c, 500 + n);
   }
+  // 1100 keys without a mask: the backward's key tiles in two splits, each
+  // with its own dQ copy (fewer visible keys take one), with and without
+  // key lengths, f32 and bf16.
+  for (int n = 0; n < 2; ++n) {
+    AttentionCase c;
+    c.B = 1;
+    c.Hkv = 2;
+    c.H = 4;
+    c.Sq = 40;
+    c.Skv = 1100;
+    c.D = 32;
+    c.Dv = 16;
+    c.dtype = n == 0 ? "f32" : "bf16";
+    c.lengths = n == 1;
+    runCase(c, 600 + n);
+  }
 }
 
 /// bf16 forwards of the shapes AMX tiles take (D a multiple of 32, Dv of
