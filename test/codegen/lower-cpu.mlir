@@ -135,7 +135,7 @@ func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, 
 // -----
 
 // A float capture's gradient: one partial row per task (here the 2 splits
-// of 1024 keys: one per 512 a query row sees), zeroed first, summed in task
+// of 2048 keys: one per 1024 a query row sees), zeroed first, summed in task
 // order after the pass.
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
 // CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
@@ -146,8 +146,8 @@ func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, 
 // CHECK: call @__attnc_flash_backward_kv
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1xf32>
 // CHECK-NOT: attn.attention_grad
-func.func @capture_backward(%q: tensor<1x1x40x16xf32>, %kv: tensor<1x1x1024x16xf32>, %c: tensor<1xf32>, %l: tensor<1x1x40xf32>) -> tensor<1xf32> {
-  %dq, %dk, %dv, %dc = attn.attention_grad %q, %kv, %kv, %q, %l, %q score_captures(%c : tensor<1xf32>) : tensor<1x1x40x16xf32>, tensor<1x1x1024x16xf32>, tensor<1x1x1024x16xf32>, tensor<1x1x40x16xf32>, tensor<1x1x40xf32>, tensor<1x1x40x16xf32> -> tensor<1x1x40x16xf32>, tensor<1x1x1024x16xf32>, tensor<1x1x1024x16xf32>, tensor<1xf32> score_mod {
+func.func @capture_backward(%q: tensor<1x1x40x16xf32>, %kv: tensor<1x1x2048x16xf32>, %c: tensor<1xf32>, %l: tensor<1x1x40xf32>) -> tensor<1xf32> {
+  %dq, %dk, %dv, %dc = attn.attention_grad %q, %kv, %kv, %q, %l, %q score_captures(%c : tensor<1xf32>) : tensor<1x1x40x16xf32>, tensor<1x1x2048x16xf32>, tensor<1x1x2048x16xf32>, tensor<1x1x40x16xf32>, tensor<1x1x40xf32>, tensor<1x1x40x16xf32> -> tensor<1x1x40x16xf32>, tensor<1x1x2048x16xf32>, tensor<1x1x2048x16xf32>, tensor<1xf32> score_mod {
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<1xf32>):
     %c0 = arith.constant 0 : index
     %x = tensor.extract %t[%c0] : tensor<1xf32>

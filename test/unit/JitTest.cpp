@@ -260,10 +260,10 @@ TEST(JitTest, CpuAndThreadOptions) {
 /// key tiles of each split, the splits in order, dK/dV over query tiles and
 /// heads, the slopes' partial rows in task order. Any thread count gives
 /// the same bits (grouped heads, a float capture, several key tiles; causal
-/// with one split, and 1100 keys without a mask, which take two splits).
+/// with one split, and 2100 keys without a mask, which take two splits).
 TEST(JitTest, BackwardIsBitwiseDeterministicForAnyThreadCount) {
   for (auto [skv, mask] : {std::pair<int, std::string>(100, " causal"),
-                           std::pair<int, std::string>(1100, "")}) {
+                           std::pair<int, std::string>(2100, "")}) {
     const std::string q = "tensor<2x4x100x16xf32>",
                       kv = "tensor<2x2x" + std::to_string(skv) + "x16xf32>",
                       l = "tensor<2x4x100xf32>";
@@ -294,7 +294,7 @@ TEST(JitTest, BackwardIsBitwiseDeterministicForAnyThreadCount) {
     auto qv = fill(nq, 1), kvK = fill(nkv, 2), kvV = fill(nkv, 3),
          slopes = fill(4, 4), dO = fill(nq, 5), dL = fill(nl, 6);
     for (float &slope : slopes)
-      slope *= 0.01f; // keeps 1100 keys' biases in range
+      slope *= 0.01f; // keeps 2100 keys' biases in range
     auto run = [&](int threads) {
       jit::Options options = testOptions();
       options.threads = threads;

@@ -638,7 +638,7 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.maskAsRegion = rng() % 3 == 0;
     runCase(c, 500 + n);
   }
-  // 1100 keys without a mask: the backward's key tiles in two splits, each
+  // 2100 keys without a mask: the backward's key tiles in two splits, each
   // with its own dQ copy (fewer visible keys take one), with and without
   // key lengths, f32 and bf16.
   for (int n = 0; n < 2; ++n) {
@@ -647,7 +647,7 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.Hkv = 2;
     c.H = 4;
     c.Sq = 40;
-    c.Skv = 1100;
+    c.Skv = 2100;
     c.D = 32;
     c.Dv = 16;
     c.dtype = n == 0 ? "f32" : "bf16";
