@@ -62,8 +62,7 @@ int64_t backwardSplits(attn::AttentionGradOp op, int64_t rows) {
                                      (skv + KernelBuilder::kCols - 1) /
                                          KernelBuilder::kCols);
   // Keys a query row sees on average, at most (Sq = Skv when causal).
-  int64_t visibleKeys = op.getWindow()
-                            ? std::min<int64_t>(*op.getWindow(), skv)
+  int64_t visibleKeys = op.getWindow() ? std::min<int64_t>(*op.getWindow(), skv)
                         : op.getCausal() ? (skv + 1) / 2
                                          : skv;
   splits = std::min<int64_t>(splits, visibleKeys / 1024);
@@ -123,8 +122,9 @@ protected:
     for (int64_t size : shapeOf(memref))
       os << size << "x";
     os << elementOf(memref) << "_" << count;
-    if (auto fn = parent->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(
-            name)) {
+    if (auto fn =
+            parent->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(
+                name)) {
       callTasks(fn, {memref, t}, B * Hkv);
       return t;
     }

@@ -139,8 +139,8 @@ void KernelBuilder::copyLoop(int64_t lo, int64_t hi,
   // SCF-to-CF puts LLVM-dialect attributes of the loop on its latch branch,
   // where `loop_annotation` becomes the llvm.br's loop metadata.
   MLIRContext *context = b.getContext();
-  auto noVectorize = LLVM::LoopVectorizeAttr::get(
-      context, b.getBoolAttr(true), {}, {}, {}, {}, {}, {});
+  auto noVectorize = LLVM::LoopVectorizeAttr::get(context, b.getBoolAttr(true),
+                                                  {}, {}, {}, {}, {}, {});
   forOp->setAttr("loop_annotation",
                  LLVM::LoopAnnotationAttr::get(context, {}, noVectorize, {}, {},
                                                {}, {}, {}, {}, {}, {}, {}, {},
