@@ -17,6 +17,16 @@ using namespace mlir;
 
 namespace attnc {
 
+/// The canonicalizer's configuration for this pipeline: without region
+/// simplification (merging identical blocks, erasing unreachable ones),
+/// which found nothing in the kernels' structured (scf) and LLVM-dialect
+/// IR but took half of each canonicalizer's time.
+static GreedyRewriteConfig structuredCleanup() {
+  GreedyRewriteConfig config;
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+  return config;
+}
+
 void buildCpuBufferizePipeline(OpPassManager &pm,
                                const CpuPipelineOptions &options) {
   AttnPlanTilesOptions plan;
@@ -30,7 +40,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
   pm.addPass(createAttnLowerToLinalg());
   // Gradient accumulation adds whole tensors with arith.addf.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
   pm.addPass(createLinalgElementwiseOpFusionPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -42,8 +52,18 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createAttnExportAbi());
-  // Ends with a canonicalizer (another one here changed nothing).
-  bufferization::buildBufferDeallocationPipeline(pm);
+  // bufferization::buildBufferDeallocationPipeline, with canonicalizers
+  // that do not simplify regions (see structuredCleanup).
+  memref::ExpandReallocPassOptions expandRealloc;
+  expandRealloc.emitDeallocs = false;
+  pm.addPass(memref::createExpandReallocPass(expandRealloc));
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
 }
 
 void buildCpuToLLVMPipeline(OpPassManager &pm,
@@ -76,12 +96,8 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createAttnLowerParallelCalls(parallelCalls));
   // Folds the descriptor insert/extractvalue chains and duplicate constants
   // of the conversions (readable --emit=mlir and -O0 IR; LLVM's passes do
-  // the same at -O1 and up). The LLVM dialect's CFG has no blocks to merge:
-  // without region simplification, which took half of this pass's time,
-  // the result is the same.
-  GreedyRewriteConfig cleanup;
-  cleanup.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-  pm.addPass(createCanonicalizerPass(cleanup));
+  // the same at -O1 and up).
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
 }
 
 void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
