@@ -572,14 +572,20 @@ TEST(KernelTest, FullyMaskedRowsGiveZero) {
   runCase(c, 5);
 }
 
+/// pick({a, b, ...}): one of the values, drawn from `rng` (the random-case
+/// tests' shapes and options).
+static auto picker(std::mt19937_64 &rng) {
+  return [&rng](std::initializer_list<int64_t> values) {
+    return *(values.begin() + rng() % values.size());
+  };
+}
+
 /// Random specs: every mask kind, score mod, GQA/MQA, dtype and form, with
 /// shapes that are not multiples of 8, S = 1, Sq != Skv and D != Dv; graph
 /// forms both fused (attn-fuse) and unfused.
 TEST(KernelTest, RandomSpecs) {
   std::mt19937_64 rng(20261129);
-  auto pick = [&](std::initializer_list<int64_t> values) {
-    return *(values.begin() + rng() % values.size());
-  };
+  auto pick = picker(rng);
   for (int n = 0; n < 36; ++n) {
     AttentionCase c;
     c.B = pick({1, 2, 3});
@@ -612,9 +618,7 @@ TEST(KernelTest, RandomSpecs) {
 /// backward D) a multiple of 16 takes the flash path.
 TEST(KernelTest, FlashKernelTileBoundaries) {
   std::mt19937_64 rng(77);
-  auto pick = [&](std::initializer_list<int64_t> values) {
-    return *(values.begin() + rng() % values.size());
-  };
+  auto pick = picker(rng);
   for (int n = 0; n < 24; ++n) {
     AttentionCase c;
     c.B = pick({1, 2});
@@ -662,9 +666,7 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
 /// (elsewhere the same cases take the AVX-512 path).
 TEST(KernelTest, Bf16ForwardTileShapes) {
   std::mt19937_64 rng(57);
-  auto pick = [&](std::initializer_list<int64_t> values) {
-    return *(values.begin() + rng() % values.size());
-  };
+  auto pick = picker(rng);
   for (int n = 0; n < 16; ++n) {
     AttentionCase c;
     c.B = pick({1, 2});
@@ -690,9 +692,7 @@ TEST(KernelTest, Bf16ForwardTileShapes) {
 /// whatever it does must agree with the region evaluated per element.
 TEST(KernelTest, AffineMaskRegions) {
   std::mt19937_64 rng(91);
-  auto pick = [&](std::initializer_list<int64_t> values) {
-    return *(values.begin() + rng() % values.size());
-  };
+  auto pick = picker(rng);
   const char *predicates[] = {"slt", "sle", "sgt", "sge", "ult",
                               "ule", "ugt", "uge", "eq",  "ne"};
   std::pair<int64_t, int64_t> forms[] = {{1, -1}, {-1, 1}, {2, -1},
@@ -750,9 +750,7 @@ TEST(KernelTest, AffineMaskRegions) {
 /// x86-64-v3): flash and unfused paths, regions, bf16.
 TEST(KernelTest, GenericCpus) {
   std::mt19937_64 rng(31);
-  auto pick = [&](std::initializer_list<int64_t> values) {
-    return *(values.begin() + rng() % values.size());
-  };
+  auto pick = picker(rng);
   for (int n = 0; n < 6; ++n) {
     AttentionCase c;
     c.B = pick({1, 2});
