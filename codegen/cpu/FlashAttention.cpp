@@ -99,15 +99,20 @@ protected:
   /// Runs body(args, bi, head) for every (batch, head) of `heads` heads on
   /// the thread pool: the per-call data preparation (transposes, packing,
   /// row sums) is parallel too.
+  /// With `shared`, the body depends on nothing but what `name` says
+  /// (sharedParallelTasks).
   void forEachHead(StringRef name, ArrayRef<Value> captured, int64_t heads,
-                   function_ref<void(ArrayRef<Value>, Value, Value)> body) {
-    parallelTasks(
-        parent, name, captured, B * heads,
-        [&](ArrayRef<Value>) { return SmallVector<Value>(); },
-        [&](ArrayRef<Value> args, ArrayRef<Value>, Value t) {
-          body(args, arith::DivUIOp::create(b, t, idx(heads)),
-               arith::RemUIOp::create(b, t, idx(heads)));
-        });
+                   function_ref<void(ArrayRef<Value>, Value, Value)> body,
+                   bool shared = false) {
+    auto noScratch = [&](ArrayRef<Value>) { return SmallVector<Value>(); };
+    auto task = [&](ArrayRef<Value> args, ArrayRef<Value>, Value t) {
+      body(args, arith::DivUIOp::create(b, t, idx(heads)),
+           arith::RemUIOp::create(b, t, idx(heads)));
+    };
+    if (shared)
+      sharedParallelTasks(parent, name, captured, B * heads, noScratch, task);
+    else
+      parallelTasks(parent, name, captured, B * heads, noScratch, task);
   }
 
   /// K or V transposed into key tiles [B, Hkv, tiles, width, 32], the
@@ -122,16 +127,12 @@ protected:
     for (int64_t size : shapeOf(memref))
       os << size << "x";
     os << elementOf(memref) << "_" << count;
-    if (auto fn =
-            parent->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(
-                name)) {
-      callTasks(fn, {memref, t}, B * Hkv);
-      return t;
-    }
-    forEachHead(name, {memref, t}, Hkv,
-                [&](ArrayRef<Value> args, Value bi, Value g) {
-                  transposeTiles(args[0], args[1], bi, g);
-                });
+    forEachHead(
+        name, {memref, t}, Hkv,
+        [&](ArrayRef<Value> args, Value bi, Value g) {
+          transposeTiles(args[0], args[1], bi, g);
+        },
+        /*shared=*/true);
     return t;
   }
 

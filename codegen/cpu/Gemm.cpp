@@ -55,13 +55,8 @@ public:
     // Products of one shape share one function (a layer's projections).
     std::string name = "__attnc_gemm_" + std::to_string(M) + "x" +
                        std::to_string(N) + "x" + std::to_string(K);
-    auto module = parent->getParentOfType<ModuleOp>();
-    auto fn = module.lookupSymbol<func::FuncOp>(name);
-    if (fn) {
-      callTasks(fn, {a, bp, c}, blocks);
-    } else {
-      fn = outlineTasks(
-        parent, name, ValueRange{a, bp, c}.getTypes(),
+    sharedParallelTasks(
+        parent, name, {a, bp, c}, blocks,
         [&](ArrayRef<Value>) {
           return SmallVector<Value>{scratchBuffer({K, rows})};
         },
@@ -85,8 +80,6 @@ public:
             }
           });
         });
-      callTasks(fn, {a, bp, c}, blocks);
-    }
     if (!cView)
       loop(0, M, [&](Value m) {
         loop(0, N, [&](Value n) {

@@ -304,6 +304,17 @@ void KernelBuilder::parallelTasks(func::FuncOp parent, StringRef name,
             captured, tasks);
 }
 
+void KernelBuilder::sharedParallelTasks(func::FuncOp parent, StringRef name,
+                                        ArrayRef<Value> captured, int64_t tasks,
+                                        ScratchFn scratch, TaskFn body) {
+  auto fn =
+      parent->getParentOfType<ModuleOp>().lookupSymbol<func::FuncOp>(name);
+  if (!fn)
+    fn = outlineTasks(parent, name, ValueRange(captured).getTypes(), scratch,
+                      body);
+  callTasks(fn, captured, tasks);
+}
+
 func::FuncOp KernelBuilder::outlineTasks(func::FuncOp parent, StringRef name,
                                          TypeRange captured, ScratchFn scratch,
                                          TaskFn body) {

@@ -122,8 +122,17 @@ public:
   void parallelTasks(mlir::func::FuncOp parent, llvm::StringRef name,
                      llvm::ArrayRef<mlir::Value> captured, int64_t tasks,
                      ScratchFn scratch, TaskFn body);
+  /// parallelTasks for a body that depends on nothing but what `name`
+  /// says (the shapes): the module's first call outlines the function
+  /// under exactly that name, later ones call it (a layer's projections
+  /// share one GEMM, the backward's K and V one transpose).
+  void sharedParallelTasks(mlir::func::FuncOp parent, llvm::StringRef name,
+                           llvm::ArrayRef<mlir::Value> captured, int64_t tasks,
+                           ScratchFn scratch, TaskFn body);
+
+protected:
   /// parallelTasks in two steps: the outlined function (for `captured`'s
-  /// types), and a call of it on tasks [0, tasks), which can be repeated.
+  /// types), and a call of it on tasks [0, tasks).
   mlir::func::FuncOp outlineTasks(mlir::func::FuncOp parent,
                                   llvm::StringRef name,
                                   mlir::TypeRange captured, ScratchFn scratch,
@@ -131,7 +140,6 @@ public:
   void callTasks(mlir::func::FuncOp fn, llvm::ArrayRef<mlir::Value> captured,
                  int64_t tasks);
 
-protected:
   mlir::ImplicitLocOpBuilder &b;
   int64_t rows;
   mlir::Type f32;
