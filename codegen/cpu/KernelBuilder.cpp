@@ -125,17 +125,18 @@ void KernelBuilder::loop(int64_t lo, int64_t hi,
   loop(idx(lo), idx(hi), 1, body);
 }
 
-void KernelBuilder::loop(Value lo, Value hi, int64_t step,
-                         function_ref<void(Value)> body) {
+scf::ForOp KernelBuilder::loop(Value lo, Value hi, int64_t step,
+                               function_ref<void(Value)> body) {
   auto forOp = scf::ForOp::create(b, lo, hi, idx(step));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(forOp.getBody());
   body(forOp.getInductionVar());
+  return forOp;
 }
 
 void KernelBuilder::copyLoop(int64_t lo, int64_t hi,
                              function_ref<void(Value)> body) {
-  auto forOp = scf::ForOp::create(b, idx(lo), idx(hi), idx(1));
+  scf::ForOp forOp = loop(idx(lo), idx(hi), 1, body);
   // SCF-to-CF puts LLVM-dialect attributes of the loop on its latch branch,
   // where `loop_annotation` becomes the llvm.br's loop metadata.
   MLIRContext *context = b.getContext();
@@ -145,9 +146,6 @@ void KernelBuilder::copyLoop(int64_t lo, int64_t hi,
                  LLVM::LoopAnnotationAttr::get(context, {}, noVectorize, {}, {},
                                                {}, {}, {}, {}, {}, {}, {}, {},
                                                {}, {}, {}));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(forOp.getBody());
-  body(forOp.getInductionVar());
 }
 
 SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
