@@ -50,11 +50,13 @@ struct TensorRef {
 };
 
 struct Options {
-  /// LLVM optimization level 0-3. The kernels reach LLVM vectorized and
-  /// register-blocked: at 2 their flash forward and backward came out the
-  /// same as at 1 (721 and 827 instructions either way) and ran as fast,
-  /// for 5% more JIT work (mha_causal: 2.57 vs 2.44 G instructions). So
-  /// the JIT's default is 1; `attnc compile` (ahead of time) uses 3.
+  /// LLVM optimization level 0-3: 1 is a lean pipeline for the kernels'
+  /// IR (the scalar cleanups they need, codegen/Target.cpp), 2 and 3 are
+  /// LLVM's default pipelines. The kernels reach LLVM vectorized and
+  /// register-blocked: their flash kernels' machine code came out within 2%
+  /// of the same size at 1 and 2 and ran as fast, while 2 took 1.26 times
+  /// 1's JIT work (mha_causal: 2.16 vs 1.72 G instructions). So the JIT's
+  /// default is 1; `attnc compile` (ahead of time) uses 3.
   unsigned optLevel = 1;
   /// The CPU to generate code for: "native" (the host and its features),
   /// or an LLVM CPU name such as "x86-64" or "x86-64-v3" whose features
