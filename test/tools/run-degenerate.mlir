@@ -1,0 +1,66 @@
+// attnc run --check on specs whose gradients are degenerate, which the
+// check must judge right rather than flag:
+// RUN: attnc run %s --check | FileCheck %s
+
+// Rows the window empties return LSE -inf: a constant, no term of the loss
+// (its central differences were nan).
+// CHECK: @empty_rows: compiled
+// CHECK: forward   lse
+// CHECK: gradient  d_q          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// CHECK: gradient  d_k          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// CHECK: gradient  d_v          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+func.func @empty_rows(%q: tensor<1x2x8x16xf32>, %k: tensor<1x1x2x16xf32>, %v: tensor<1x1x2x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>) {
+  %o, %lse = attn.attention %q, %k, %v window 3 : tensor<1x2x8x16xf32>, tensor<1x1x2x16xf32>, tensor<1x1x2x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return %o, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+}
+
+// Every row sees one key (the parity mask): dQ and dK are zero in exact
+// arithmetic, and the kernel's are rounding noise, which their own size
+// cannot judge (it read 1e-1); they are judged against the largest
+// gradient's size too.
+// CHECK: @one_key_per_row: compiled
+// CHECK: gradient  d_q          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// CHECK: gradient  d_k          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+func.func @one_key_per_row(%q: tensor<1x1x16x48xf32>, %k: tensor<1x1x2x48xf32>, %v: tensor<1x1x2x48xf32>) -> tensor<1x1x16x48xf32> {
+  %o, %lse = attn.attention %q, %k, %v : tensor<1x1x16x48xf32>, tensor<1x1x2x48xf32>, tensor<1x1x2x48xf32> -> tensor<1x1x16x48xf32>, tensor<1x1x16xf32> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %s = arith.addi %i, %j : index
+    %c2 = arith.constant 2 : index
+    %r = arith.remsi %s, %c2 : index
+    %c0 = arith.constant 0 : index
+    %keep = arith.cmpi eq, %r, %c0 : index
+    attn.yield %keep : i1
+  }
+  return %o : tensor<1x1x16x48xf32>
+}
+
+// An f16 capture's gradient in the fused backward (its adjoints are f16,
+// the partial sums f32: this failed to compile).
+// CHECK: @f16_capture: compiled
+// CHECK: gradient  d_c          relative error
+func.func @f16_capture(%q: tensor<1x2x16x32xf16>, %k: tensor<1x2x24x32xf16>, %v: tensor<1x2x24x32xf16>, %c: tensor<2xf16>) -> tensor<1x2x16x32xf16> {
+  %o, %lse = attn.attention %q, %k, %v score_captures(%c : tensor<2xf16>) : tensor<1x2x16x32xf16>, tensor<1x2x24x32xf16>, tensor<1x2x24x32xf16> -> tensor<1x2x16x32xf16>, tensor<1x2x16xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %c0: tensor<2xf16>):
+    %x = tensor.extract %c0[%h] : tensor<2xf16>
+    %y = arith.extf %x : f16 to f32
+    %r = arith.mulf %s, %y : f32
+    attn.yield %r : f32
+  }
+  return %o : tensor<1x2x16x32xf16>
+}
+
+// An f32 bias table in a bf16 attention: its gradient comes from the bf16
+// O the forward saved, so it is judged at bf16's tolerance.
+// CHECK: @f32_table_bf16: compiled
+// CHECK: gradient  d_table      relative error
+// CHECK-NOT: FAILED
+// CHECK: check passed
+func.func @f32_table_bf16(%q: tensor<1x2x24x32xbf16>, %k: tensor<1x2x24x32xbf16>, %v: tensor<1x2x24x32xbf16>, %table: tensor<2x24x24xf32>) -> tensor<1x2x24x32xbf16> {
+  %o, %lse = attn.attention %q, %k, %v score_captures(%table : tensor<2x24x24xf32>) : tensor<1x2x24x32xbf16>, tensor<1x2x24x32xbf16>, tensor<1x2x24x32xbf16> -> tensor<1x2x24x32xbf16>, tensor<1x2x24xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<2x24x24xf32>):
+    %x = tensor.extract %t[%h, %i, %j] : tensor<2x24x24xf32>
+    %r = arith.addf %s, %x : f32
+    attn.yield %r : f32
+  }
+  return %o : tensor<1x2x24x32xbf16>
+}
