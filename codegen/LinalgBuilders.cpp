@@ -547,15 +547,16 @@ buildScoreModGrad(OpBuilder &b, Location loc, Value scores, Value grad,
           .getResult(0);
 
   // Capture gradients scatter into the captured tensors: a sequential loop
-  // nest over (b, h, i, j) keeps the accumulation order fixed.
+  // nest over (b, h, i, j) keeps the accumulation order fixed. The sums are
+  // f32 (the adjoints are), converted to the captures' types at the end.
   SmallVector<Value> captureGrads;
   SmallVector<unsigned> floatCaptures;
+  Type f32 = b.getF32Type();
   for (auto [k, capture] : llvm::enumerate(captures)) {
     auto type = cast<RankedTensorType>(capture.getType());
     if (isa<FloatType>(type.getElementType())) {
       floatCaptures.push_back(k);
-      captureGrads.push_back(
-          filled(b, loc, type.getShape(), type.getElementType(), 0.0));
+      captureGrads.push_back(filled(b, loc, type.getShape(), f32, 0.0));
     } else {
       captureGrads.push_back(arith::ConstantOp::create(
           b, loc,
@@ -596,7 +597,8 @@ buildScoreModGrad(OpBuilder &b, Location loc, Value scores, Value grad,
         return updated;
       });
   for (auto [slot, k] : llvm::enumerate(floatCaptures))
-    captureGrads[k] = nest.results[slot];
+    captureGrads[k] =
+        convertTensor(b, loc, nest.results[slot], elementTypeOf(captures[k]));
   return {scoresGrad, captureGrads};
 }
 

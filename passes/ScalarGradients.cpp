@@ -200,6 +200,15 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
         read.capture = arg.getArgNumber() - 5;
         for (Value index : extract.getIndices())
           read.indices.push_back(forward.lookupOrDefault(index));
+        // In f32 for the caller's sums: a narrow capture's element read
+        // through extf had its f32 adjoint truncated by extf's rule, which
+        // would round every term of the sum (8e-2 relative error on a
+        // bf16 per-head scale): take it from before the truncation.
+        if (auto trunc = g.getDefiningOp<arith::TruncFOp>();
+            trunc && trunc.getIn().getType().isF32())
+          g = trunc.getIn();
+        else if (!g.getType().isF32())
+          g = arith::ExtFOp::create(b, loc, b.getF32Type(), g);
         read.adjoint = g;
         result.captures.push_back(std::move(read));
       }

@@ -16,7 +16,7 @@ namespace attnc {
 struct CaptureAdjoint {
   unsigned capture;                    // index among the region's captures
   llvm::SmallVector<mlir::Value> indices; // the read's indices, at the builder
-  mlir::Value adjoint;                 // d result / d element, times the seed
+  mlir::Value adjoint; // d result / d element, times the seed, in f32
 };
 
 struct ScoreModAdjoints {

@@ -1166,12 +1166,9 @@ private:
     Location loc = b.getLoc();
     size_t next = 1;
     for (const CaptureRead &read : reads) {
-      // A narrow capture's adjoint (the scalar sweep's type for its
-      // elements) adds into the f32 partials.
-      Value adjoint = broadcastToLanes(b, loc, adjoints[next]);
-      if (!getElementTypeOrSelf(adjoint.getType()).isF32())
-        adjoint = arith::ExtFOp::create(b, vec, adjoint);
-      adjoint = arith::SelectOp::create(b, keep, adjoint, splat(f(0.0f)));
+      // (In f32 whatever the capture's type: buildScoreModAdjoints.)
+      Value adjoint = arith::SelectOp::create(
+          b, keep, broadcastToLanes(b, loc, adjoints[next]), splat(f(0.0f)));
       ArrayRef<Value> indices = adjoints.slice(next + 1, read.rank);
       next += 1 + read.rank;
       ArrayRef<int64_t> shape = shapeOf(captures[read.capture]);

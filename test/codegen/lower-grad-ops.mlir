@@ -485,8 +485,9 @@ func.func @rule_extf_truncf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) ->
 // Capture gradients: dS uses the capture in the elementwise generic; the
 // float captures' gradients start at zero and are accumulated by a
 // sequential scf.for nest over (b, h, i, j) with tensor.extract and
-// tensor.insert at the read's indices (bf16 in bf16, after truncf of the
-// extf rule); the integer capture's gradient is a zero constant.
+// tensor.insert at the read's indices, in f32 whatever the capture's type
+// (the bf16 read's f32 adjoint, from before the extf rule's truncf), then
+// converted to bf16; the integer capture's gradient is a zero constant.
 // CHECK-LABEL: func.func @captures
 // CHECK-SAME: (%[[S:[^:]*]]: tensor<1x2x3x3xf32> {bufferization.writable = false}, %[[G:[^:]*]]: tensor<1x2x3x3xf32> {bufferization.writable = false}, %[[SL:[^:]*]]: tensor<2xf32> {bufferization.writable = false}, %{{[^:]*}}: tensor<3xbf16> {bufferization.writable = false}, %{{[^:]*}}: tensor<3xi32> {bufferization.writable = false})
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
@@ -494,7 +495,6 @@ func.func @rule_extf_truncf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) ->
 // CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
 // CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
 // CHECK-DAG: %[[IZERO:.*]] = arith.constant dense<0> : tensor<3xi32>
-// CHECK-DAG: %[[BZERO:.*]] = arith.constant 0.000000e+00 : bf16
 // CHECK-DAG: %[[FZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[DS:.*]] = linalg.generic
 // CHECK-SAME: ins(%[[S]], %[[G]] : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>)
@@ -504,23 +504,24 @@ func.func @rule_extf_truncf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) ->
 // CHECK-NEXT: %[[R:.*]] = arith.mulf %[[GI]], %[[M]] : f32
 // CHECK-NEXT: linalg.yield %[[R]] : f32
 // CHECK: %[[FINIT:.*]] = linalg.fill ins(%[[FZERO]] : f32) outs(%{{.*}} : tensor<2xf32>)
-// CHECK: %[[BINIT:.*]] = linalg.fill ins(%[[BZERO]] : bf16) outs(%{{.*}} : tensor<3xbf16>)
-// CHECK: %[[NEST:.*]]:2 = scf.for %[[B:.*]] = %[[C0]] to %[[C1]] step %[[C1]] iter_args(%{{.*}} = %[[FINIT]], %{{.*}} = %[[BINIT]]) -> (tensor<2xf32>, tensor<3xbf16>) {
+// CHECK: %[[BINIT:.*]] = linalg.fill ins(%[[FZERO]] : f32) outs(%{{.*}} : tensor<3xf32>)
+// CHECK: %[[NEST:.*]]:2 = scf.for %[[B:.*]] = %[[C0]] to %[[C1]] step %[[C1]] iter_args(%{{.*}} = %[[FINIT]], %{{.*}} = %[[BINIT]]) -> (tensor<2xf32>, tensor<3xf32>) {
 // CHECK-NEXT: scf.for %[[HH:.*]] = %[[C0]] to %[[C2]] step %[[C1]]
 // CHECK-NEXT: scf.for %[[I:.*]] = %[[C0]] to %[[C3]] step %[[C1]]
-// CHECK-NEXT: scf.for %[[J:.*]] = %[[C0]] to %[[C3]] step %[[C1]] iter_args(%[[FACC:.*]] = %{{.*}}, %[[BACC:.*]] = %{{.*}}) -> (tensor<2xf32>, tensor<3xbf16>) {
+// CHECK-NEXT: scf.for %[[J:.*]] = %[[C0]] to %[[C3]] step %[[C1]] iter_args(%[[FACC:.*]] = %{{.*}}, %[[BACC:.*]] = %{{.*}}) -> (tensor<2xf32>, tensor<3xf32>) {
 // CHECK-NEXT: %[[SV:.*]] = tensor.extract %[[S]][%[[B]], %[[HH]], %[[I]], %[[J]]] : tensor<1x2x3x3xf32>
 // CHECK-NEXT: %[[GV:.*]] = tensor.extract %[[G]][%[[B]], %[[HH]], %[[I]], %[[J]]] : tensor<1x2x3x3xf32>
 // CHECK-NEXT: %[[DSL:.*]] = arith.mulf %[[GV]], %[[SV]] : f32
-// CHECK-NEXT: %[[DBIAS:.*]] = arith.truncf %[[GV]] : f32 to bf16
-// CHECK-NEXT: %[[OLDB:.*]] = tensor.extract %[[BACC]][%[[J]]] : tensor<3xbf16>
-// CHECK-NEXT: %[[NEWB:.*]] = arith.addf %[[OLDB]], %[[DBIAS]] : bf16
-// CHECK-NEXT: %[[INSB:.*]] = tensor.insert %[[NEWB]] into %[[BACC]][%[[J]]] : tensor<3xbf16>
+// CHECK-NEXT: %[[OLDB:.*]] = tensor.extract %[[BACC]][%[[J]]] : tensor<3xf32>
+// CHECK-NEXT: %[[NEWB:.*]] = arith.addf %[[OLDB]], %[[GV]] : f32
+// CHECK-NEXT: %[[INSB:.*]] = tensor.insert %[[NEWB]] into %[[BACC]][%[[J]]] : tensor<3xf32>
 // CHECK-NEXT: %[[OLDF:.*]] = tensor.extract %[[FACC]][%[[HH]]] : tensor<2xf32>
 // CHECK-NEXT: %[[NEWF:.*]] = arith.addf %[[OLDF]], %[[DSL]] : f32
 // CHECK-NEXT: %[[INSF:.*]] = tensor.insert %[[NEWF]] into %[[FACC]][%[[HH]]] : tensor<2xf32>
-// CHECK-NEXT: scf.yield %[[INSF]], %[[INSB]] : tensor<2xf32>, tensor<3xbf16>
-// CHECK: return %[[DS]], %[[NEST]]#0, %[[NEST]]#1, %[[IZERO]] : tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<3xbf16>, tensor<3xi32>
+// CHECK-NEXT: scf.yield %[[INSF]], %[[INSB]] : tensor<2xf32>, tensor<3xf32>
+// CHECK: %[[BGRAD:.*]] = linalg.generic {{.*}} ins(%[[NEST]]#1 : tensor<3xf32>) outs(%{{.*}} : tensor<3xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: return %[[DS]], %[[NEST]]#0, %[[BGRAD]], %[[IZERO]] : tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<3xbf16>, tensor<3xi32>
 func.func @captures(%s: tensor<1x2x3x3xf32>, %g: tensor<1x2x3x3xf32>, %slopes: tensor<2xf32>, %bias: tensor<3xbf16>, %ids: tensor<3xi32>) -> (tensor<1x2x3x3xf32>, tensor<2xf32>, tensor<3xbf16>, tensor<3xi32>) {
   %ds, %dc:3 = attn.score_mod_grad %s, %g captures(%slopes, %bias, %ids : tensor<2xf32>, tensor<3xbf16>, tensor<3xi32>) : tensor<1x2x3x3xf32> -> tensor<2xf32>, tensor<3xbf16>, tensor<3xi32> {
   ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, %sl: tensor<2xf32>, %bi: tensor<3xbf16>, %id: tensor<3xi32>):
