@@ -638,7 +638,11 @@ AttentionGrads buildAttentionGrad(OpBuilder &b, Location loc,
           .getResult(0);
 
   Value probsGrad = buildScores(b, loc, in.outputGrad, in.value);
-  Value delta = buildRowDot(b, loc, in.outputGrad, in.output);
+  // delta = rowsum(dO * O) = rowsum(P * dP): from P and dP, which are f32
+  // here, rather than from O in the output's type (a bf16 O's rounding
+  // made an ALiBi slope's gradient, a sum of many cancelling terms, read
+  // 4.13 for 1.92).
+  Value delta = buildRowDot(b, loc, probs, probsGrad);
   Value modifiedGrad =
       buildScoresGrad(b, loc, probs, probsGrad, delta, in.lseGrad);
   AttentionGrads grads;

@@ -557,7 +557,8 @@ func.func @integer_captures_only(%s: tensor<1x1x4x4xf32>, %g: tensor<1x1x4x4xf32
 
 // attention_grad: S' = scale * Q K^T recomputed and masked; P = exp(S' - LSE)
 // with P = 0 where LSE = -inf (fully masked row); dP = dO V^T;
-// Delta = rowsum(dO * O); dS' = P * (dP - Delta + dLSE); dS = scale * dS';
+// Delta = rowsum(P * dP) (= rowsum(dO * O), without O's rounding in narrow
+// types); dS' = P * (dP - Delta + dLSE); dS = scale * dS';
 // dQ = dS K (GQA floordiv map), dK = dS^T Q and dV = P^T dO summed per group.
 // CHECK-LABEL: func.func @attention_grad
 // CHECK-SAME: (%[[Q:[^:]*]]: tensor<1x4x8x16xf32> {bufferization.writable = false}, %[[K:[^:]*]]: tensor<1x2x8x16xf32> {bufferization.writable = false}, %[[V:[^:]*]]: tensor<1x2x8x16xf32> {bufferization.writable = false}, %[[O:[^:]*]]: tensor<1x4x8x16xf32> {bufferization.writable = false}, %[[LSE:[^:]*]]: tensor<1x4x8xf32> {bufferization.writable = false}, %[[DO:[^:]*]]: tensor<1x4x8x16xf32> {bufferization.writable = false}, %[[DLSE:[^:]*]]: tensor<1x4x8xf32> {bufferization.writable = false})
@@ -587,7 +588,7 @@ func.func @integer_captures_only(%s: tensor<1x1x4x4xf32>, %g: tensor<1x1x4x4xf32
 // CHECK-SAME: ins(%[[DO]], %[[V]] : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>) outs(%{{.*}} : tensor<1x4x8x8xf32>)
 // CHECK: %[[DELTA:.*]] = linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
-// CHECK-SAME: ins(%[[DO]], %[[O]] : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) outs(%{{.*}} : tensor<1x4x8xf32>)
+// CHECK-SAME: ins(%[[P]], %[[DP]] : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) outs(%{{.*}} : tensor<1x4x8xf32>)
 // CHECK: %[[DSP:.*]] = linalg.generic
 // CHECK-SAME: ins(%[[P]], %[[DP]], %[[DELTA]], %[[DLSE]] : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>)
 // CHECK: ^bb0(%[[PI:[^:]*]]: f32, %[[DPI:[^:]*]]: f32, %[[DI:[^:]*]]: f32, %[[DLI:[^:]*]]: f32, %{{[^:]*}}: f32):
