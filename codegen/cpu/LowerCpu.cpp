@@ -114,12 +114,21 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     // as tanh) has no LLVM lowering but a libm call per lane, and a scalar
     // expf call per row rescale is no better: use upstream's polynomial
     // approximations (f32 accuracy) for f32 vector math and every f32 exp.
+    // Not inside the regions of attn ops left to attn-lower-to-linalg:
+    // their score_mod regions are differentiated by their rules, which
+    // know math.exp but not the math.fma of its approximation.
     SmallVector<Operation *> exps;
+    Dialect *attnDialect =
+        getContext().getLoadedDialect<attnc::attn::AttnDialect>();
     getOperation().walk([&](Operation *op) {
       if (op->getDialect() != op->getContext()->getLoadedDialect<math::MathDialect>() ||
           op->getNumResults() != 1 ||
           !getElementTypeOrSelf(op->getResult(0).getType()).isF32())
         return;
+      for (Operation *parent = op->getParentOp(); parent;
+           parent = parent->getParentOp())
+        if (parent->getDialect() == attnDialect)
+          return;
       if (isa<math::ExpOp>(op) || isa<VectorType>(op->getResult(0).getType()))
         exps.push_back(op);
     });

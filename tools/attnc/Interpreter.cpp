@@ -154,13 +154,22 @@ private:
 
   static bool compareI(arith::CmpIPredicate p, double x, double y) {
     // Indices and the integers of specs are non-negative or small signed.
+    // Unsigned, a negative value is its two's complement: above every
+    // non-negative one ((i - j) <u W is the window idiom).
+    auto unsignedLess = [](double a, double c) {
+      return (a < 0) != (c < 0) ? c < 0 : a < c;
+    };
     switch (p) {
     case arith::CmpIPredicate::eq: return x == y;
     case arith::CmpIPredicate::ne: return x != y;
-    case arith::CmpIPredicate::slt: case arith::CmpIPredicate::ult: return x < y;
-    case arith::CmpIPredicate::sle: case arith::CmpIPredicate::ule: return x <= y;
-    case arith::CmpIPredicate::sgt: case arith::CmpIPredicate::ugt: return x > y;
-    case arith::CmpIPredicate::sge: case arith::CmpIPredicate::uge: return x >= y;
+    case arith::CmpIPredicate::slt: return x < y;
+    case arith::CmpIPredicate::sle: return x <= y;
+    case arith::CmpIPredicate::sgt: return x > y;
+    case arith::CmpIPredicate::sge: return x >= y;
+    case arith::CmpIPredicate::ult: return unsignedLess(x, y);
+    case arith::CmpIPredicate::ule: return !unsignedLess(y, x);
+    case arith::CmpIPredicate::ugt: return unsignedLess(y, x);
+    case arith::CmpIPredicate::uge: return !unsignedLess(x, y);
     }
     return false;
   }
