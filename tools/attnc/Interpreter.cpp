@@ -162,14 +162,22 @@ private:
     switch (p) {
     case arith::CmpIPredicate::eq: return x == y;
     case arith::CmpIPredicate::ne: return x != y;
-    case arith::CmpIPredicate::slt: return x < y;
-    case arith::CmpIPredicate::sle: return x <= y;
-    case arith::CmpIPredicate::sgt: return x > y;
-    case arith::CmpIPredicate::sge: return x >= y;
-    case arith::CmpIPredicate::ult: return unsignedLess(x, y);
-    case arith::CmpIPredicate::ule: return !unsignedLess(y, x);
-    case arith::CmpIPredicate::ugt: return unsignedLess(y, x);
-    case arith::CmpIPredicate::uge: return !unsignedLess(x, y);
+    case arith::CmpIPredicate::slt:
+      return x < y;
+    case arith::CmpIPredicate::sle:
+      return x <= y;
+    case arith::CmpIPredicate::sgt:
+      return x > y;
+    case arith::CmpIPredicate::sge:
+      return x >= y;
+    case arith::CmpIPredicate::ult:
+      return unsignedLess(x, y);
+    case arith::CmpIPredicate::ule:
+      return !unsignedLess(y, x);
+    case arith::CmpIPredicate::ugt:
+      return unsignedLess(y, x);
+    case arith::CmpIPredicate::uge:
+      return !unsignedLess(x, y);
     }
     return false;
   }
