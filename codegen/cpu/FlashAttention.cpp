@@ -869,7 +869,6 @@ public:
     Value dLse = op.getLseGrad() ? bufferOf(op.getLseGrad()) : Value();
     Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
     Value kt = transposed(k), vt = transposed(v);
-    Value delta = rowDeltas(o, dO, dLse);
     Value dQ = alloc({B, H, Sq, D}, elementOf(op.getQuery())),
           dK = alloc({B, Hkv, Skv, D}, elementOf(op.getKey())),
           dV = alloc({B, Hkv, Skv, Dv}, elementOf(op.getValue()));
@@ -902,6 +901,13 @@ public:
                   packTiles(args[0], args[1], bi, h);
                   packTiles(args[2], args[3], bi, h);
                 });
+    // Delta from O in f32 is exact enough; from a narrower O, the float
+    // captures' gradients (sums of terms that cancel: an ALiBi slope's
+    // read errors of 0.2-1) need it from P and dP.
+    bool narrowOutput = !elementOf(op.getOutput()).isF32();
+    Value delta = narrowOutput && !floatCaptures.empty()
+                      ? exactRowDeltas(qT, kt, vt, dOT, lse, dLse, lengths)
+                      : rowDeltas(o, dO, dLse);
     SmallVector<Value> common = {qT, kt, vt, dOT, lse, delta};
     // The dQ copies of the splits ([splits, B, H, rows * qTiles, D]).
     Value dqCopies = alloc({splits, B, H, qTiles * rows, D});
@@ -978,6 +984,92 @@ private:
                 [&](ArrayRef<Value> args, Value bi, Value h) {
                   rowDeltasOfHead(args, bi, h);
                 });
+    return delta;
+  }
+
+  /// rowDeltas as rowsum(P * dP) - dLSE, with P and dP recomputed from the
+  /// packed Q, dO, K^T and V^T tiles (two of the backward's products once
+  /// more) rather than from O in its narrow type: one task per (batch, head,
+  /// query tile) over the key tiles its rows see.
+  Value exactRowDeltas(Value qT, Value kt, Value vt, Value dOT, Value lse,
+                       Value dLse, Value lengths) {
+    Value delta = alloc({B, H, Sq});
+    SmallVector<Value> captured = {qT, kt, vt, dOT, lse, delta};
+    if (lengths)
+      captured.push_back(lengths);
+    if (dLse)
+      captured.push_back(dLse);
+    appendCaptures(captured);
+    size_t base = captureBase;
+    int64_t qTiles = (Sq + rows - 1) / rows;
+    parallelTasks(
+        parent, "__attnc_flash_exact_deltas", captured, B * H * qTiles,
+        [&](ArrayRef<Value>) {
+          return SmallVector<Value>{scratchBuffer({rows, kCols}),
+                                    scratchBuffer({rows, kCols}),
+                                    scratchBuffer({rows, kLanes})};
+        },
+        [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+          Value sBuf = scratch[0], dpBuf = scratch[1], sums = scratch[2];
+          Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
+          Value bh = arith::DivUIOp::create(b, t, idx(qTiles));
+          Value bi = arith::DivUIOp::create(b, bh, idx(H)),
+                h = arith::RemUIOp::create(b, bh, idx(H));
+          Value argLengths = lengths ? args[6] : Value();
+          Value argDLse = dLse ? args[lengths ? 7 : 6] : Value();
+          ArrayRef<Value> caps = args.slice(base, captures.size());
+          QueryTile qt = queryTile(argLengths, bi, h, ib);
+          loop(0, rows, [&](Value r) {
+            vector::StoreOp::create(b, splat(f(0.0f)), sums,
+                                    ValueRange{r, idx(0)});
+          });
+          loop(qt.jStart, qt.jEnd, kCols, [&](Value j0) {
+            Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
+            storeTile(
+                tileProduct(args[0], {bi, h, ib}, args[1], bi, qt.g, tile),
+                sBuf);
+            storeTile(
+                tileProduct(args[3], {bi, h, ib}, args[2], bi, qt.g, tile),
+                dpBuf);
+            Value whole = tileIsWhole(qt.limit, qt.i0, j0, /*existsOnly=*/true);
+            forRows(qt.i0, [&](Value r, Value i) {
+              RowRange range = rowRange(qt.limit, i, /*existsOnly=*/true);
+              SmallVector<Value> in =
+                  keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
+              Value l = splat(memref::LoadOp::create(
+                  b, args[4], ValueRange{bi, h, range.row}));
+              Value acc =
+                  vector::LoadOp::create(b, vec, sums, ValueRange{r, idx(0)});
+              for (int64_t w = 0; w < 2; ++w) {
+                SmallVector<Value, 2> at = {r, idx(w * kLanes)};
+                Value sv = vector::LoadOp::create(b, vec, sBuf, at);
+                Value dp = vector::LoadOp::create(b, vec, dpBuf, at);
+                Scores sc = scoresOf(caps, sv, in[w], bi, h, range.row, j0, w);
+                Value p = arith::SelectOp::create(
+                    b, sc.keep,
+                    expVector(arith::SubFOp::create(b, sc.modified, l)),
+                    splat(f(0.0f)));
+                acc = vector::FMAOp::create(b, p, dp, acc);
+              }
+              vector::StoreOp::create(b, acc, sums, ValueRange{r, idx(0)});
+            });
+          });
+          // The tile's rows that exist.
+          Value end = arith::MinUIOp::create(
+              b, arith::AddIOp::create(b, qt.i0, idx(rows)), idx(Sq));
+          loop(qt.i0, end, 1, [&](Value i) {
+            Value r = arith::SubIOp::create(b, i, qt.i0);
+            Value sum = vector::ReductionOp::create(
+                b, vector::CombiningKind::ADD,
+                vector::LoadOp::create(b, vec, sums, ValueRange{r, idx(0)}),
+                Value(), arith::FastMathFlags::reassoc);
+            if (argDLse)
+              sum = arith::SubFOp::create(
+                  b, sum,
+                  memref::LoadOp::create(b, argDLse, ValueRange{bi, h, i}));
+            memref::StoreOp::create(b, sum, args[5], ValueRange{bi, h, i});
+          });
+        });
     return delta;
   }
 
