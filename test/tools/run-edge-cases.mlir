@@ -152,3 +152,11 @@ func.func @unsigned_window(%q: tensor<1x1x20x16xf32>, %k: tensor<1x1x20x16xf32>,
   }
   return %o : tensor<1x1x20x16xf32>
 }
+
+// An f16 layer that returns its f32 probabilities: the reference rounds
+// each op's f16 results as the spec stores them (the projected Q and K),
+// so the f32 probabilities are judged against the same scores (they read
+// 4.0e-4 against unrounded ones, over f32's 1e-4).
+// RUN: attnc run %S/Inputs/f16_layer_probs.mlir --check --no-backward | FileCheck %s --check-prefix=PROBS
+// PROBS: forward   p            max relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// PROBS: check passed

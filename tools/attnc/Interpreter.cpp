@@ -238,8 +238,26 @@ makeMask(OpTy op, DenseMap<Value, HostTensor> &env, ValueRange maskCaptures,
 
 } // namespace
 
+/// Rounds `t` to f16 or bf16 values when `type` has that element type.
+static void roundTo(Type type, HostTensor &t) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor ||
+      !(tensor.getElementType().isF16() || tensor.getElementType().isBF16()))
+    return;
+  const llvm::fltSemantics &semantics =
+      cast<FloatType>(tensor.getElementType()).getFloatSemantics();
+  for (double &x : t.data) {
+    APFloat value(x);
+    bool lost;
+    value.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+    value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+    x = value.convertToDouble();
+  }
+}
+
 FailureOr<std::vector<HostTensor>>
-interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs) {
+interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs,
+              bool roundResults) {
   DenseMap<Value, HostTensor> env;
   for (auto [arg, input] : llvm::zip(func.getArguments(), inputs))
     env[arg] = input;
@@ -419,6 +437,9 @@ interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs) {
         });
     if (failed(ok))
       return failure();
+    if (roundResults)
+      for (Value result : op.getResults())
+        roundTo(result.getType(), env[result]);
   }
   return failure();
 }

@@ -17,9 +17,13 @@ struct HostTensor {
 
 /// Evaluates `func` (attn ops, arith.constant, func.return; score_mod and
 /// mask_mod regions of scalar arith/math code and tensor.extract) in
-/// float64 on `inputs`. Emits a located error for an op it cannot evaluate.
+/// float64 on `inputs`. With `roundResults`, each op's f16/bf16 results
+/// are rounded to their type, as the spec stores them (a projection's bf16
+/// Q); without, the function is smooth (for central differences). Emits a
+/// located error for an op it cannot evaluate.
 mlir::FailureOr<std::vector<HostTensor>>
-interpretSpec(mlir::func::FuncOp func, const std::vector<HostTensor> &inputs);
+interpretSpec(mlir::func::FuncOp func, const std::vector<HostTensor> &inputs,
+              bool roundResults = false);
 
 } // namespace attnc
 

@@ -113,8 +113,9 @@ int runSpec(const std::string &path, const RunOptions &options,
            << "\n";
       return 1;
     }
+    // The forward against the spec's own roundings of f16/bf16 results.
     mlir::FailureOr<std::vector<HostTensor>> expected =
-        interpretSpec(func, inputs);
+        interpretSpec(func, inputs, /*roundResults=*/true);
     if (mlir::failed(expected))
       return 1;
 
