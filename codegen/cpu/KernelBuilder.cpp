@@ -163,10 +163,16 @@ SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
 }
 
 void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
-                               function_ref<Value(Value, Value)> load) {
+                               function_ref<Value(Value, Value)> load,
+                               Value panel) {
   ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
   int64_t width = d[d.size() - 2], padded = d[d.size() - 3] * kCols;
-  loop(0, padded, [&](Value n) {
+  Value first = idx(0), end = idx(padded);
+  if (panel) {
+    first = arith::MulIOp::create(b, panel, idx(kCols));
+    end = arith::AddIOp::create(b, first, idx(kCols));
+  }
+  loop(first, end, 1, [&](Value n) {
     Value inside =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, n, idx(length));
     Value nc = arith::MinUIOp::create(b, n, idx(length - 1));
