@@ -138,8 +138,8 @@ func.func @mask_zero_fill(%s: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
 
 // attn.score_mod_grad, one scalar rule at a time: dS = dS' * df/ds in one
 // elementwise generic over (scores, dS') in which the region is recomputed
-// (what the rule does not use folds away); without float captures there is
-// no loop nest.
+// (what the rule does not use folds away), 0 where dS' is 0 (masked scores,
+// whose df/ds may overflow); without float captures there is no loop nest.
 
 // x + x: both operands get g, accumulated.
 // CHECK-LABEL: func.func @rule_addf
@@ -149,7 +149,9 @@ func.func @mask_zero_fill(%s: tensor<1x1x4x4xf32>) -> tensor<1x1x4x4xf32> {
 // CHECK-SAME: ins(%[[S]], %[[GIN]] : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>)
 // CHECK: ^bb0(%[[X:[^:]*]]: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32):
 // CHECK-NEXT: %[[DS:.*]] = arith.addf %[[G]], %[[G]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE152:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO152:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD152:.*]] = arith.select %[[NONE152]], %[[ZERO152]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD152]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_addf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -171,7 +173,9 @@ func.func @rule_addf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor
 // CHECK-SAME: ins(%[[S]], %[[GIN]] : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>)
 // CHECK: ^bb0(%[[X:[^:]*]]: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32):
 // CHECK-NEXT: %[[DS:.*]] = arith.negf %[[G]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE174:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO174:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD174:.*]] = arith.select %[[NONE174]], %[[ZERO174]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD174]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_subf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -196,7 +200,9 @@ func.func @rule_subf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor
 // CHECK-NEXT: %[[A:.*]] = arith.mulf %[[G]], %[[X]] : f32
 // CHECK-NEXT: %[[B:.*]] = arith.mulf %[[G]], %[[X]] : f32
 // CHECK-NEXT: %[[DS:.*]] = arith.addf %[[A]], %[[B]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE199:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO199:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD199:.*]] = arith.select %[[NONE199]], %[[ZERO199]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD199]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_mulf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -222,7 +228,9 @@ func.func @rule_mulf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor
 // CHECK-NEXT: %[[GR:.*]] = arith.mulf %[[G]], %[[R]] : f32
 // CHECK-NEXT: %[[Q:.*]] = arith.divf %[[GR]], %[[X]] : f32
 // CHECK-NEXT: %[[DS:.*]] = arith.negf %[[Q]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE225:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO225:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD225:.*]] = arith.select %[[NONE225]], %[[ZERO225]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD225]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_divf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -245,7 +253,9 @@ func.func @rule_divf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor
 // CHECK-SAME: ins(%[[S]], %[[GIN]] : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>)
 // CHECK: ^bb0(%[[X:[^:]*]]: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32):
 // CHECK-NEXT: %[[DS:.*]] = arith.negf %[[G]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE248:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO248:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD248:.*]] = arith.select %[[NONE248]], %[[ZERO248]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD248]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_negf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -268,7 +278,9 @@ func.func @rule_negf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor
 // CHECK: ^bb0(%[[X:[^:]*]]: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32):
 // CHECK-NEXT: %[[R:.*]] = math.exp %[[X]] : f32
 // CHECK-NEXT: %[[DS:.*]] = arith.mulf %[[G]], %[[R]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE271:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO271:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD271:.*]] = arith.select %[[NONE271]], %[[ZERO271]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD271]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_exp(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -290,7 +302,9 @@ func.func @rule_exp(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<
 // CHECK-SAME: ins(%[[S]], %[[GIN]] : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>)
 // CHECK: ^bb0(%[[X:[^:]*]]: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32):
 // CHECK-NEXT: %[[DS:.*]] = arith.divf %[[G]], %[[X]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE293:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO293:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD293:.*]] = arith.select %[[NONE293]], %[[ZERO293]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD293]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_log(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -316,7 +330,9 @@ func.func @rule_log(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<
 // CHECK-NEXT: %[[RR:.*]] = arith.mulf %[[R]], %[[R]] : f32
 // CHECK-NEXT: %[[D:.*]] = arith.subf %[[ONE]], %[[RR]] : f32
 // CHECK-NEXT: %[[DS:.*]] = arith.mulf %[[G]], %[[D]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE319:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO319:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD319:.*]] = arith.select %[[NONE319]], %[[ZERO319]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD319]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_tanh(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -341,7 +357,9 @@ func.func @rule_tanh(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor
 // CHECK-NEXT: %[[R:.*]] = math.sqrt %[[X]] : f32
 // CHECK-NEXT: %[[GH:.*]] = arith.mulf %[[G]], %[[HALF]] : f32
 // CHECK-NEXT: %[[DS:.*]] = arith.divf %[[GH]], %[[R]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE344:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO344:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD344:.*]] = arith.select %[[NONE344]], %[[ZERO344]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD344]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_sqrt(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -366,7 +384,9 @@ func.func @rule_sqrt(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor
 // CHECK-NEXT: %[[NN:.*]] = arith.cmpf oge, %[[X]], %[[ZERO]] : f32
 // CHECK-NEXT: %[[NG:.*]] = arith.negf %[[G]] : f32
 // CHECK-NEXT: %[[DS:.*]] = arith.select %[[NN]], %[[G]], %[[NG]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE369:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO369:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD369:.*]] = arith.select %[[NONE369]], %[[ZERO369]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD369]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_absf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -390,7 +410,9 @@ func.func @rule_absf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor
 // CHECK: ^bb0(%[[X:[^:]*]]: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32):
 // CHECK-NEXT: %[[FIRST:.*]] = arith.cmpf oge, %[[X]], %[[ZERO]] : f32
 // CHECK-NEXT: %[[DS:.*]] = arith.select %[[FIRST]], %[[G]], %[[ZERO]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE393:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO393:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD393:.*]] = arith.select %[[NONE393]], %[[ZERO393]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD393]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_maximumf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -415,7 +437,9 @@ func.func @rule_maximumf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> te
 // CHECK: ^bb0(%[[X:[^:]*]]: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32):
 // CHECK-NEXT: %[[FIRST:.*]] = arith.cmpf ole, %[[X]], %[[ZERO]] : f32
 // CHECK-NEXT: %[[DS:.*]] = arith.select %[[FIRST]], %[[G]], %[[ZERO]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE418:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO418:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD418:.*]] = arith.select %[[NONE418]], %[[ZERO418]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD418]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_minimumf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -442,7 +466,9 @@ func.func @rule_minimumf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> te
 // CHECK-NEXT: %[[J:.*]] = linalg.index 3 : index
 // CHECK-NEXT: %[[P:.*]] = arith.cmpi ule, %[[J]], %[[I]] : index
 // CHECK-NEXT: %[[DS:.*]] = arith.select %[[P]], %[[G]], %[[ZERO]] : f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE445:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO445:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD445:.*]] = arith.select %[[NONE445]], %[[ZERO445]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD445]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_select(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -467,7 +493,9 @@ func.func @rule_select(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tens
 // CHECK: ^bb0(%[[X:[^:]*]]: f32, %[[G:[^:]*]]: f32, %{{[^:]*}}: f32):
 // CHECK-NEXT: %[[GH:.*]] = arith.truncf %[[G]] : f32 to f16
 // CHECK-NEXT: %[[DS:.*]] = arith.extf %[[GH]] : f16 to f32
-// CHECK-NEXT: linalg.yield %[[DS]] : f32
+// CHECK-NEXT: %[[NONE470:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO470:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD470:.*]] = arith.select %[[NONE470]], %[[ZERO470]], %[[DS]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD470]] : f32
 // CHECK-NOT: scf.for
 // CHECK: return
 func.func @rule_extf_truncf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
@@ -486,8 +514,9 @@ func.func @rule_extf_truncf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) ->
 // float captures' gradients start at zero and are accumulated by a
 // sequential scf.for nest over (b, h, i, j) with tensor.extract and
 // tensor.insert at the read's indices, in f32 whatever the capture's type
-// (the bf16 read's f32 adjoint, from before the extf rule's truncf), then
-// converted to bf16; the integer capture's gradient is a zero constant.
+// (the bf16 read's f32 adjoint, from before the extf rule's truncf; 0
+// where dS' is 0), then converted to bf16; the integer capture's gradient
+// is a zero constant.
 // CHECK-LABEL: func.func @captures
 // CHECK-SAME: (%[[S:[^:]*]]: tensor<1x2x3x3xf32> {bufferization.writable = false}, %[[G:[^:]*]]: tensor<1x2x3x3xf32> {bufferization.writable = false}, %[[SL:[^:]*]]: tensor<2xf32> {bufferization.writable = false}, %{{[^:]*}}: tensor<3xbf16> {bufferization.writable = false}, %{{[^:]*}}: tensor<3xi32> {bufferization.writable = false})
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
@@ -502,7 +531,9 @@ func.func @rule_extf_truncf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) ->
 // CHECK-NEXT: %[[H:.*]] = linalg.index 1 : index
 // CHECK-NEXT: %[[M:.*]] = tensor.extract %[[SL]][%[[H]]] : tensor<2xf32>
 // CHECK-NEXT: %[[R:.*]] = arith.mulf %[[GI]], %[[M]] : f32
-// CHECK-NEXT: linalg.yield %[[R]] : f32
+// CHECK-NEXT: %[[NONE505:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO505:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD505:.*]] = arith.select %[[NONE505]], %[[ZERO505]], %[[R]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD505]] : f32
 // CHECK: %[[FINIT:.*]] = linalg.fill ins(%[[FZERO]] : f32) outs(%{{.*}} : tensor<2xf32>)
 // CHECK: %[[BINIT:.*]] = linalg.fill ins(%[[FZERO]] : f32) outs(%{{.*}} : tensor<3xf32>)
 // CHECK: %[[NEST:.*]]:2 = scf.for %[[B:.*]] = %[[C0]] to %[[C1]] step %[[C1]] iter_args(%{{.*}} = %[[FINIT]], %{{.*}} = %[[BINIT]]) -> (tensor<2xf32>, tensor<3xf32>) {
@@ -513,10 +544,14 @@ func.func @rule_extf_truncf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) ->
 // CHECK-NEXT: %[[GV:.*]] = tensor.extract %[[G]][%[[B]], %[[HH]], %[[I]], %[[J]]] : tensor<1x2x3x3xf32>
 // CHECK-NEXT: %[[DSL:.*]] = arith.mulf %[[GV]], %[[SV]] : f32
 // CHECK-NEXT: %[[OLDB:.*]] = tensor.extract %[[BACC]][%[[J]]] : tensor<3xf32>
-// CHECK-NEXT: %[[NEWB:.*]] = arith.addf %[[OLDB]], %[[GV]] : f32
+// CHECK-NEXT: %[[NONEB:.*]] = arith.cmpf oeq, %[[GV]], %[[FZERO]] : f32
+// CHECK-NEXT: %[[GB:.*]] = arith.select %[[NONEB]], %[[FZERO]], %[[GV]] : f32
+// CHECK-NEXT: %[[NEWB:.*]] = arith.addf %[[OLDB]], %[[GB]] : f32
 // CHECK-NEXT: %[[INSB:.*]] = tensor.insert %[[NEWB]] into %[[BACC]][%[[J]]] : tensor<3xf32>
 // CHECK-NEXT: %[[OLDF:.*]] = tensor.extract %[[FACC]][%[[HH]]] : tensor<2xf32>
-// CHECK-NEXT: %[[NEWF:.*]] = arith.addf %[[OLDF]], %[[DSL]] : f32
+// CHECK-NEXT: %[[NONEF:.*]] = arith.cmpf oeq, %[[GV]], %[[FZERO]] : f32
+// CHECK-NEXT: %[[GF:.*]] = arith.select %[[NONEF]], %[[FZERO]], %[[DSL]] : f32
+// CHECK-NEXT: %[[NEWF:.*]] = arith.addf %[[OLDF]], %[[GF]] : f32
 // CHECK-NEXT: %[[INSF:.*]] = tensor.insert %[[NEWF]] into %[[FACC]][%[[HH]]] : tensor<2xf32>
 // CHECK-NEXT: scf.yield %[[INSF]], %[[INSB]] : tensor<2xf32>, tensor<3xf32>
 // CHECK: %[[BGRAD:.*]] = linalg.generic {{.*}} ins(%[[NEST]]#1 : tensor<3xf32>) outs(%{{.*}} : tensor<3xbf16>)
@@ -643,7 +678,9 @@ func.func @attention_grad(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v
 // CHECK-NEXT: %[[H2:.*]] = linalg.index 1 : index
 // CHECK-NEXT: %[[M:.*]] = tensor.extract %[[SL]][%[[H2]]] : tensor<2xf32>
 // CHECK-NEXT: %[[G2:.*]] = arith.mulf %[[GI]], %[[M]] : f32
-// CHECK-NEXT: linalg.yield %[[G2]] : f32
+// CHECK-NEXT: %[[NONE646:.*]] = arith.cmpf oeq, %{{[^,]*}}, %[[ZERO646:[^ ]*]] : f32
+// CHECK-NEXT: %[[GUARD646:.*]] = arith.select %[[NONE646]], %[[ZERO646]], %[[G2]] : f32
+// CHECK-NEXT: linalg.yield %[[GUARD646]] : f32
 // CHECK: %[[NEST:.*]] = scf.for
 // CHECK: tensor.insert
 // CHECK: linalg.generic
