@@ -987,6 +987,14 @@ private:
     return delta;
   }
 
+  /// P = exp(S' - LSE) on the lanes the masks keep, else 0 (a row with no
+  /// visible key has LSE = -inf: the select keeps P = 0).
+  Value recomputedP(const Scores &sc, Value lse) {
+    return arith::SelectOp::create(
+        b, sc.keep, expVector(arith::SubFOp::create(b, sc.modified, lse)),
+        splat(f(0.0f)));
+  }
+
   /// rowDeltas as rowsum(P * dP) - dLSE, with P and dP recomputed from the
   /// packed Q, dO, K^T and V^T tiles (two of the backward's products once
   /// more) rather than from O in its narrow type: one task per (batch, head,
@@ -1045,11 +1053,7 @@ private:
                 Value sv = vector::LoadOp::create(b, vec, sBuf, at);
                 Value dp = vector::LoadOp::create(b, vec, dpBuf, at);
                 Scores sc = scoresOf(caps, sv, in[w], bi, h, range.row, j0, w);
-                Value p = arith::SelectOp::create(
-                    b, sc.keep,
-                    expVector(arith::SubFOp::create(b, sc.modified, l)),
-                    splat(f(0.0f)));
-                acc = vector::FMAOp::create(b, p, dp, acc);
+                acc = vector::FMAOp::create(b, recomputedP(sc, l), dp, acc);
               }
               vector::StoreOp::create(b, acc, sums, ValueRange{r, idx(0)});
             });
@@ -1116,7 +1120,7 @@ private:
       RowRange range = rowRange(limit, i, /*existsOnly=*/true);
       SmallVector<Value> in =
           keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
-      Value scaleVec = splat(f(scale)), zeros = splat(f(0.0f));
+      Value scaleVec = splat(f(scale));
       Value l =
           splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, range.row}));
       Value d =
@@ -1126,10 +1130,7 @@ private:
         Value s = vector::LoadOp::create(b, vec, pBuf, at);
         Value dp = vector::LoadOp::create(b, vec, dsBuf, at);
         Scores sc = scoresOf(caps, s, in[w], bi, h, range.row, j0, w);
-        Value x = arith::SubFOp::create(b, sc.modified, l);
-        // A row with no visible key has LSE = -inf: the select keeps P = 0.
-        Value p = arith::SelectOp::create(b, sc.keep, expVector(x),
-                                          zeros);
+        Value p = recomputedP(sc, l);
         // dS' = P (dP - Delta), through the score_mod's adjoint to dS.
         Value ds = arith::MulFOp::create(b, p, arith::SubFOp::create(b, dp, d));
         if (adjointBlock) {
