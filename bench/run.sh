@@ -7,7 +7,12 @@
 #                     [--dims "64 128"] [--causal "no yes"] [--no-4096]
 #                     [--openblas-core auto|host|NAME] [--no-build] [--jobs N]
 #                     [--attnc PATH] [--baseline PATH] [--results FILE]
-#                     [--keep-tmp] [--bf16]
+#                     [--keep-tmp] [--bf16] [--rounds N]
+#
+# Each point runs attnc and the baseline alternately --rounds times (default
+# 3): the table shows the median GFLOP/s of each and the median of the
+# per-round ratios, so that a load that comes and goes on a shared machine
+# moves both sides of a ratio rather than one.
 #
 # --bf16 also runs each spec with bf16 Q, K, V and O and adds the bf16
 # forward's GFLOP/s and its ratio to the f32 forward.
@@ -17,6 +22,7 @@ cd "$(dirname "$0")/.."
 build=${ATTNC_BUILD_DIR:-build}
 threads=2
 reps=5
+rounds=3
 sizes="1024 2048 4096"
 dims="64 128"
 causals="no yes"
@@ -29,11 +35,12 @@ results=""
 keep_tmp=0
 bf16=0
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while (($#)); do
   case "$1" in
     --threads) threads=$2; shift ;;
     --reps) reps=$2; shift ;;
+    --rounds) rounds=$2; shift ;;
     --sizes) sizes=$2; shift ;;
     --dims) dims=$2; shift ;;
     --causal) causals=$2; shift ;;
@@ -145,31 +152,39 @@ func.func @attn(%q: $t, %k: $t, %v: $t) -> $t {
 }
 EOF
       tag="S=$S D=$D causal=$c"
-      echo "run.sh: $tag: attnc" >&2
-      a_out="$tmp/attnc_s${S}_d${D}_c${causal}.out"
-      if "$attnc" bench "$spec" --threads "$threads" --reps "$reps" --json \
-           >"$a_out" 2>"$a_out.err"; then :; else
-        echo "run.sh:   attnc bench failed (rc $?): $(head -c 300 "$a_out.err" | head -n 2)" >&2
-      fi
-      c_out="$tmp/attnc_bf16_s${S}_d${D}_c${causal}.out"
-      : >"$c_out"
-      if ((bf16)); then
-        echo "run.sh: $tag: attnc bf16" >&2
-        sed "s/x${S}x${D}xf32>/x${S}x${D}xbf16>/g" "$spec" >"${spec%.mlir}_bf16.mlir"
-        if "$attnc" bench "${spec%.mlir}_bf16.mlir" --threads "$threads" \
-             --reps "$reps" --json >"$c_out" 2>"$c_out.err"; then :; else
-          echo "run.sh:   attnc bf16 bench failed (rc $?): $(head -c 300 "$c_out.err" | head -n 2)" >&2
-        fi
-      fi
-      echo "run.sh: $tag: openblas" >&2
-      b_out="$tmp/openblas_s${S}_d${D}_c${causal}.out"
       cflag=()
       if ((causal)); then cflag=(--causal); fi
-      if "${ob_env[@]}" "$baseline" --B 1 --H 8 --S "$S" --D "$D" "${cflag[@]}" \
-           --threads "$threads" --reps "$reps" >"$b_out" 2>"$b_out.err"; then :; else
-        echo "run.sh:   openblas baseline failed (rc $?): $(head -c 300 "$b_out.err" | head -n 2)" >&2
+      if ((bf16)); then
+        sed "s/x${S}x${D}xf32>/x${S}x${D}xbf16>/g" "$spec" >"${spec%.mlir}_bf16.mlir"
       fi
-      python3 - "$S" "$D" "$causal" "$a_out" "$b_out" "$c_out" >>"$results" <<'PY'
+      a_outs=(); b_outs=(); c_outs=()
+      for ((round = 1; round <= rounds; ++round)); do
+        at="round $round/$rounds"
+        echo "run.sh: $tag: attnc ($at)" >&2
+        a_out="$tmp/attnc_s${S}_d${D}_c${causal}_r${round}.out"
+        if "$attnc" bench "$spec" --threads "$threads" --reps "$reps" --json \
+             >"$a_out" 2>"$a_out.err"; then :; else
+          echo "run.sh:   attnc bench failed (rc $?): $(head -c 300 "$a_out.err" | head -n 2)" >&2
+        fi
+        c_out="$tmp/attnc_bf16_s${S}_d${D}_c${causal}_r${round}.out"
+        : >"$c_out"
+        if ((bf16)); then
+          echo "run.sh: $tag: attnc bf16 ($at)" >&2
+          if "$attnc" bench "${spec%.mlir}_bf16.mlir" --threads "$threads" \
+               --reps "$reps" --json >"$c_out" 2>"$c_out.err"; then :; else
+            echo "run.sh:   attnc bf16 bench failed (rc $?): $(head -c 300 "$c_out.err" | head -n 2)" >&2
+          fi
+        fi
+        echo "run.sh: $tag: openblas ($at)" >&2
+        b_out="$tmp/openblas_s${S}_d${D}_c${causal}_r${round}.out"
+        if "${ob_env[@]}" "$baseline" --B 1 --H 8 --S "$S" --D "$D" "${cflag[@]}" \
+             --threads "$threads" --reps "$reps" >"$b_out" 2>"$b_out.err"; then :; else
+          echo "run.sh:   openblas baseline failed (rc $?): $(head -c 300 "$b_out.err" | head -n 2)" >&2
+        fi
+        a_outs+=("$a_out"); b_outs+=("$b_out"); c_outs+=("$c_out")
+      done
+      python3 - "$S" "$D" "$causal" "$rounds" "${a_outs[@]}" "${b_outs[@]}" \
+        "${c_outs[@]}" >>"$results" <<'PY'
 import json, sys
 
 def last_json(path):
@@ -197,21 +212,24 @@ def last_json(path):
     return found
 
 S, D, causal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+n = int(sys.argv[4])
+outs = sys.argv[5:]
+# One list per implementation, one entry per round (None where a run failed).
 print(json.dumps({"S": S, "D": D, "causal": causal,
-                  "attnc": last_json(sys.argv[4]),
-                  "openblas": last_json(sys.argv[5]),
-                  "attnc_bf16": last_json(sys.argv[6])}))
+                  "attnc": [last_json(p) for p in outs[:n]],
+                  "openblas": [last_json(p) for p in outs[n:2 * n]],
+                  "attnc_bf16": [last_json(p) for p in outs[2 * n:3 * n]]}))
 PY
     done
   done
 done
 
 # --- Table ----------------------------------------------------------------
-python3 - "$results" "$threads" "$reps" <<'PY'
-import json, sys
+python3 - "$results" "$threads" "$reps" "$rounds" <<'PY'
+import json, statistics, sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-threads, reps = sys.argv[2], sys.argv[3]
+threads, reps, rounds = sys.argv[2], sys.argv[3], sys.argv[4]
 
 def num(x):
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
@@ -232,25 +250,43 @@ def gflops(res, key, f):
         return f / (ms * 1e6)
     return num(res[key].get("gflops"))
 
-def fmt(x, spec="{:.1f}"):
-    return "n/a" if x is None else spec.format(x)
+def fraction(res, key):
+    if not isinstance(res, dict) or not isinstance(res.get(key), dict):
+        return None
+    return num(res[key].get("fraction"))
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
 
 def ratio(a, b):
     return a / b if a is not None and b else None
 
-cores = sorted({r["openblas"].get("openblas_core", "?")
-                for r in rows if isinstance(r.get("openblas"), dict)})
-peaks = sorted({num(r["attnc"].get("peak_gflops"))
-                for r in rows if isinstance(r.get("attnc"), dict)} - {None})
+def fmt(x, spec="{:.1f}"):
+    return "n/a" if x is None else spec.format(x)
+
+def runs(r, name):
+    v = r.get(name)
+    return v if isinstance(v, list) else [v]
+
+def each(r, name):
+    return [x for x in runs(r, name) if isinstance(x, dict)]
+
+cores = sorted({o.get("openblas_core", "?") for r in rows for o in each(r, "openblas")})
+peaks = [num(a.get("peak_gflops")) for r in rows for a in each(r, "attnc")]
+peaks = [p for p in peaks if p is not None]
 print()
-print(f"B=1 H=8 f32, {threads} thread(s), median of {reps}; GFLOP/s with "
-      "4*B*H*S*S*D forward (causal: S*(S+1)/2 pairs), fwd+bwd = 3.5x forward")
+print(f"B=1 H=8 f32, {threads} thread(s), median of {reps} reps in each of {rounds} "
+      "alternating rounds; GFLOP/s with 4*B*H*S*S*D forward (causal: S*(S+1)/2 "
+      "pairs), fwd+bwd = 3.5x forward; GFLOP/s and %peak: medians over the "
+      "rounds; ratios: medians of the per-round ratios")
 print("OpenBLAS core: " + (", ".join(cores) if cores else "n/a") +
       "   attnc measured peak: " +
-      (", ".join(f"{p:.1f}" for p in peaks) + " GFLOP/s" if peaks else "n/a"))
+      (f"{min(peaks):.1f} to {max(peaks):.1f} GFLOP/s over {len(peaks)} probes"
+       if peaks else "n/a"))
 hdr = ["S", "D", "causal", "attnc fwd", "oblas fwd", "ratio",
        "attnc f+b", "oblas f+b", "ratio", "attnc %peak fwd", "f+b"]
-with_bf16 = any(isinstance(r.get("attnc_bf16"), dict) for r in rows)
+with_bf16 = any(each(r, "attnc_bf16") for r in rows)
 if with_bf16:
     hdr += ["bf16 fwd", "bf16/f32"]
 table = []
@@ -258,27 +294,29 @@ warn = []
 for r in rows:
     S, D, c = r["S"], r["D"], r["causal"]
     f = flops(S, D, c)
-    a, b = r.get("attnc"), r.get("openblas")
-    af, bf = gflops(a, "forward", f), gflops(b, "forward", f)
-    afb, bfb = gflops(a, "forward_backward", 3.5 * f), gflops(b, "forward_backward", 3.5 * f)
-    fr = lambda k: (num(a[k].get("fraction")) if isinstance(a, dict)
-                    and isinstance(a.get(k), dict) else None)
-    frf, frb = fr("forward"), fr("forward_backward")
-    for name, res, key, mine in (("attnc", a, "forward", af),
-                                 ("attnc", a, "forward_backward", afb)):
-        rep = (num(res[key].get("gflops")) if isinstance(res, dict)
-               and isinstance(res.get(key), dict) else None)
+    A, B, H = runs(r, "attnc"), runs(r, "openblas"), runs(r, "attnc_bf16")
+    af = [gflops(a, "forward", f) for a in A]
+    bf = [gflops(b, "forward", f) for b in B]
+    afb = [gflops(a, "forward_backward", 3.5 * f) for a in A]
+    bfb = [gflops(b, "forward_backward", 3.5 * f) for b in B]
+    for a, key, mine in [(a, "forward", x) for a, x in zip(A, af)] + \
+                        [(a, "forward_backward", x) for a, x in zip(A, afb)]:
+        rep = (num(a[key].get("gflops")) if isinstance(a, dict)
+               and isinstance(a.get(key), dict) else None)
         if rep and mine and abs(rep / mine - 1) > 0.02:
-            warn.append(f"S={S} D={D} causal={c}: {name} reports {rep:.1f} "
+            warn.append(f"S={S} D={D} causal={c}: attnc reports {rep:.1f} "
                         f"GFLOP/s for {key}, the convention gives {mine:.1f}")
-    table.append([str(S), str(D), "yes" if c else "no", fmt(af), fmt(bf),
-                  fmt(ratio(af, bf), "{:.2f}x"), fmt(afb), fmt(bfb),
-                  fmt(ratio(afb, bfb), "{:.2f}x"),
+    frf = median(fraction(a, "forward") for a in A)
+    frb = median(fraction(a, "forward_backward") for a in A)
+    table.append([str(S), str(D), "yes" if c else "no", fmt(median(af)),
+                  fmt(median(bf)), fmt(median(map(ratio, af, bf)), "{:.2f}x"),
+                  fmt(median(afb)), fmt(median(bfb)),
+                  fmt(median(map(ratio, afb, bfb)), "{:.2f}x"),
                   fmt(None if frf is None else 100 * frf, "{:.1f}%"),
                   fmt(None if frb is None else 100 * frb, "{:.1f}%")])
     if with_bf16:
-        hf = gflops(r.get("attnc_bf16"), "forward", f)
-        table[-1] += [fmt(hf), fmt(ratio(hf, af), "{:.2f}x")]
+        hf = [gflops(h, "forward", f) for h in H]
+        table[-1] += [fmt(median(hf)), fmt(median(map(ratio, hf, af)), "{:.2f}x")]
 w = [max(len(h), *(len(t[i]) for t in table)) if table else len(h)
      for i, h in enumerate(hdr)]
 print("  ".join(h.rjust(w[i]) for i, h in enumerate(hdr)))
@@ -286,7 +324,7 @@ for t in table:
     print("  ".join(x.rjust(w[i]) for i, x in enumerate(t)))
 for m in warn:
     print("note: " + m)
-if any(not isinstance(r.get("attnc"), dict) for r in rows):
+if any(not each(r, "attnc") for r in rows):
     print("note: n/a under attnc: `attnc bench` failed or printed no JSON "
           "(see the messages above)")
 PY
