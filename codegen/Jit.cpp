@@ -651,6 +651,8 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
   addRuntimeSymbol("attnc_set_num_threads", &attnc_set_num_threads);
   addRuntimeSymbol("attnc_status_string", &attnc_status_string);
   addRuntimeSymbol("attnc_amx_init", &attnc_amx_init);
+  addRuntimeSymbol("_mlir_memref_to_llvm_alloc", &_mlir_memref_to_llvm_alloc);
+  addRuntimeSymbol("_mlir_memref_to_llvm_free", &_mlir_memref_to_llvm_free);
   if (llvm::Error e = (*jit)->getMainJITDylib().define(
           llvm::orc::absoluteSymbols(std::move(runtime)))) {
     error = llvm::toString(std::move(e));

@@ -80,7 +80,10 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   vectorToLLVM.x86Vector = true; // vscalefps (codegen/cpu/FastExp.cpp)
   vectorToLLVM.amx = true;       // tiles (codegen/cpu/FlashAttention.cpp)
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  // Scratch through the runtime's block cache (runtime/Workspace.c).
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());

@@ -79,9 +79,20 @@ bool isReservedInHeader(StringRef name) {
 /// Symbols a kernel object links against or that every program has: a
 /// kernel of that name would replace them for the whole program.
 bool isReservedSymbol(StringRef name) {
-  static const llvm::StringSet<> symbols = {
-      "main", "malloc", "free", "calloc", "realloc", "aligned_alloc",
-      "memcpy", "memmove", "memset", "abort", "exit", "printf"};
+  static const llvm::StringSet<> symbols = {"main",
+                                            "malloc",
+                                            "free",
+                                            "calloc",
+                                            "realloc",
+                                            "aligned_alloc",
+                                            "memcpy",
+                                            "memmove",
+                                            "memset",
+                                            "abort",
+                                            "exit",
+                                            "printf",
+                                            "_mlir_memref_to_llvm_alloc",
+                                            "_mlir_memref_to_llvm_free"};
   static const llvm::StringSet<> mathRoots = {
       "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow",
       "sqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan",

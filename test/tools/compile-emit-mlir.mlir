@@ -9,7 +9,7 @@
 // the LSE.)
 
 // CHECK-NOT: func.func
-// CHECK: llvm.func @malloc(i64) -> !llvm.ptr
+// CHECK: llvm.func @_mlir_memref_to_llvm_alloc(i64) -> !llvm.ptr
 // CHECK-LABEL: llvm.func internal @__attnc_impl_causal_mqa
 // CHECK-SAME: (%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias})
 // CHECK-NOT: -> i32

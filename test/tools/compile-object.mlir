@@ -9,14 +9,16 @@
 
 // The default output is an object: the entry points are the only defined
 // global symbols; the implementations are inlined or local (-O3; f_fwd's
-// is shared by f, which calls it) or local (-O0); the kernel needs only libc
-// and libm.
+// is shared by f, which calls it) or local (-O0); the kernel needs libc,
+// libm and the runtime's allocation functions (scratch memory that outlives
+// a call, runtime/Workspace.c), not malloc.
 
 // O3-NOT: T __attnc_impl
 // O3-DAG: {{^[0-9a-f]+}} T causal_mqa
 // O3-DAG: U expf
-// O3-DAG: U malloc
-// O3-DAG: U free
+// O3-DAG: U _mlir_memref_to_llvm_alloc
+// O3-DAG: U _mlir_memref_to_llvm_free
+// O3-NOT: U malloc
 // O3-NOT: T __attnc_impl
 
 // O0-DAG: {{^[0-9a-f]+}} t __attnc_impl_causal_mqa

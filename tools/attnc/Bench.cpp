@@ -6,6 +6,7 @@
 #include "tools/attnc/HostBuffer.h"
 #include "tools/attnc/LoadedSpec.h"
 
+#include "attnc/runtime.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -178,8 +179,10 @@ double currentRssMb() {
 /// Median time of `call` over `reps` runs after two warm-up runs (fresh
 /// memory is slow to touch in these VMs), and the memory the first call
 /// added at its peak (sampled every millisecond: what the kernel allocates
-/// beyond its inputs and outputs).
+/// beyond its inputs and outputs; the runtime's cached scratch blocks of
+/// earlier calls are freed first, so that this call allocates its own).
 template <typename Fn> Timing timeCalls(int reps, Fn call) {
+  attnc_workspace_release();
   double before = currentRssMb();
   std::atomic<bool> running{true};
   std::atomic<double> peak{before};

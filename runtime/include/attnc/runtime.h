@@ -52,6 +52,18 @@ void attnc_set_num_threads(int n);
  * use AMX call it on entry. */
 int attnc_amx_init(void);
 
+/* The heap memory of generated kernels: MLIR's generic allocation functions
+ * (finalize-memref-to-llvm's use-generic-functions), which kernels call for
+ * their scratch. Blocks of 1 MiB or more are kept when freed and handed to
+ * a later request they fit (at most twice its size), so that kernels called
+ * again do not fault their scratch pages in anew; at most
+ * ATTNC_WORKSPACE_CACHE_MB megabytes (default 256; 0: none) stay cached. */
+void *_mlir_memref_to_llvm_alloc(uint64_t size);
+void _mlir_memref_to_llvm_free(void *ptr);
+
+/* Frees every cached block; returns their bytes. */
+int64_t attnc_workspace_release(void);
+
 #ifdef __cplusplus
 }
 #endif
