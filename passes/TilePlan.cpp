@@ -58,9 +58,10 @@ TilePlan planTiles(Operation *op, const TileTarget &target) {
       plan.rows * std::clamp<int64_t>(queryTiles / 64, 1, 8);
   // The keys a query tile sees, in whole 32-key tiles: larger steps share
   // the per-row softmax work (reductions, the rescale of O) among more
-  // keys; 128 ran 3-6% faster than 64 and 64 4-8% faster than 32 (forward,
-  // interleaved A/B on AVX-512), while a sliding window needs no more than
-  // it spans.
+  // keys; 256 ran 2-3% faster than 128 at D=64 and 4% at D=128 (S=2048,
+  // causal: the same), 128 3-6% faster than 64 and 64 4-8% faster than 32
+  // (forward, interleaved A/B on AVX-512), while a sliding window needs no
+  // more than it spans. 512 gained nothing at D=64.
   int64_t span = visible + plan.rows - 1;
   plan.keyBlock = std::clamp<int64_t>((span + 31) / 32 * 32, 32, kMaxKeyBlock);
   // On AMX: tiles of 16 query rows by 16 keys, up to 4 per step.

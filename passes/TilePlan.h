@@ -33,7 +33,7 @@ struct TileTarget {
 };
 
 inline constexpr llvm::StringLiteral kTilePlanAttrName = "attn.tile_plan";
-inline constexpr int64_t kMaxTileRows = 16, kMaxKeyBlock = 128,
+inline constexpr int64_t kMaxTileRows = 16, kMaxKeyBlock = 256,
                          kMaxQueryTiles = 16;
 /// The rows and keys of an AMX tile of f32 scores, and the keys of an AMX
 /// step (4 score tiles, with A and B: AMX has 8 tile registers).

@@ -10,7 +10,7 @@ func.func @rows(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor<1x2
 // -----
 
 func.func @key_block(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor<1x2x40xf32>) {
-  // expected-error @+1 {{tile plan key_block must be a multiple of 32 in [32, 128], got 48}}
+  // expected-error @+1 {{tile plan key_block must be a multiple of 32 in [32, 256], got 48}}
   %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = {rows = 8 : i64, query_block = 8 : i64, key_block = 48 : i64}} : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
   return %o, %lse : tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
 }

@@ -3,13 +3,15 @@
 // RUN: not attnc-opt %s -split-input-file -attn-plan-tiles=vector-bits=100 2>&1 | FileCheck %s --check-prefix=BADBITS
 
 // Causal written as a region: the named mask says all it says, so the
-// region goes; the plan for 512-bit vectors: 8 rows, 128-key steps.
+// region goes; the plan for 512-bit vectors: 8 rows, one 224-key step
+// (the 200 keys in whole 32-key tiles).
 // CHECK-LABEL: func.func @causal_region
-// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {attn.tile_plan = {key_block = 128 : i64, query_block = 8 : i64, rows = 8 : i64}} :
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {attn.tile_plan = {key_block = 224 : i64, query_block = 8 : i64, rows = 8 : i64}} :
 // CHECK-NOT: mask_mod
 // CHECK: return
 // AVX2-LABEL: func.func @causal_region
-// AVX2: attn.tile_plan = {key_block = 128 : i64, query_block = 3 : i64, rows = 3 : i64}
+// AVX2-NEXT: attn.attention {{.*}} {attn.tile_plan = {key_block = 224 : i64, query_block = 6 : i64, rows = 3 : i64}}
+// AVX2-LABEL: func.func @window_region
 // BADBITS: attn-plan-tiles: vector-bits must be 128, 256 or 512, got 100
 func.func @causal_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
   %o, %lse = attn.attention %q, %q, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32> mask_mod {
@@ -100,7 +102,7 @@ func.func @one_sided(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, ten
 // the same way.
 // CHECK-LABEL: func.func @planned
 // CHECK: attn.tile_plan = {key_block = 32 : i64, query_block = 4 : i64, rows = 4 : i64}
-// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 128 : i64, query_block = 8 : i64, rows = 8 : i64}}
+// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 224 : i64, query_block = 8 : i64, rows = 8 : i64}}
 func.func @planned(%q: tensor<1x2x200x16xf32>, %lse: tensor<1x2x200xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>) {
   %o, %l = attn.attention %q, %q, %q {attn.tile_plan = {rows = 4 : i64, query_block = 4 : i64, key_block = 32 : i64}} : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32>
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> mask_mod {
