@@ -923,9 +923,10 @@ public:
     parallelTasks(
         parent, "__attnc_flash_backward_kv", captured1, kvTasks,
         [&](ArrayRef<Value>) {
-          return SmallVector<Value>{
-              scratchBuffer({rows, kCols}), scratchBuffer({rows, kCols}),
-              scratchBuffer({D, kCols}), scratchBuffer({Dv, kCols})};
+          return SmallVector<Value>{scratchBuffer({kChunkTiles * rows, kCols}),
+                                    scratchBuffer({kChunkTiles * rows, kCols}),
+                                    scratchBuffer({D, kCols}),
+                                    scratchBuffer({Dv, kCols})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value split = arith::RemUIOp::create(b, t, idx(splits));
@@ -1196,16 +1197,30 @@ private:
     loop(0, group, [&](Value member) {
       Value h = arith::AddIOp::create(
           b, arith::MulIOp::create(b, g, idx(group)), member);
-      loop(iStart, iEnd, rows, [&](Value i0) {
-        probabilities(args.take_front(6),
-                      args.slice(captureBase, captures.size()),
-                      args.drop_front(partialBase),
-                      {pBuf, dsBuf, bi, h, g, j0, i0, limit, task});
-        Value queryTile = arith::DivUIOp::create(b, i0, idx(rows));
-        accumulateTransposed(dvBuf, pBuf, dOT, {bi, h, queryTile});
-        accumulateTransposed(dkBuf, dsBuf, qT, {bi, h, queryTile});
-        rowsTimesKeys(view(copies, {split, bi, h}, i0, rows), dsBuf, k, bi, g,
-                      j0, valid, Value());
+      // P and dS of up to kChunkTiles query tiles, then their dV and dK
+      // terms in one pass.
+      loop(iStart, iEnd, kChunkTiles * rows, [&](Value c0) {
+        Value cEnd = arith::MinUIOp::create(
+            b, iEnd, arith::AddIOp::create(b, c0, idx(kChunkTiles * rows)));
+        loop(c0, cEnd, rows, [&](Value i0) {
+          Value at = arith::SubIOp::create(b, i0, c0);
+          Value pTile = view(pBuf, {}, at, rows),
+                dsTile = view(dsBuf, {}, at, rows);
+          probabilities(args.take_front(6),
+                        args.slice(captureBase, captures.size()),
+                        args.drop_front(partialBase),
+                        {pTile, dsTile, bi, h, g, j0, i0, limit, task});
+          rowsTimesKeys(view(copies, {split, bi, h}, i0, rows), dsTile, k, bi,
+                        g, j0, valid, Value());
+        });
+        Value tile0 = arith::DivUIOp::create(b, c0, idx(rows));
+        Value tiles = arith::DivUIOp::create(
+            b,
+            arith::AddIOp::create(b, arith::SubIOp::create(b, cEnd, c0),
+                                  idx(rows - 1)),
+            idx(rows));
+        accumulateTransposed(dvBuf, pBuf, dOT, {bi, h}, tile0, tiles);
+        accumulateTransposed(dkBuf, dsBuf, qT, {bi, h}, tile0, tiles);
       });
     });
     loop(idx(0), valid, 1, [&](Value j) {
@@ -1332,6 +1347,11 @@ private:
     }
     func::ReturnOp::create(inner, b.getLoc(), results);
   }
+
+  /// The query tiles whose P and dS one pass of accumulateTransposed sums
+  /// into a key tile's dK and dV (two [8 rows x 8, 32] f32 scratch tiles,
+  /// 16 KB, on AVX-512).
+  static constexpr int64_t kChunkTiles = 8;
 
   attn::AttentionGradOp op;
   int64_t splits = 1; // see backwardSplits

@@ -99,11 +99,14 @@ public:
                                              mlir::Value xt, mlir::Value bi,
                                              mlir::Value g, mlir::Value tile);
 
-  /// zt[d, 0:32] += sum_r packed[prefix..., d, r] * c[r, 0:32] for every d:
-  /// the transposed product (dK^T += Q^T dS, dV^T += dO^T P) with c's 2 *
-  /// rows vectors held in registers.
+  /// zt[d, 0:32] += sum_r packed[prefix..., tile0 + r / rows, d, r % rows]
+  /// * c[r, 0:32] over the rows r < tiles * rows of `tiles` consecutive
+  /// packed tiles, for every d: the transposed product (dK^T += Q^T dS,
+  /// dV^T += dO^T P). `rows` d's at a time keep their 2 * rows sums in
+  /// registers over all the rows, as tileProduct does.
   void accumulateTransposed(mlir::Value zt, mlir::Value c, mlir::Value packed,
-                            mlir::ValueRange prefix);
+                            mlir::ValueRange prefix, mlir::Value tile0,
+                            mlir::Value tiles);
 
   /// A private function `name` of `types` next to `parent` (renamed if the
   /// name is taken) whose body `body(arguments)` builds; returns nothing.
