@@ -868,7 +868,6 @@ public:
           lse = bufferOf(op.getLse()), dO = bufferOf(op.getOutputGrad());
     Value dLse = op.getLseGrad() ? bufferOf(op.getLseGrad()) : Value();
     Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
-    Value kt = transposed(k), vt = transposed(v);
     Value dQ = alloc({B, H, Sq, D}, elementOf(op.getQuery())),
           dK = alloc({B, Hkv, Skv, D}, elementOf(op.getKey())),
           dV = alloc({B, Hkv, Skv, Dv}, elementOf(op.getValue()));
@@ -903,12 +902,14 @@ public:
                 });
     // Delta from O in f32 is exact enough; from a narrower O, the float
     // captures' gradients (sums of terms that cancel: an ALiBi slope's
-    // read errors of 0.2-1) need it from P and dP.
+    // read errors of 0.2-1) need it from P and dP (with K^T and V^T
+    // packed whole for it; the pass over key tiles packs its own tile).
     bool narrowOutput = !elementOf(op.getOutput()).isF32();
     Value delta = narrowOutput && !floatCaptures.empty()
-                      ? exactRowDeltas(qT, kt, vt, dOT, lse, dLse, lengths)
+                      ? exactRowDeltas(qT, transposed(k), transposed(v), dOT,
+                                       lse, dLse, lengths)
                       : rowDeltas(o, dO, dLse);
-    SmallVector<Value> common = {qT, kt, vt, dOT, lse, delta};
+    SmallVector<Value> common = {qT, k, v, dOT, lse, delta};
     // The dQ copies of the splits ([splits, B, H, rows * qTiles, D]).
     Value dqCopies = alloc({splits, B, H, qTiles * rows, D});
     // dK and dV per key tile, dQ's terms into the split's copy: one task
@@ -926,7 +927,9 @@ public:
           return SmallVector<Value>{scratchBuffer({kChunkTiles * rows, kCols}),
                                     scratchBuffer({kChunkTiles * rows, kCols}),
                                     scratchBuffer({D, kCols}),
-                                    scratchBuffer({Dv, kCols})};
+                                    scratchBuffer({Dv, kCols}),
+                                    scratchBuffer({1, 1, 1, D, kCols}),
+                                    scratchBuffer({1, 1, 1, Dv, kCols})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value split = arith::RemUIOp::create(b, t, idx(splits));
@@ -1103,19 +1106,20 @@ private:
   /// rows x 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's
   /// [lo, hi); rows past Sq see no key, so that they add no capture
   /// gradient); the task's rows of the float captures' partial gradients
-  /// receive theirs. `common`: qT, kt, vt, dOT, lse, delta; `rest`: pBuf,
-  /// dsBuf, bi, h, g, j0, i0, limit, task.
+  /// receive theirs. `common`: qT, K, V, dOT, lse, delta; `rest`: pBuf,
+  /// dsBuf, the key tile's K^T and V^T ([1, 1, 1, D or Dv, 32]), bi, h, j0,
+  /// i0, limit, task.
   void probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                      ArrayRef<Value> partials, ArrayRef<Value> rest) {
-    Value qT = common[0], kt = common[1], vt = common[2], dOT = common[3],
-          lse = common[4], delta = common[5];
-    Value pBuf = rest[0], dsBuf = rest[1], bi = rest[2], h = rest[3],
-          g = rest[4], j0 = rest[5], i0 = rest[6], limit = rest[7],
-          task = rest[8];
-    Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-    Value queryTile = arith::DivUIOp::create(b, i0, idx(rows));
-    storeTile(tileProduct(qT, {bi, h, queryTile}, kt, bi, g, tile), pBuf);
-    storeTile(tileProduct(dOT, {bi, h, queryTile}, vt, bi, g, tile), dsBuf);
+    Value qT = common[0], dOT = common[3], lse = common[4], delta = common[5];
+    Value pBuf = rest[0], dsBuf = rest[1], ktTile = rest[2], vtTile = rest[3],
+          bi = rest[4], h = rest[5], j0 = rest[6], i0 = rest[7],
+          limit = rest[8], task = rest[9];
+    Value queryTile = arith::DivUIOp::create(b, i0, idx(rows)), zero = idx(0);
+    storeTile(tileProduct(qT, {bi, h, queryTile}, ktTile, zero, zero, zero),
+              pBuf);
+    storeTile(tileProduct(dOT, {bi, h, queryTile}, vtTile, zero, zero, zero),
+              dsBuf);
     Value whole = tileIsWhole(limit, i0, j0, /*existsOnly=*/true);
     forRows(i0, [&](Value r, Value i) {
       RowRange range = rowRange(limit, i, /*existsOnly=*/true);
@@ -1177,10 +1181,21 @@ private:
     Value lengths = captureBase > 10 ? args[10] : Value();
     // dK^T and dV^T of the key tile ([D, 32], [Dv, 32]).
     Value pBuf = scratch[0], dsBuf = scratch[1], dkBuf = scratch[2],
-          dvBuf = scratch[3];
+          dvBuf = scratch[3], ktTile = scratch[4], vtTile = scratch[5];
     Value j0 = arith::MulIOp::create(b, tile, idx(kCols));
     zero(dkBuf);
     zero(dvBuf);
+    // K^T and V^T of this key tile only (the tile products' B operands):
+    // packed whole, they took 2 Skv D floats per KV head (128 MB at S =
+    // 16384, D = 128, 8 heads).
+    for (auto [src, dst] : {std::pair(k, ktTile), std::pair(args[2], vtTile)})
+      packPanels(dst, {idx(0), idx(0)}, Skv,
+                 [&, src = src](Value d, Value j) {
+                   return memref::LoadOp::create(b, src,
+                                                 ValueRange{bi, g, j, d})
+                       .getResult();
+                 },
+                 tile);
     // Query tiles that can see this key tile: causal and window rows
     // i >= j0 (and i < j0 + 32 + W - 1 for a window).
     Value iStart = idx(0), iEnd = idx(Sq);
@@ -1209,7 +1224,8 @@ private:
           probabilities(args.take_front(6),
                         args.slice(captureBase, captures.size()),
                         args.drop_front(partialBase),
-                        {pTile, dsTile, bi, h, g, j0, i0, limit, task});
+                        {pTile, dsTile, ktTile, vtTile, bi, h, j0, i0, limit,
+                         task});
           rowsTimesKeys(view(copies, {split, bi, h}, i0, rows), dsTile, k, bi,
                         g, j0, valid, Value());
         });

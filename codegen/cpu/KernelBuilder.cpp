@@ -177,7 +177,10 @@ void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, n, idx(length));
     Value nc = arith::MinUIOp::create(b, n, idx(length - 1));
     SmallVector<Value> at(prefix);
-    at.push_back(arith::DivUIOp::create(b, n, idx(kCols)));
+    // A destination of one panel holds whichever was asked for.
+    at.push_back(panel && padded == kCols
+                     ? idx(0)
+                     : arith::DivUIOp::create(b, n, idx(kCols)).getResult());
     Value lane = arith::RemUIOp::create(b, n, idx(kCols));
     copyLoop(0, width, [&](Value k) {
       Value x = load(k, nc);

@@ -68,7 +68,7 @@ public:
   /// dst[prefix..., n / 32, k, n % 32] = load(k, n) as f32 for n < length,
   /// 0 in the padding up to dst's multiple of 32: a matrix in 32-wide
   /// column panels, each one contiguous block (the tile products' B). With
-  /// `panel`, only that panel.
+  /// `panel`, only that panel (into dst's panel 0 when dst has only one).
   void
   packPanels(mlir::Value dst, mlir::ValueRange prefix, int64_t length,
              llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> load,
