@@ -88,6 +88,8 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
+  // math.rsqrt's vector expansion leaves ub.poison placeholders.
+  pm.addPass(createUBToLLVMConversionPass());
   ConvertFuncToLLVMPassOptions funcToLLVM;
   // Plain `int32_t f(float *, ...)` entry points (TOOLCHAIN.md).
   funcToLLVM.useBarePtrCallConv = true;

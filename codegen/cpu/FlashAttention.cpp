@@ -1144,9 +1144,18 @@ private:
           bound.push_back(ds);
           SmallVector<Value> adjoints =
               widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
-          ds = broadcastToLanes(b, b.getLoc(), adjoints.front());
+          // 0 where dS' is 0 (masked scores, P = 0), even where the
+          // score_mod's derivative is inf or NaN there (sqrt(i - j) above
+          // the causal diagonal made dQ NaN), as the unfused lowering does
+          // (LinalgBuilders.cpp: zeroForZeroSeed).
+          Value seeded = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, ds,
+                                               splat(f(0.0f)));
+          ds = arith::SelectOp::create(
+              b, seeded, broadcastToLanes(b, b.getLoc(), adjoints.front()),
+              splat(f(0.0f)));
           if (!partials.empty())
-            accumulateCaptureGrads(partials, task, adjoints, sc.keep);
+            accumulateCaptureGrads(partials, task, adjoints,
+                                   arith::AndIOp::create(b, sc.keep, seeded));
         }
         ds = arith::MulFOp::create(b, ds, scaleVec);
         vector::StoreOp::create(b, p, pBuf, at);
