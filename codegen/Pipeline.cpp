@@ -69,6 +69,10 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
 void buildCpuToLLVMPipeline(OpPassManager &pm,
                             const CpuPipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // math.ipowi and math.fpowi as calls of generated functions (of scalars,
+  // once per lane): LLVM has no integer power, and its powi takes a scalar
+  // exponent.
+  pm.addPass(createConvertMathToFuncs());
   arith::ArithExpandOpsPassOptions expand;
   // bf16 conversions as integer ops: no libgcc helper or bf16 ISA needed.
   expand.includeBf16 = true;

@@ -128,6 +128,16 @@ LogicalResult verifyModRegion(Operation *op, Region &region, StringRef name,
                               "tensor.extract of captures";
       return WalkResult::interrupt();
     }
+    // The float classes have no CPU lowering (MLIR 22 converts them
+    // neither to LLVM nor to libm calls).
+    if (isa<math::IsInfOp, math::IsNaNOp, math::IsFiniteOp, math::IsNormalOp>(
+            inner)) {
+      inner->emitOpError()
+          << "is not supported in a " << name
+          << " region: use arith.cmpf (isinf: oeq |x|, inf; isnan: uno x, x; "
+             "isfinite: olt |x|, inf)";
+      return WalkResult::interrupt();
+    }
     if (!isMemoryEffectFree(inner)) {
       inner->emitOpError() << "is not allowed in a " << name
                            << " region: its ops must be free of side effects";

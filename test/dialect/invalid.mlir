@@ -463,6 +463,20 @@ func.func @score_mod_side_effect(%s: tensor<1x2x4x4xf32>) {
 
 // -----
 
+func.func @score_mod_float_class(%s: tensor<1x2x4x4xf32>) {
+  %r = attn.score_mod %s : tensor<1x2x4x4xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index):
+    // expected-error @+1 {{'math.isinf' op is not supported in a score_mod region: use arith.cmpf (isinf: oeq |x|, inf; isnan: uno x, x; isfinite: olt |x|, inf)}}
+    %c = math.isinf %score : f32
+    %z = arith.constant 0.0 : f32
+    %m = arith.select %c, %z, %score : f32
+    attn.yield %m : f32
+  }
+  return
+}
+
+// -----
+
 func.func @score_mod_nested_side_effect(%s: tensor<1x2x4x4xf32>, %c: i1) {
   %r = attn.score_mod %s : tensor<1x2x4x4xf32> {
   ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index):

@@ -196,3 +196,13 @@ func.func @unsigned_window(%q: tensor<1x1x20x16xf32>, %k: tensor<1x1x20x16xf32>,
 // RUN: attnc run %S/Inputs/rsqrt_score_mod.mlir --check --no-backward | FileCheck %s --check-prefix=RSQRT
 // RSQRT: forward   o            max relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
 // RSQRT: check passed
+
+// math.fpowi and math.ipowi in regions: calls of generated functions
+// (convert-math-to-funcs); the vector form of llvm.intr.powi was invalid
+// IR and ipowi had no lowering.
+// RUN: attnc run %S/Inputs/fpowi_score_mod.mlir --check --no-backward | FileCheck %s --check-prefix=FPOWI
+// FPOWI: forward   o            max relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// FPOWI: check passed
+// RUN: attnc compile %S/Inputs/ipowi_score_mod.mlir -o %t-ipowi.o
+// RUN: llvm-nm %t-ipowi.o | FileCheck %s --check-prefix=IPOWI
+// IPOWI: T ipowi_bwd

@@ -37,8 +37,8 @@ public:
                arith::FPToSIOp, arith::ExtFOp, arith::TruncFOp, math::ExpOp,
                math::LogOp, math::TanhOp, math::SqrtOp, math::AbsFOp,
                math::SinOp, math::CosOp, math::Exp2Op, math::Log2Op,
-               math::PowFOp, math::RsqrtOp, math::ErfOp, tensor::ExtractOp,
-               attn::YieldOp>(op))
+               math::PowFOp, math::FPowIOp, math::RsqrtOp, math::ErfOp,
+               tensor::ExtractOp, attn::YieldOp>(op))
         return op.emitOpError("cannot be evaluated by the float64 "
                               "reference of attnc run");
     return success();
@@ -89,11 +89,17 @@ private:
         .Case([&](arith::RemSIOp) {
           return b() == 0 ? 0.0 : double(int64_t(a()) % int64_t(b()));
         })
-        .Case([&](arith::AndIOp) { return double(int64_t(a()) & int64_t(b())); })
+        .Case(
+            [&](arith::AndIOp) { return double(int64_t(a()) & int64_t(b())); })
         .Case([&](arith::OrIOp) { return double(int64_t(a()) | int64_t(b())); })
-        .Case([&](arith::XOrIOp) { return double(int64_t(a()) ^ int64_t(b())); })
-        .Case([&](arith::CmpFOp c) { return double(compareF(c.getPredicate(), a(), b())); })
-        .Case([&](arith::CmpIOp c) { return double(compareI(c.getPredicate(), a(), b())); })
+        .Case(
+            [&](arith::XOrIOp) { return double(int64_t(a()) ^ int64_t(b())); })
+        .Case([&](arith::CmpFOp c) {
+          return double(compareF(c.getPredicate(), a(), b()));
+        })
+        .Case([&](arith::CmpIOp c) {
+          return double(compareI(c.getPredicate(), a(), b()));
+        })
         .Case([&](arith::SelectOp) {
           return get(op.getOperand(0)) != 0 ? b() : get(op.getOperand(2));
         })
@@ -110,6 +116,7 @@ private:
         .Case([&](math::Exp2Op) { return std::exp2(a()); })
         .Case([&](math::Log2Op) { return std::log2(a()); })
         .Case([&](math::PowFOp) { return std::pow(a(), b()); })
+        .Case([&](math::FPowIOp) { return std::pow(a(), b()); })
         .Case([&](math::RsqrtOp) { return 1 / std::sqrt(a()); })
         .Case([&](math::ErfOp) { return std::erf(a()); })
         .Case([&](tensor::ExtractOp e) {
