@@ -58,14 +58,19 @@ func.func @forward(%q: tensor<1x4x40x16xbf16>, %k: tensor<1x2x40x16xbf16>, %v: t
 
 // The backward: one outlined pass over key tiles (dK/dV per key tile from
 // the P and dS of up to 8 query tiles, K^T and V^T of the key tile packed
-// in the task, dQ's terms into the split's f32 copy, rows padded to the
-// tile), then the copies summed; Delta per row.
+// in the task, summed by one function per operand shapes, dQ's terms into
+// the split's f32 copy, rows padded to the tile), then the copies summed;
+// Delta per row.
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
 // CHECK-SAME: memref<1x2x2x8x16xf32>, %{{.*}}: index, %{{.*}}: index) attributes {attnc.parallel_tasks}
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<64x32xf32>
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x16x32xf32>
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x32x32xf32>
 // CHECK: memref.subview {{.*}} to memref<8x16xf32, strided<[16, 1], offset: ?>>
+// CHECK: call @__attnc_flash_accumulate_transposed_32x32_64x32_2x2x1x32x8(
+// CHECK: call @__attnc_flash_accumulate_transposed_16x32_64x32_2x2x1x16x8(
+// CHECK-LABEL: func.func private @__attnc_flash_accumulate_transposed_32x32_64x32_2x2x1x32x8
+// CHECK-LABEL: func.func private @__attnc_flash_accumulate_transposed_16x32_64x32_2x2x1x16x8
 // CHECK-LABEL: func.func private @__attnc_flash_dq
 // CHECK-SAME: attnc.parallel_tasks
 // CHECK-LABEL: func.func @backward
