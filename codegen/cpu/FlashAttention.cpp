@@ -1296,7 +1296,7 @@ private:
     auto type = cast<RankedTensorType>(capture.getType());
     Value grad = alloc(type.getShape(), type.getElementType());
     Value flat = grad;
-    if (type.getRank() != 1) {
+    if (type.getRank() > 1) {
       ReassociationIndices all;
       for (int64_t d = 0; d < type.getRank(); ++d)
         all.push_back(d);
@@ -1307,7 +1307,9 @@ private:
       Value x = memref::LoadOp::create(b, partial, ValueRange{idx(0), e});
       if (!type.getElementType().isF32())
         x = arith::TruncFOp::create(b, type.getElementType(), x);
-      memref::StoreOp::create(b, x, flat, e);
+      // A 0-d capture's one element has no index.
+      memref::StoreOp::create(b, x, flat,
+                              type.getRank() ? ValueRange{e} : ValueRange{});
     });
     return grad;
   }

@@ -206,3 +206,11 @@ func.func @unsigned_window(%q: tensor<1x1x20x16xf32>, %k: tensor<1x1x20x16xf32>,
 // RUN: attnc compile %S/Inputs/ipowi_score_mod.mlir -o %t-ipowi.o
 // RUN: llvm-nm %t-ipowi.o | FileCheck %s --check-prefix=IPOWI
 // IPOWI: T ipowi_bwd
+
+// A 0-d score capture's gradient in the flash backward: its partial sums
+// went through a memref.collapse_shape from rank 0 to rank 1, which the
+// verifier of attnc compile rejects (the JIT does not verify each pass).
+// RUN: attnc compile %S/Inputs/capture_0d.mlir -o %t-capture_0d.o
+// RUN: attnc run %S/Inputs/capture_0d.mlir --check | FileCheck %s --check-prefix=CAPTURE0D
+// CAPTURE0D: gradient  d_c          relative error {{[0-9.]+e-(0[4-9]|1[0-9])}}
+// CAPTURE0D: check passed
