@@ -80,6 +80,59 @@ bool applyRule(OpBuilder &b, Location loc, Operation *op, Value g,
         adjoints.assign({div(mul(g, half), r)});
         return true;
       })
+      .Case([&](math::RsqrtOp o) {
+        // d(x^-1/2) = -1/2 x^-3/2 = -r^3 / 2.
+        Value minusHalf = constantLike(b, loc, r, -0.5);
+        adjoints.assign({mul(g, mul(minusHalf, mul(r, mul(r, r))))});
+        return true;
+      })
+      .Case([&](math::Exp2Op o) {
+        adjoints.assign({mul(g, mul(r, constantLike(b, loc, r, M_LN2)))});
+        return true;
+      })
+      .Case([&](math::Log2Op o) {
+        adjoints.assign(
+            {div(g, mul(o.getOperand(), constantLike(b, loc, r, M_LN2)))});
+        return true;
+      })
+      .Case([&](math::SinOp o) {
+        adjoints.assign({mul(g, math::CosOp::create(b, loc, o.getOperand()))});
+        return true;
+      })
+      .Case([&](math::CosOp o) {
+        adjoints.assign(
+            {neg(mul(g, math::SinOp::create(b, loc, o.getOperand())))});
+        return true;
+      })
+      .Case([&](math::ErfOp o) {
+        // 2 / sqrt(pi) exp(-x^2).
+        Value x = o.getOperand();
+        Value e = math::ExpOp::create(b, loc, neg(mul(x, x)));
+        adjoints.assign({mul(g, mul(constantLike(b, loc, r, M_2_SQRTPI), e))});
+        return true;
+      })
+      .Case([&](math::PowFOp o) {
+        // d(a^b)/da = b a^(b-1), d(a^b)/db = a^b ln a.
+        Value a = o.getLhs(), e = o.getRhs();
+        Value one = constantLike(b, loc, r, 1.0);
+        Value da = mul(e, math::PowFOp::create(b, loc, a, sub(e, one)));
+        adjoints.assign(
+            {mul(g, da), mul(g, mul(r, math::LogOp::create(b, loc, a)))});
+        return true;
+      })
+      .Case([&](math::FPowIOp o) {
+        // d(a^n)/da = n a^(n-1); the integer exponent has none.
+        Value n = o.getRhs();
+        Value m = arith::SubIOp::create(
+            b, loc, n,
+            arith::ConstantOp::create(b, loc,
+                                      b.getIntegerAttr(n.getType(), 1)));
+        Value nf = arith::SIToFPOp::create(b, loc, r.getType(), n);
+        adjoints.assign(
+            {mul(g, mul(nf, math::FPowIOp::create(b, loc, o.getLhs(), m))),
+             Value()});
+        return true;
+      })
       .Case([&](math::AbsFOp o) {
         Value zero = constantLike(b, loc, r, 0.0);
         Value nonNegative = arith::CmpFOp::create(
@@ -158,9 +211,9 @@ LogicalResult checkDifferentiable(Region &region) {
     if (!known)
       return op.emitOpError()
              << "has no gradient rule; attn-derive-backward supports addf, "
-                "subf, mulf, divf, negf, exp, log, tanh, sqrt, absf, maximumf, "
-                "minimumf, maxnumf, minnumf, select, extf/truncf, constants and "
-                "casts";
+                "subf, mulf, divf, negf, exp, exp2, log, log2, tanh, sqrt, "
+                "rsqrt, sin, cos, erf, powf, fpowi, absf, maximumf, minimumf, "
+                "maxnumf, minnumf, select, extf/truncf, constants and casts";
   }
   return success();
 }

@@ -214,3 +214,13 @@ func.func @unsigned_window(%q: tensor<1x1x20x16xf32>, %k: tensor<1x1x20x16xf32>,
 // RUN: attnc run %S/Inputs/capture_0d.mlir --check | FileCheck %s --check-prefix=CAPTURE0D
 // CAPTURE0D: gradient  d_c          relative error {{[0-9.]+e-(0[4-9]|1[0-9])}}
 // CAPTURE0D: check passed
+
+// The gradient rules of sin, cos, exp2, log2, rsqrt, powf, fpowi and erf,
+// with a capture, in the flash backward (D = 16) and the unfused one
+// (D = 8). (A rsqrt rule with +1/2 for -1/2 read d_q 1.3e-3, d_c 6.8e-2.)
+// RUN: attnc run %S/Inputs/rules_d16.mlir --check | FileCheck %s --check-prefix=RULES
+// RUN: attnc run %S/Inputs/rules_d8.mlir --check | FileCheck %s --check-prefix=RULES
+// RULES: gradient  d_q          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// RULES: gradient  d_k          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// RULES: gradient  d_c          relative error {{[0-9.]+e-(0[4-9]|1[0-9])}}
+// RULES: check passed

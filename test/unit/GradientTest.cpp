@@ -456,13 +456,13 @@ TEST(GradientTest, OpWithoutRuleIsALocatedError) {
       "tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>, "
       "tensor<1x1x2xf32> score_mod {\n"
       "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
-      "    %r = math.sin %s : f32\n"
+      "    %r = math.atan %s : f32\n"
       "    attn.yield %r : f32\n  }\n"
       "  return %o : tensor<1x1x2x2xf32>\n}\n",
       testOptions(), &kernelsError);
   ASSERT_FALSE(kernels);
   std::string message = kernelsError;
-  EXPECT_NE(message.find("spec.mlir:4:10: error: 'math.sin' op has no "
+  EXPECT_NE(message.find("spec.mlir:4:10: error: 'math.atan' op has no "
                          "gradient rule"),
             std::string::npos)
       << message;
@@ -476,7 +476,7 @@ TEST(GradientTest, OpWithoutRuleIsALocatedError) {
       "tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>, "
       "tensor<1x1x2xf32> score_mod {\n"
       "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
-      "    %r = math.sin %s : f32\n"
+      "    %r = math.atan %s : f32\n"
       "    attn.yield %r : f32\n  }\n"
       "  return %o : tensor<1x1x2x2xf32>\n}\n",
       forwardOnly, &forwardError);
