@@ -524,18 +524,6 @@ Value buildSoftmaxGrad(OpBuilder &b, Location loc, Value probs, Value grad) {
   return buildScoresGrad(b, loc, probs, grad, delta, Value());
 }
 
-/// `adjoint`, or 0 where the seed `g` is 0: masked scores (P = 0) take no
-/// gradient, even where the score_mod's derivative overflows there (an
-/// ALiBi bias of slope * (j - i) for far keys through exp read inf, and
-/// 0 * inf made dQ nan).
-static Value zeroForZeroSeed(OpBuilder &nb, Location nl, Value g,
-                             Value adjoint) {
-  Value zero = arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
-  Value none =
-      arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ, g, zero);
-  return arith::SelectOp::create(nb, nl, none, zero, adjoint);
-}
-
 std::pair<Value, SmallVector<Value>>
 buildScoreModGrad(OpBuilder &b, Location loc, Value scores, Value grad,
                   Region &body, ValueRange captures) {
@@ -553,10 +541,8 @@ buildScoreModGrad(OpBuilder &b, Location loc, Value scores, Value grad,
             llvm::append_range(arguments, captures);
             linalg::YieldOp::create(
                 nb, nl,
-                zeroForZeroSeed(
-                    nb, nl, args[1],
-                    buildScoreModAdjoints(nb, nl, body, arguments, args[1])
-                        .scoreAdjoint));
+                buildScoreModAdjoints(nb, nl, body, arguments, args[1])
+                    .scoreAdjoint);
           })
           .getResult(0);
 
@@ -605,8 +591,7 @@ buildScoreModGrad(OpBuilder &b, Location loc, Value scores, Value grad,
           auto slot = llvm::find(floatCaptures, read.capture);
           Value &acc = updated[slot - floatCaptures.begin()];
           Value current = tensor::ExtractOp::create(nb, nl, acc, read.indices);
-          Value sum = arith::AddFOp::create(
-              nb, nl, current, zeroForZeroSeed(nb, nl, g, read.adjoint));
+          Value sum = arith::AddFOp::create(nb, nl, current, read.adjoint);
           acc = tensor::InsertOp::create(nb, nl, sum, acc, read.indices);
         }
         return updated;

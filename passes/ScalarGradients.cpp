@@ -279,6 +279,20 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
   result.scoreAdjoint = adjoint.lookup(block.getArgument(0));
   if (!result.scoreAdjoint)
     result.scoreAdjoint = constantLike(b, loc, seed, 0.0);
+  // 0 where the seed is 0: masked scores (P = 0) take no gradient, even
+  // where the score_mod's derivative is inf or NaN there (an ALiBi bias
+  // through exp((i - j) / 2) for far keys, sqrt(i - j) above the causal
+  // diagonal: 0 * inf made dQ NaN).
+  Value unseeded = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                         seed, constantLike(b, loc, seed, 0.0));
+  auto zeroIfUnseeded = [&](Value x) {
+    return arith::SelectOp::create(b, loc, unseeded,
+                                   constantLike(b, loc, x, 0.0), x)
+        .getResult();
+  };
+  result.scoreAdjoint = zeroIfUnseeded(result.scoreAdjoint);
+  for (CaptureAdjoint &read : result.captures)
+    read.adjoint = zeroIfUnseeded(read.adjoint);
   return result;
 }
 

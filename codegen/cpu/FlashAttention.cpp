@@ -1144,18 +1144,10 @@ private:
           bound.push_back(ds);
           SmallVector<Value> adjoints =
               widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
-          // 0 where dS' is 0 (masked scores, P = 0), even where the
-          // score_mod's derivative is inf or NaN there (sqrt(i - j) above
-          // the causal diagonal made dQ NaN), as the unfused lowering does
-          // (LinalgBuilders.cpp: zeroForZeroSeed).
-          Value seeded = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, ds,
-                                               splat(f(0.0f)));
-          ds = arith::SelectOp::create(
-              b, seeded, broadcastToLanes(b, b.getLoc(), adjoints.front()),
-              splat(f(0.0f)));
+          // (0 where dS' is 0: buildScoreModAdjoints.)
+          ds = broadcastToLanes(b, b.getLoc(), adjoints.front());
           if (!partials.empty())
-            accumulateCaptureGrads(partials, task, adjoints,
-                                   arith::AndIOp::create(b, sc.keep, seeded));
+            accumulateCaptureGrads(partials, task, adjoints, sc.keep);
         }
         ds = arith::MulFOp::create(b, ds, scaleVec);
         vector::StoreOp::create(b, p, pBuf, at);
@@ -1218,14 +1210,8 @@ private:
     // K^T and V^T of this key tile only (the tile products' B operands):
     // packed whole, they took 2 Skv D floats per KV head (128 MB at S =
     // 16384, D = 128, 8 heads).
-    for (auto [src, dst] : {std::pair(k, ktTile), std::pair(args[2], vtTile)})
-      packPanels(dst, {idx(0), idx(0)}, Skv,
-                 [&, src = src](Value d, Value j) {
-                   return memref::LoadOp::create(b, src,
-                                                 ValueRange{bi, g, j, d})
-                       .getResult();
-                 },
-                 tile);
+    transposeTiles(k, ktTile, bi, g, tile);
+    transposeTiles(args[2], vtTile, bi, g, tile);
     // Query tiles that can see this key tile: causal and window rows
     // i >= j0 (and i < j0 + 32 + W - 1 for a window).
     Value iStart = idx(0), iEnd = idx(Sq);

@@ -194,12 +194,18 @@ void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
   });
 }
 
-void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g) {
-  packPanels(dst, {bi, g}, cast<MemRefType>(src.getType()).getShape()[2],
-             [&](Value d, Value j) {
-               return memref::LoadOp::create(b, src, ValueRange{bi, g, j, d})
-                   .getResult();
-             });
+void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
+                                   Value tile) {
+  SmallVector<Value> prefix = {bi, g};
+  if (tile)
+    prefix.assign(2, idx(0));
+  packPanels(
+      dst, prefix, cast<MemRefType>(src.getType()).getShape()[2],
+      [&](Value d, Value j) {
+        return memref::LoadOp::create(b, src, ValueRange{bi, g, j, d})
+            .getResult();
+      },
+      tile);
 }
 
 void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,

@@ -77,8 +77,10 @@ public:
   /// dst[bi, g, j / 32, d, j % 32] = src[bi, g, j, d]: K or V of one
   /// (batch, head) in key tiles (packPanels; row-major X^T would stride by
   /// S and alias in L1).
+  /// With `tile`, only that key tile, into a dst of one tile ([1, 1, 1, d,
+  /// 32]: the backward's per-task K^T and V^T).
   void transposeTiles(mlir::Value src, mlir::Value dst, mlir::Value bi,
-                      mlir::Value g);
+                      mlir::Value g, mlir::Value tile = mlir::Value());
 
   /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in f32: the rows of a
   /// tile side by side, so that the tile product broadcasts them from one

@@ -543,14 +543,13 @@ func.func @rule_extf_truncf(%s: tensor<1x1x2x2xf32>, %g: tensor<1x1x2x2xf32>) ->
 // CHECK-NEXT: %[[SV:.*]] = tensor.extract %[[S]][%[[B]], %[[HH]], %[[I]], %[[J]]] : tensor<1x2x3x3xf32>
 // CHECK-NEXT: %[[GV:.*]] = tensor.extract %[[G]][%[[B]], %[[HH]], %[[I]], %[[J]]] : tensor<1x2x3x3xf32>
 // CHECK-NEXT: %[[DSL:.*]] = arith.mulf %[[GV]], %[[SV]] : f32
+// CHECK-NEXT: %[[NONE:.*]] = arith.cmpf oeq, %[[GV]], %[[FZERO]] : f32
+// CHECK-NEXT: %[[GB:.*]] = arith.select %[[NONE]], %[[FZERO]], %[[GV]] : f32
+// CHECK-NEXT: %[[GF:.*]] = arith.select %[[NONE]], %[[FZERO]], %[[DSL]] : f32
 // CHECK-NEXT: %[[OLDB:.*]] = tensor.extract %[[BACC]][%[[J]]] : tensor<3xf32>
-// CHECK-NEXT: %[[NONEB:.*]] = arith.cmpf oeq, %[[GV]], %[[FZERO]] : f32
-// CHECK-NEXT: %[[GB:.*]] = arith.select %[[NONEB]], %[[FZERO]], %[[GV]] : f32
 // CHECK-NEXT: %[[NEWB:.*]] = arith.addf %[[OLDB]], %[[GB]] : f32
 // CHECK-NEXT: %[[INSB:.*]] = tensor.insert %[[NEWB]] into %[[BACC]][%[[J]]] : tensor<3xf32>
 // CHECK-NEXT: %[[OLDF:.*]] = tensor.extract %[[FACC]][%[[HH]]] : tensor<2xf32>
-// CHECK-NEXT: %[[NONEF:.*]] = arith.cmpf oeq, %[[GV]], %[[FZERO]] : f32
-// CHECK-NEXT: %[[GF:.*]] = arith.select %[[NONEF]], %[[FZERO]], %[[DSL]] : f32
 // CHECK-NEXT: %[[NEWF:.*]] = arith.addf %[[OLDF]], %[[GF]] : f32
 // CHECK-NEXT: %[[INSF:.*]] = tensor.insert %[[NEWF]] into %[[FACC]][%[[HH]]] : tensor<2xf32>
 // CHECK-NEXT: scf.yield %[[INSF]], %[[INSB]] : tensor<2xf32>, tensor<3xf32>
