@@ -115,8 +115,8 @@ private:
         .Case([&](math::CosOp) { return std::cos(a()); })
         .Case([&](math::Exp2Op) { return std::exp2(a()); })
         .Case([&](math::Log2Op) { return std::log2(a()); })
-        .Case([&](math::PowFOp) { return std::pow(a(), b()); })
-        .Case([&](math::FPowIOp) { return std::pow(a(), b()); })
+        .Case<math::PowFOp, math::FPowIOp>(
+            [&](Operation *) { return std::pow(a(), b()); })
         .Case([&](math::RsqrtOp) { return 1 / std::sqrt(a()); })
         .Case([&](math::ErfOp) { return std::erf(a()); })
         .Case([&](tensor::ExtractOp e) {
