@@ -14,8 +14,13 @@
 // CHECK-LABEL: func.func private @__attnc_flash_transpose_1x2x40x16xbf16_2
 // CHECK: memref.store
 // CHECK-NEXT: } {loop_annotation = #[[NOVEC]]}
+// V in f32 column chunks of 32, each chunk's keys one after another.
+// CHECK-LABEL: func.func private @__attnc_flash_chunk_1x2x40x32xbf16
+// CHECK: %[[HALF:.*]] = vector.load %{{.*}}[%{{.*}}, %{{.*}}, %[[KEY:.*]], %c16{{.*}}] : memref<1x2x40x32xbf16>, vector<16xbf16>
+// CHECK: %[[WIDE:.*]] = arith.extf %[[HALF]] : vector<16xbf16> to vector<16xf32>
+// CHECK: vector.store %[[WIDE]], %{{.*}}[%{{.*}}, %{{.*}}, %c0{{.*}}, %[[KEY]], %c16{{.*}}] : memref<1x2x1x40x32xf32>
 // CHECK-LABEL: func.func private @__attnc_flash_forward
-// CHECK-SAME: (%{{.*}}: memref<1x4x40x16xbf16>, %{{.*}}: memref<1x2x2x16x32xf32>, %{{.*}}: memref<1x2x40x32xbf16>, %{{.*}}: memref<1x4x40x32xbf16>, %{{.*}}: memref<1x4x40xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-SAME: (%{{.*}}: memref<1x4x40x16xbf16>, %{{.*}}: memref<1x2x2x16x32xf32>, %{{.*}}: memref<1x2x1x40x32xf32>, %{{.*}}: memref<1x4x40x32xbf16>, %{{.*}}: memref<1x4x40xf32>, %{{.*}}: index, %{{.*}}: index)
 // CHECK-SAME: attnc.parallel_tasks
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<8x32xf32>
 // CHECK: scf.for
