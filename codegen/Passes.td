@@ -84,6 +84,18 @@ def AttnLowerParallelCalls : Pass<"attn-lower-parallel-calls", "mlir::ModuleOp">
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def AttnElideResultCopies : Pass<"attn-elide-result-copies", "mlir::ModuleOp"> {
+  let summary = "Write results that come from calls straight into out-params";
+  let description = [{
+    Runs after buffer-results-to-out-params. A `memref.copy %alloc, %out`
+    where %out is a function argument that nothing else uses and every
+    other use of %alloc comes before the copy in its block (a function
+    returning a call's result: @f returning @f_fwd's O) becomes %out used
+    in place of %alloc, without the copy.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def AttnExportAbi : Pass<"attn-export-abi", "mlir::ModuleOp"> {
   let summary = "Wrap each public function in a C entry point with a status code";
   let description = [{

@@ -51,6 +51,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createAttnElideResultCopies());
   pm.addPass(createAttnExportAbi());
   // bufferization::buildBufferDeallocationPipeline, with canonicalizers
   // that do not simplify regions (see structuredCleanup).
