@@ -37,19 +37,38 @@ bool usesAmxTiles(Operation *op, const TileTarget &target) {
 TilePlan planTiles(Operation *op, const TileTarget &target) {
   TilePlan plan;
   // The microkernels hold 2 * rows vectors of 16 floats as accumulators,
-  // plus two operand vectors and a broadcast: 8 rows fill AVX-512's 32
-  // registers; a 256-bit vector<16xf32> takes two of AVX2's 16 registers,
-  // a 128-bit one four. Measured (interleaved A/B, S=1024, D=64): on
-  // x86-64-v3, 3 rows ran 19% faster than 2, 32% than 4, 28% than 6 and
-  // (backward) 23% than 8; on x86-64, 1 row 5% faster than 2 and 7% than 8.
-  plan.rows = target.vectorBits >= 512 ? 8 : target.vectorBits >= 256 ? 3 : 1;
-  int64_t visible = 0, queryTiles = 1;
+  // plus two operand vectors and a broadcast: up to 14 rows fit AVX-512's
+  // 32 registers; a 256-bit vector<16xf32> takes two of AVX2's 16
+  // registers, a 128-bit one four. Measured (interleaved A/B): on AVX-512
+  // (S=2048, 2 threads), 12 rows ran 4-5% faster than 8 forward and 4-6%
+  // backward at D=64 and 128, causal or not; 10 and 14 as fast as 12, 16
+  // (spills) 48% slower; on x86-64-v3 (S=1024, D=64), 3 rows ran 19%
+  // faster than 2, 32% than 4, 28% than 6 and (backward) 23% than 8; on
+  // x86-64, 1 row 5% faster than 2 and 7% than 8.
+  int64_t maxRows =
+      target.vectorBits >= 512 ? 12 : target.vectorBits >= 256 ? 3 : 1;
+  int64_t visible = 0, queryTiles = 1, sq = 1;
   if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
     visible = visibleKeys(fwd);
-    ArrayRef<int64_t> q = cast<ShapedType>(fwd.getQuery().getType()).getShape();
-    queryTiles = q[0] * q[1] * ((q[2] + plan.rows - 1) / plan.rows);
+    sq = cast<ShapedType>(fwd.getQuery().getType()).getShape()[2];
   } else if (auto grad = dyn_cast<attn::AttentionGradOp>(op)) {
     visible = visibleKeys(grad);
+    sq = cast<ShapedType>(grad.getQuery().getType()).getShape()[2];
+  }
+  // As few tiles as maxRows allows, of rows as even as they can be: the
+  // rows past Sq only repeat its last row (Sq = 13: 2 tiles of 7, not 12
+  // and 1 + 11 copies).
+  sq = std::max<int64_t>(sq, 1);
+  int64_t tiles = (sq + maxRows - 1) / maxRows;
+  plan.rows = (sq + tiles - 1) / tiles;
+  // Projections and merges (GEMMs over B * S rows) keep 8 on AVX-512:
+  // 12 was not measured faster there (the MHA layer's forward and backward
+  // within noise).
+  if (!isa<attn::AttentionOp, attn::AttentionGradOp>(op))
+    plan.rows = std::min<int64_t>(maxRows, 8);
+  if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
+    ArrayRef<int64_t> q = cast<ShapedType>(fwd.getQuery().getType()).getShape();
+    queryTiles = q[0] * q[1] * ((q[2] + plan.rows - 1) / plan.rows);
   }
   // Up to 8 query tiles per task share each key block read from L2 (at
   // S=2048 and D=128 on AVX-512, 4 tiles ran 22% faster than 1, and 8 8%

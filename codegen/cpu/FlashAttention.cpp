@@ -1421,8 +1421,8 @@ private:
   }
 
   /// The query tiles whose P and dS one pass of accumulateTransposed sums
-  /// into a key tile's dK and dV (two [8 rows x 8, 32] f32 scratch tiles,
-  /// 16 KB, on AVX-512).
+  /// into a key tile's dK and dV (two [8 tiles x rows, 32] f32 scratch
+  /// tiles: 24 KB with AVX-512's 12-row tiles).
   static constexpr int64_t kChunkTiles = 8;
 
   attn::AttentionGradOp op;

@@ -23,7 +23,7 @@
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: attn.attention
 // PLAN: attn.tile_plan = {key_block = 32 : i64, query_block = 16 : i64, rows = 16 : i64}
-// NOAMX: attn.tile_plan = {key_block = 32 : i64, query_block = 8 : i64, rows = 8 : i64}
+// NOAMX: attn.tile_plan = {key_block = 32 : i64, query_block = 10 : i64, rows = 10 : i64}
 func.func @forward(%q: tensor<1x2x20x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: tensor<1x1x20x32xbf16>) -> (tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>) {
   %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x20x64xbf16>, tensor<1x1x20x64xbf16>, tensor<1x1x20x32xbf16> -> tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
   return %o, %lse : tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>

@@ -3,10 +3,11 @@
 // RUN: not attnc-opt %s -split-input-file -attn-plan-tiles=vector-bits=100 2>&1 | FileCheck %s --check-prefix=BADBITS
 
 // Causal written as a region: the named mask says all it says, so the
-// region goes; the plan for 512-bit vectors: 8 rows, one 224-key step
-// (the 200 keys in whole 32-key tiles).
+// region goes; the plan for 512-bit vectors: 17 tiles of 12 rows (11 + 1
+// copy of row 199 in the last), one 224-key step (the 200 keys in whole
+// 32-key tiles).
 // CHECK-LABEL: func.func @causal_region
-// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {attn.tile_plan = {key_block = 224 : i64, query_block = 8 : i64, rows = 8 : i64}} :
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {attn.tile_plan = {key_block = 224 : i64, query_block = 12 : i64, rows = 12 : i64}} :
 // CHECK-NOT: mask_mod
 // CHECK: return
 // AVX2-LABEL: func.func @causal_region
@@ -25,9 +26,9 @@ func.func @causal_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>,
 // -----
 
 // (i - j) <u 16 is 0 <= i - j < 16: a window of 16 (which includes j <= i);
-// the steps shrink to the 32-key tiles a window of 16 and 8 rows span.
+// the steps shrink to the 32-key tiles a window of 16 and 12 rows span.
 // CHECK-LABEL: func.func @window_region
-// CHECK: attn.attention %{{.*}} causal window 16 {attn.tile_plan = {key_block = 32 : i64, query_block = 8 : i64, rows = 8 : i64}} :
+// CHECK: attn.attention %{{.*}} causal window 16 {attn.tile_plan = {key_block = 32 : i64, query_block = 12 : i64, rows = 12 : i64}} :
 // CHECK-NOT: mask_mod
 func.func @window_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
   %o, %lse = attn.attention %q, %q, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32> mask_mod {
@@ -46,7 +47,7 @@ func.func @window_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>,
 // includes j <= i): the region keeps the document test and its captures;
 // the plan follows the window.
 // CHECK-LABEL: func.func @documents_and_causal
-// CHECK: attn.attention {{.*}} window 40 mask_captures(%{{.*}} : tensor<200xi32>) {attn.tile_plan = {key_block = 64 : i64, query_block = 8 : i64, rows = 8 : i64}}
+// CHECK: attn.attention {{.*}} window 40 mask_captures(%{{.*}} : tensor<200xi32>) {attn.tile_plan = {key_block = 64 : i64, query_block = 12 : i64, rows = 12 : i64}}
 // CHECK: mask_mod
 // CHECK: tensor.extract
 func.func @documents_and_causal(%q: tensor<1x2x200x16xf32>, %doc: tensor<200xi32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
@@ -102,7 +103,7 @@ func.func @one_sided(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, ten
 // the same way.
 // CHECK-LABEL: func.func @planned
 // CHECK: attn.tile_plan = {key_block = 32 : i64, query_block = 4 : i64, rows = 4 : i64}
-// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 224 : i64, query_block = 8 : i64, rows = 8 : i64}}
+// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 224 : i64, query_block = 12 : i64, rows = 12 : i64}}
 func.func @planned(%q: tensor<1x2x200x16xf32>, %lse: tensor<1x2x200xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>) {
   %o, %l = attn.attention %q, %q, %q {attn.tile_plan = {rows = 4 : i64, query_block = 4 : i64, key_block = 32 : i64}} : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32>
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> mask_mod {
@@ -111,4 +112,20 @@ func.func @planned(%q: tensor<1x2x200x16xf32>, %lse: tensor<1x2x200xf32>) -> (te
     attn.yield %c : i1
   }
   return %o, %dq : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>
+}
+
+// -----
+
+// Few query rows: tiles as even as 12 rows allow (13 rows: 2 tiles of 7,
+// not 12 and 1 + 11 copies of the last row); one row: a 1-row tile.
+// CHECK-LABEL: func.func @short_queries
+// CHECK: attn.attention {{.*}} {attn.tile_plan = {key_block = 32 : i64, query_block = 7 : i64, rows = 7 : i64}}
+// CHECK: attn.attention {{.*}} {attn.tile_plan = {key_block = 64 : i64, query_block = 1 : i64, rows = 1 : i64}}
+// AVX2-LABEL: func.func @short_queries
+// AVX2: attn.attention {{.*}} {attn.tile_plan = {key_block = 32 : i64, query_block = 3 : i64, rows = 3 : i64}}
+// AVX2: attn.attention {{.*}} {attn.tile_plan = {key_block = 64 : i64, query_block = 1 : i64, rows = 1 : i64}}
+func.func @short_queries(%q: tensor<1x2x13x16xf32>, %q1: tensor<1x2x1x16xf32>, %k: tensor<1x2x40x16xf32>) -> (tensor<1x2x13x16xf32>, tensor<1x2x1x16xf32>) {
+  %o, %l = attn.attention %q, %q, %q : tensor<1x2x13x16xf32>, tensor<1x2x13x16xf32>, tensor<1x2x13x16xf32> -> tensor<1x2x13x16xf32>, tensor<1x2x13xf32>
+  %o1, %l1 = attn.attention %q1, %k, %k : tensor<1x2x1x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x1x16xf32>, tensor<1x2x1xf32>
+  return %o, %o1 : tensor<1x2x13x16xf32>, tensor<1x2x1x16xf32>
 }
