@@ -41,13 +41,14 @@ TilePlan planTiles(Operation *op, const TileTarget &target) {
   // 32 registers; a 256-bit vector<16xf32> takes two of AVX2's 16
   // registers, a 128-bit one four. Measured (interleaved A/B): on AVX-512
   // (S=2048, 2 threads), 12 rows ran 4-5% faster than 8 forward and 4-6%
-  // backward at D=64 and 128, causal or not; 10 and 14 as fast as 12, 16
-  // (spills) 48% slower; on x86-64-v3 (S=1024, D=64), 3 rows ran 19%
+  // backward at D=64 and 128, causal or not; 10 and 14 within 3% of 12,
+  // 16 (spills) 48% slower; on x86-64-v3 (S=1024, D=64), 3 rows ran 19%
   // faster than 2, 32% than 4, 28% than 6 and (backward) 23% than 8; on
   // x86-64, 1 row 5% faster than 2 and 7% than 8.
-  int64_t maxRows =
-      target.vectorBits >= 512 ? 12 : target.vectorBits >= 256 ? 3 : 1;
-  int64_t visible = 0, queryTiles = 1, sq = 1;
+  int64_t maxRows = target.vectorBits >= 512   ? 12
+                    : target.vectorBits >= 256 ? 3
+                                               : 1;
+  int64_t visible = 0, sq = 0;
   if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
     visible = visibleKeys(fwd);
     sq = cast<ShapedType>(fwd.getQuery().getType()).getShape()[2];
@@ -55,17 +56,19 @@ TilePlan planTiles(Operation *op, const TileTarget &target) {
     visible = visibleKeys(grad);
     sq = cast<ShapedType>(grad.getQuery().getType()).getShape()[2];
   }
-  // As few tiles as maxRows allows, of rows as even as they can be: the
-  // rows past Sq only repeat its last row (Sq = 13: 2 tiles of 7, not 12
-  // and 1 + 11 copies).
-  sq = std::max<int64_t>(sq, 1);
-  int64_t tiles = (sq + maxRows - 1) / maxRows;
-  plan.rows = (sq + tiles - 1) / tiles;
-  // Projections and merges (GEMMs over B * S rows) keep 8 on AVX-512:
-  // 12 was not measured faster there (the MHA layer's forward and backward
-  // within noise).
-  if (!isa<attn::AttentionOp, attn::AttentionGradOp>(op))
+  if (sq > 0) {
+    // As few tiles as maxRows allows, of rows as even as they can be: the
+    // rows past Sq only repeat its last row (Sq = 13: 2 tiles of 7, not 12
+    // and 1 + 11 copies).
+    int64_t tiles = (sq + maxRows - 1) / maxRows;
+    plan.rows = (sq + tiles - 1) / tiles;
+  } else {
+    // Projections and merges (GEMMs over B * S rows) keep 8 on AVX-512:
+    // 12 was not measured faster there (the MHA layer's forward and
+    // backward within noise).
     plan.rows = std::min<int64_t>(maxRows, 8);
+  }
+  int64_t queryTiles = 1;
   if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
     ArrayRef<int64_t> q = cast<ShapedType>(fwd.getQuery().getType()).getShape();
     queryTiles = q[0] * q[1] * ((q[2] + plan.rows - 1) / plan.rows);

@@ -157,7 +157,8 @@ protected:
           loop(0, Skv, [&](Value j) {
             for (int64_t w = 0; w < vectors; ++w)
               vector::StoreOp::create(
-                  b, loadVectorF32(args[0], ValueRange{bi, g, j, idx(w * kLanes)}),
+                  b,
+                  loadVectorF32(args[0], ValueRange{bi, g, j, idx(w * kLanes)}),
                   args[1],
                   ValueRange{bi, g, idx(w / 2), j, idx(w % 2 * kLanes)});
           });
@@ -315,7 +316,8 @@ protected:
       cols.push_back(arith::AddIOp::create(b, col, idx(w * kLanes)));
     // x chunked ([B, Hkv, chunks, S, 32], chunkedValues) or as given.
     bool chunked = shapeOf(x).size() == 5;
-    Value chunk = arith::DivUIOp::create(b, col, idx(2 * kLanes));
+    Value chunk =
+        chunked ? arith::DivUIOp::create(b, col, idx(2 * kLanes)) : Value();
     SmallVector<Value> acc;
     for (int64_t r = 0; r < rows; ++r) {
       Value scaleRow;
@@ -336,10 +338,10 @@ protected:
       Value key = arith::AddIOp::create(b, j0, j);
       SmallVector<Value> xs;
       for (int64_t w = 0; w < n; ++w)
-        xs.push_back(
-            chunked ? loadVectorF32(x, ValueRange{bi, g, chunk, key,
-                                                  idx(w * kLanes)})
-                    : loadVectorF32(x, ValueRange{bi, g, key, cols[w]}));
+        xs.push_back(chunked
+                         ? loadVectorF32(x, ValueRange{bi, g, chunk, key,
+                                                       idx(w * kLanes)})
+                         : loadVectorF32(x, ValueRange{bi, g, key, cols[w]}));
       SmallVector<Value> next(jLoop.getRegionIterArgs());
       for (int64_t r = 0; r < rows; ++r) {
         Value coef = splat(memref::LoadOp::create(b, c, ValueRange{idx(r), j}));
