@@ -173,6 +173,16 @@ bool applyRule(OpBuilder &b, Location loc, Operation *op, Value g,
       .Default([&](Operation *) { return false; });
 }
 
+/// Whether the rule of `op` gives every operand its adjoint g, -g or a
+/// select of g and 0 (0 stays 0); the others multiply g by a derivative,
+/// which can be inf or NaN.
+bool passesAdjointThrough(Operation *op) {
+  return isa<arith::AddFOp, arith::SubFOp, arith::NegFOp, arith::ExtFOp,
+             arith::TruncFOp, arith::SelectOp, arith::MaximumFOp,
+             arith::MaxNumFOp, arith::MinimumFOp, arith::MinNumFOp,
+             math::AbsFOp>(op);
+}
+
 /// Whether an op of a score_mod region needs a rule: it makes a float.
 bool producesFloat(Operation *op) {
   return llvm::any_of(op->getResultTypes(),
@@ -271,6 +281,21 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
     bool known = applyRule(b, loc, clone, g, operandAdjoints);
     assert(known && "checkDifferentiable admits only ops with rules");
     (void)known;
+    // An adjoint of 0 gives 0, whatever the derivative: a masked score
+    // (P = 0) takes no gradient where the score_mod's derivative is inf or
+    // NaN (an ALiBi bias through exp((i - j) / 2) for far keys, sqrt(i - j)
+    // above the causal diagonal), nor does a term whose adjoint underflowed
+    // (SiLU x / (1 + exp(-x)) at x = -100: the divf's adjoint of 1 +
+    // exp(-x) is 0, exp's derivative inf). 0 * inf made dQ NaN.
+    if (!passesAdjointThrough(&op)) {
+      Value zeroIn = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, g,
+                                           constantLike(b, loc, g, 0.0));
+      for (Value &contribution : operandAdjoints)
+        if (contribution)
+          contribution = arith::SelectOp::create(
+              b, loc, zeroIn, constantLike(b, loc, contribution, 0.0),
+              contribution);
+    }
     for (auto [operand, contribution] :
          llvm::zip(op.getOperands(), operandAdjoints))
       if (contribution && isa<FloatType>(operand.getType()))
@@ -279,20 +304,6 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
   result.scoreAdjoint = adjoint.lookup(block.getArgument(0));
   if (!result.scoreAdjoint)
     result.scoreAdjoint = constantLike(b, loc, seed, 0.0);
-  // 0 where the seed is 0: masked scores (P = 0) take no gradient, even
-  // where the score_mod's derivative is inf or NaN there (an ALiBi bias
-  // through exp((i - j) / 2) for far keys, sqrt(i - j) above the causal
-  // diagonal: 0 * inf made dQ NaN).
-  Value unseeded = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                         seed, constantLike(b, loc, seed, 0.0));
-  auto zeroIfUnseeded = [&](Value x) {
-    return arith::SelectOp::create(b, loc, unseeded,
-                                   constantLike(b, loc, x, 0.0), x)
-        .getResult();
-  };
-  result.scoreAdjoint = zeroIfUnseeded(result.scoreAdjoint);
-  for (CaptureAdjoint &read : result.captures)
-    read.adjoint = zeroIfUnseeded(read.adjoint);
   return result;
 }
 

@@ -191,6 +191,18 @@ func.func @unsigned_window(%q: tensor<1x1x20x16xf32>, %k: tensor<1x1x20x16xf32>,
 // OVERFLOW: gradient  d_q          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
 // OVERFLOW: check passed
 
+// An adjoint that underflows to 0 before a derivative that overflows
+// (SiLU of t = s - (i - j) on far keys): 0, not 0 * inf = NaN, in the flash
+// kernels and the unfused lowering.
+// RUN: attnc run %S/Inputs/silu_underflow.mlir --check | FileCheck %s --check-prefix=SILU
+// SILU: @silu_flash
+// SILU: gradient  d_q          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// SILU: gradient  d_k          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// SILU: @silu_unfused
+// SILU: gradient  d_q          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// SILU: gradient  d_k          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// SILU: check passed
+
 // math.rsqrt in a region: its vector expansion leaves ub.poison, which the
 // CPU pipeline converts (translation to LLVM IR failed on it).
 // RUN: attnc run %S/Inputs/rsqrt_score_mod.mlir --check --no-backward | FileCheck %s --check-prefix=RSQRT
