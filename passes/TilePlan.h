@@ -35,9 +35,10 @@ struct TileTarget {
 inline constexpr llvm::StringLiteral kTilePlanAttrName = "attn.tile_plan";
 inline constexpr int64_t kMaxTileRows = 16, kMaxKeyBlock = 256,
                          kMaxQueryTiles = 16;
-/// The rows and keys of an AMX tile of f32 scores, and the keys of an AMX
-/// step (4 score tiles, with A and B: AMX has 8 tile registers).
-inline constexpr int64_t kAmxRows = 16, kMaxAmxKeyBlock = 64;
+/// The rows and keys of an AMX tile of f32 scores, and the most keys of an
+/// AMX step (its scores 4 tiles at a time: with A and B, AMX has 8 tile
+/// registers).
+inline constexpr int64_t kAmxRows = 16, kMaxAmxKeyBlock = 256;
 
 /// Whether the forward of `op` runs on AMX tiles on `target`: bf16 Q, K
 /// and V, D a multiple of 32 and Dv of 16 (whole tiles).

@@ -815,30 +815,35 @@ private:
 
   /// pBuf[16, 32 blockTiles] = the query tile's rows (bf16, [G, 16, D])
   /// times the keys of the step from 32-key tile `tile`: 2 blockTiles
-  /// 16 x 16 tiles (at most 4 with A and B: AMX has 8 tile registers),
+  /// 16 x 16 tiles, 4 at a time (with A and B: AMX has 8 tile registers),
   /// D / 32 products each.
   void amxScores(Value qRows, Value t, Value kp, Value bi, Value g,
                  Value tile, Value pBuf) {
     auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
     auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
-    int64_t n = 2 * blockTiles;
-    SmallVector<Value> c;
-    for (int64_t w = 0; w < n; ++w)
-      c.push_back(amx::TileZeroOp::create(b, cType));
-    Value t16 = arith::MulIOp::create(b, tile, idx(2));
-    for (int64_t dc = 0; dc < D / 32; ++dc) {
-      Value a = amx::TileLoadOp::create(b, aType, qRows,
-                                        ValueRange{t, idx(0), idx(32 * dc)});
-      for (int64_t w = 0; w < n; ++w) {
-        Value bTile = amx::TileLoadOp::create(
-            b, aType, kp,
-            ValueRange{bi, g, arith::AddIOp::create(b, t16, idx(w)),
-                       idx(16 * dc), idx(0)});
-        c[w] = amx::TileMulFOp::create(b, cType, a, bTile, c[w]);
+    // Up to 4 C tiles at a time (64 keys), in sub-steps over the step.
+    for (int64_t first = 0; first < 2 * blockTiles; first += 4) {
+      int64_t n = std::min<int64_t>(4, 2 * blockTiles - first);
+      SmallVector<Value> c;
+      for (int64_t w = 0; w < n; ++w)
+        c.push_back(amx::TileZeroOp::create(b, cType));
+      Value t16 = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, tile, idx(2)), idx(first));
+      for (int64_t dc = 0; dc < D / 32; ++dc) {
+        Value a = amx::TileLoadOp::create(b, aType, qRows,
+                                          ValueRange{t, idx(0), idx(32 * dc)});
+        for (int64_t w = 0; w < n; ++w) {
+          Value bTile = amx::TileLoadOp::create(
+              b, aType, kp,
+              ValueRange{bi, g, arith::AddIOp::create(b, t16, idx(w)),
+                         idx(16 * dc), idx(0)});
+          c[w] = amx::TileMulFOp::create(b, cType, a, bTile, c[w]);
+        }
       }
+      for (int64_t w = 0; w < n; ++w)
+        amx::TileStoreOp::create(
+            b, pBuf, ValueRange{idx(0), idx(16 * (first + w))}, c[w]);
     }
-    for (int64_t w = 0; w < n; ++w)
-      amx::TileStoreOp::create(b, pBuf, ValueRange{idx(0), idx(16 * w)}, c[w]);
   }
 
   /// O = alpha O + P V for the step's P (bf16, written by the softmax)
@@ -849,10 +854,18 @@ private:
     Value alphaBuf = scratch[4], pPairs = scratch[6], pv = scratch[7];
     auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
     auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
+    // P's tiles held in tile registers when they fit beside A and C (up
+    // to 2), else loaded per column tile.
+    bool hold = blockTiles <= 2;
+    auto pTile = [&](int64_t t) {
+      return amx::TileLoadOp::create(b, aType, pPairs,
+                                     ValueRange{idx(0), idx(t * kCols)})
+          .getResult();
+    };
     SmallVector<Value> a;
-    for (int64_t t = 0; t < blockTiles; ++t)
-      a.push_back(amx::TileLoadOp::create(b, aType, pPairs,
-                                          ValueRange{idx(0), idx(t * kCols)}));
+    if (hold)
+      for (int64_t t = 0; t < blockTiles; ++t)
+        a.push_back(pTile(t));
     for (int64_t c = 0; c < Dv; c += kAmxRows) {
       Value prod = amx::TileZeroOp::create(b, cType);
       for (int64_t t = 0; t < blockTiles; ++t) {
@@ -860,7 +873,8 @@ private:
             b, aType, vp,
             ValueRange{bi, g, arith::AddIOp::create(b, tile, idx(t)), idx(0),
                        idx(2 * c)});
-        prod = amx::TileMulFOp::create(b, cType, a[t], bTile, prod);
+        prod = amx::TileMulFOp::create(b, cType, hold ? a[t] : pTile(t), bTile,
+                                       prod);
       }
       amx::TileStoreOp::create(b, pv, ValueRange{idx(0), idx(c)}, prod);
     }

@@ -29,15 +29,26 @@ func.func @forward(%q: tensor<1x2x20x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: t
   return %o, %lse : tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
 }
 
-// With more keys, 64-key steps: four score tiles (the most that fit AMX's
-// eight tile registers with A and B), P V over two 32-key tiles per tile
-// of 16 columns.
+// With more keys, steps of all 200 (224 in whole 32-key tiles): 14 score
+// tiles, 4 at a time (the most that fit AMX's eight tile registers with A
+// and B; zeroed, multiplied over D / 32 and stored per group of 4), then
+// P V over the seven 32-key tiles per tile of 16 columns, P's tiles loaded
+// for each (7 do not fit beside A and C).
 // PLAN-LABEL: func.func @long
-// PLAN: attn.tile_plan = {key_block = 64 : i64, query_block = 16 : i64, rows = 16 : i64}
+// PLAN: attn.tile_plan = {key_block = 224 : i64, query_block = 16 : i64, rows = 16 : i64}
 // CHECK-LABEL: func.func private @__attnc_flash_forward_0
-// CHECK-COUNT-4: amx.tile_store %{{.*}} : memref<16x64xf32>, !amx.tile<16x16xf32>
-// CHECK: amx.tile_load {{.*}} : memref<16x64xbf16> into !amx.tile<16x32xbf16>
-// CHECK: amx.tile_load {{.*}} : memref<16x64xbf16> into !amx.tile<16x32xbf16>
+// CHECK-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK-COUNT-4: amx.tile_store %{{.*}} : memref<16x224xf32>, !amx.tile<16x16xf32>
+// CHECK-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK-COUNT-4: amx.tile_store %{{.*}} : memref<16x224xf32>, !amx.tile<16x16xf32>
+// CHECK-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK-COUNT-4: amx.tile_store %{{.*}} : memref<16x224xf32>, !amx.tile<16x16xf32>
+// CHECK-COUNT-2: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK-COUNT-2: amx.tile_store %{{.*}} : memref<16x224xf32>, !amx.tile<16x16xf32>
+// CHECK-NOT: amx.tile_store %{{.*}} : memref<16x224xf32>
+// CHECK: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK-COUNT-7: amx.tile_load {{.*}} : memref<16x224xbf16> into !amx.tile<16x32xbf16>
+// CHECK: amx.tile_store
 func.func @long(%q: tensor<1x2x200x64xbf16>) -> (tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>) {
   %o, %lse = attn.attention %q, %q, %q : tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16>, tensor<1x2x200x64xbf16> -> tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>
   return %o, %lse : tensor<1x2x200x64xbf16>, tensor<1x2x200xf32>

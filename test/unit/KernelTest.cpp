@@ -661,9 +661,11 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
 }
 
 /// bf16 forwards of the shapes AMX tiles take (D a multiple of 32, Dv of
-/// 16) on a host with AMX: 16-row tiles, 32- and 64-key steps, K and V in
-/// bf16 pairs, with every mask kind, regions, grouped heads and Sq != Skv
-/// (elsewhere the same cases take the AVX-512 path).
+/// 16) on a host with AMX: 16-row tiles, steps of 32 to 256 keys (one or
+/// several of them, their scores 4 tiles at a time, P held in tile
+/// registers or not), K and V in bf16 pairs, with every mask kind,
+/// regions, grouped heads and Sq != Skv (elsewhere the same cases take the
+/// AVX-512 path).
 TEST(KernelTest, Bf16ForwardTileShapes) {
   std::mt19937_64 rng(57);
   auto pick = picker(rng);
@@ -673,7 +675,7 @@ TEST(KernelTest, Bf16ForwardTileShapes) {
     c.Hkv = pick({1, 2});
     c.H = c.Hkv * pick({1, 3});
     c.Sq = pick({1, 15, 16, 17, 70});
-    c.Skv = pick({1, 31, 33, 64, 65, 150});
+    c.Skv = pick({1, 31, 33, 64, 65, 150, 300});
     c.D = pick({32, 96, 128});
     c.Dv = pick({16, 48, 80});
     c.dtype = "bf16";
