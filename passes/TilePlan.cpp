@@ -42,7 +42,10 @@ TilePlan planTiles(Operation *op, const TileTarget &target) {
   // registers, a 128-bit one four. Measured (interleaved A/B): on AVX-512
   // (S=2048, 2 threads), 12 rows ran 4-5% faster than 8 forward and 4-6%
   // backward at D=64 and 128, causal or not; 10 and 14 within 3% of 12,
-  // 16 (spills) 48% slower; on x86-64-v3 (S=1024, D=64), 3 rows ran 19%
+  // 16 (spills) 48% slower; the cost: 19% more instructions to compile
+  // the mha_causal example (callgrind, attnc compile for sapphirerapids;
+  // not unrolling the products' loops would take that back but ran the
+  // D=64 forward 3% slower); on x86-64-v3 (S=1024, D=64), 3 rows ran 19%
   // faster than 2, 32% than 4, 28% than 6 and (backward) 23% than 8; on
   // x86-64, 1 row 5% faster than 2 and 7% than 8.
   int64_t maxRows = target.vectorBits >= 512   ? 12
