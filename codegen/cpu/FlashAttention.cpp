@@ -115,6 +115,15 @@ protected:
       parallelTasks(parent, name, captured, B * heads, noScratch, task);
   }
 
+  /// `memref`'s shape as "1x8x2048x64", for the names of functions shared
+  /// by every call site of the same operand shapes.
+  static std::string shapeName(Value memref) {
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    llvm::interleave(shapeOf(memref), os, "x");
+    return name;
+  }
+
   /// K or V transposed into key tiles [B, Hkv, tiles, width, 32], the
   /// tile count rounded up to a multiple of `tileMultiple` (zero padding).
   Value transposed(Value memref, int64_t tileMultiple = 1) {
@@ -122,11 +131,10 @@ protected:
     Value t = alloc({B, Hkv, count, shapeOf(memref)[3], kCols});
     // Transposes of one shape share one function (the backward's K and V
     // when D = Dv): the body depends on nothing but the two types.
-    std::string name = "__attnc_flash_transpose_";
-    llvm::raw_string_ostream os(name);
-    for (int64_t size : shapeOf(memref))
-      os << size << "x";
-    os << elementOf(memref) << "_" << count;
+    std::string name;
+    llvm::raw_string_ostream(name)
+        << "__attnc_flash_transpose_" << shapeName(memref) << "x"
+        << elementOf(memref) << "_" << count;
     forEachHead(
         name, {memref, t}, Hkv,
         [&](ArrayRef<Value> args, Value bi, Value g) {
@@ -146,11 +154,9 @@ protected:
   Value chunkedValues(Value v) {
     int64_t width = 2 * kLanes, vectors = Dv / kLanes;
     Value t = alloc({B, Hkv, (vectors + 1) / 2, Skv, width});
-    std::string name = "__attnc_flash_chunk_";
-    llvm::raw_string_ostream os(name);
-    for (int64_t size : shapeOf(v))
-      os << size << "x";
-    os << elementOf(v);
+    std::string name;
+    llvm::raw_string_ostream(name)
+        << "__attnc_flash_chunk_" << shapeName(v) << "x" << elementOf(v);
     forEachHead(
         name, {v, t}, Hkv,
         [&](ArrayRef<Value> args, Value bi, Value g) {
@@ -1215,11 +1221,8 @@ private:
   /// instructions (the backward ran as fast: 4 process pairs).
   void callAccumulateTransposed(ArrayRef<Value> args) {
     std::string name = "__attnc_flash_accumulate_transposed";
-    llvm::raw_string_ostream os(name);
-    for (Value v : args.take_front(3)) {
-      os << "_";
-      llvm::interleave(shapeOf(v), os, "x");
-    }
+    for (Value v : args.take_front(3))
+      name += "_" + shapeName(v);
     auto module = parent->getParentOfType<ModuleOp>();
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (!fn)
