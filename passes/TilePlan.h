@@ -20,7 +20,8 @@ struct TilePlan {
   /// Query rows per task of the forward, a multiple of rows: the tiles of
   /// a task visit each key block together while it is in cache.
   int64_t queryBlock = 64;
-  /// Keys per online-softmax step of the forward, a multiple of 32.
+  /// Keys per online-softmax step of the forward, a multiple of 32; of
+  /// the backward, the keys whose dK and dV one task step computes.
   int64_t keyBlock = 128;
 };
 
@@ -40,6 +41,11 @@ inline constexpr int64_t kMaxTileRows = 16, kMaxKeyBlock = 256,
 /// registers).
 inline constexpr int64_t kAmxRows = 16, kMaxAmxKeyBlock = 256;
 
+/// The most keys a backward key block of keys D and values Dv wide takes:
+/// 128, halved while keys * (D + Dv) exceeds 2^15 floats (its per-thread
+/// scratch, on the stack, then stays under about 0.5 MB).
+int64_t maxBackwardKeyBlock(int64_t d, int64_t dv);
+
 /// Whether the forward of `op` runs on AMX tiles on `target`: bf16 Q, K
 /// and V, D a multiple of 32 and Dv of 16 (whole tiles).
 bool usesAmxTiles(mlir::Operation *op, const TileTarget &target);
@@ -49,7 +55,7 @@ TilePlan planTiles(mlir::Operation *op, const TileTarget &target);
 
 /// The plan recorded on `op`, if any; emits an error at the op and fails
 /// when the attribute is malformed (rows outside [1, 16], query_block not
-/// 1 to 16 times rows, key_block not a positive multiple of 32 up to 128).
+/// 1 to 16 times rows, key_block not a positive multiple of 32 up to 256).
 mlir::FailureOr<std::optional<TilePlan>> readTilePlan(mlir::Operation *op);
 void writeTilePlan(mlir::Operation *op, const TilePlan &plan);
 

@@ -43,24 +43,34 @@ bool isFloatTensor(Value v) {
   return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
+/// The key tiles of a backward key block: the plan's, within
+/// maxBackwardKeyBlock (a hand-written plan may ask for more).
+int64_t backwardBlockTiles(attn::AttentionGradOp op, const TilePlan &plan) {
+  int64_t most =
+      maxBackwardKeyBlock(shapeOf(op.getQuery())[3], shapeOf(op.getValue())[3]);
+  return std::min(plan.keyBlock, most) / KernelBuilder::kCols;
+}
+
 /// The backward's dK/dV tasks per (batch, KV head): split s takes key
-/// tiles s, s + splits, ... (interleaved, so that causal masks balance) and
-/// accumulates dQ over them in its own f32 copy, the copies summed in split
-/// order afterwards (deterministic for any thread count). Enough splits for
-/// 32 tasks, no more than the key tiles, at most 64 MB of copies, and at
-/// most one per 1024 keys a query row sees: each copy costs memory traffic
-/// per query row (zeroing, accumulating, the final sum) that only that much
-/// work hides. Measured on 2 threads (B = 1, H = 8, D = 64, interleaved
-/// A/B): with a 256-key window and 2 KV heads, 1 split ran 2x as fast as
-/// 16; at S = 2048, 1 split ran 9% faster than 4 causal, and 2 splits 4%
-/// faster than 4 without a mask (1.5-4% faster than at one per 512 keys).
-int64_t backwardSplits(attn::AttentionGradOp op, int64_t rows) {
+/// blocks s, s + splits, ... (interleaved, so that causal masks balance)
+/// and accumulates dQ over them in its own f32 copy, the copies summed in
+/// split order afterwards (deterministic for any thread count). Enough
+/// splits for 32 tasks, no more than the key blocks, at most 64 MB of
+/// copies, and at most one per 1024 keys a query row sees: each copy costs
+/// memory traffic per query row (zeroing, accumulating, the final sum) that
+/// only that much work hides. Measured on 2 threads (B = 1, H = 8, D = 64,
+/// interleaved A/B): with a 256-key window and 2 KV heads, 1 split ran 2x
+/// as fast as 16; at S = 2048, 1 split ran 9% faster than 4 causal, and 2
+/// splits 4% faster than 4 without a mask (1.5-4% faster than at one per
+/// 512 keys).
+int64_t backwardSplits(attn::AttentionGradOp op, const TilePlan &plan) {
+  int64_t rows = plan.rows;
   ArrayRef<int64_t> q = shapeOf(op.getQuery());
   int64_t hkv = shapeOf(op.getKey())[1], skv = shapeOf(op.getKey())[2];
   int64_t copyFloats = q[0] * q[1] * ((q[2] + rows - 1) / rows) * rows * q[3];
+  int64_t blockKeys = backwardBlockTiles(op, plan) * KernelBuilder::kCols;
   int64_t splits = std::min<int64_t>((32 + q[0] * hkv - 1) / (q[0] * hkv),
-                                     (skv + KernelBuilder::kCols - 1) /
-                                         KernelBuilder::kCols);
+                                     (skv + blockKeys - 1) / blockKeys);
   // Keys a query row sees on average, at most (Sq = Skv when causal).
   int64_t visibleKeys = op.getWindow() ? std::min<int64_t>(*op.getWindow(), skv)
                         : op.getCausal() ? (skv + 1) / 2
@@ -298,22 +308,29 @@ protected:
     return masks;
   }
 
-  /// y[r, :] = alpha[r] * y[r, :] + sum_{j < valid} c[r, j] * x[bi, g, j0 + j, :]
-  /// (x's width a multiple of 16); a null `alpha` (a memref of rows scalars)
-  /// means 1. Columns go 32 at a time through a loop, then a 16-wide tail.
+  /// y[r, :] = alpha[r] * y[r, :] + sum_{j < valid} c[r, j] * x[bi, g, j0 + j,
+  /// :] (x's width a multiple of 16); a null `alpha` (a memref of rows scalars)
+  /// means 1.
   void rowsTimesKeys(Value y, Value c, Value x, Value bi, Value g, Value j0,
                      Value valid, Value alpha) {
-    int64_t width = shapeOf(y).back(), pairs = width / (2 * kLanes);
-    if (pairs)
-      loop(idx(0), idx(pairs * 2 * kLanes), 2 * kLanes, [&](Value col) {
-        rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha, col, 2);
-      });
-    if (width % (2 * kLanes))
-      rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha,
-                           idx(pairs * 2 * kLanes), 1);
+    forColumns(shapeOf(y).back(), [&](Value col, int64_t n) {
+      rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha, col, n);
+    });
   }
 
-  /// rowsTimesKeys for the n vectors of columns from `col`.
+  /// body(col, n) for the columns of a row `width` wide (a multiple of 16),
+  /// n vectors from col: 32 at a time through a loop, then a 16-wide tail.
+  void forColumns(int64_t width, function_ref<void(Value, int64_t)> body) {
+    int64_t pairs = width / (2 * kLanes);
+    if (pairs)
+      loop(idx(0), idx(pairs * 2 * kLanes), 2 * kLanes,
+           [&](Value col) { body(col, 2); });
+    if (width % (2 * kLanes))
+      body(idx(pairs * 2 * kLanes), 1);
+  }
+
+  /// rowsTimesKeys for the n vectors of columns from `col`. c may also be
+  /// in key tiles, [tiles, rows, 32]: c[r, j] is then c[j / 32, r, j % 32].
   void rowsTimesKeysColumns(Value y, Value c, Value x, Value bi, Value g,
                             Value j0, Value valid, Value alpha, Value col,
                             int64_t n) {
@@ -349,8 +366,16 @@ protected:
                                                        idx(w * kLanes)})
                          : loadVectorF32(x, ValueRange{bi, g, key, cols[w]}));
       SmallVector<Value> next(jLoop.getRegionIterArgs());
+      bool tiled = shapeOf(c).size() == 3;
+      Value keyTile, lane;
+      if (tiled) {
+        keyTile = arith::DivUIOp::create(b, j, idx(kCols));
+        lane = arith::RemUIOp::create(b, j, idx(kCols));
+      }
       for (int64_t r = 0; r < rows; ++r) {
-        Value coef = splat(memref::LoadOp::create(b, c, ValueRange{idx(r), j}));
+        Value coef = splat(memref::LoadOp::create(
+            b, c,
+            tiled ? ValueRange{keyTile, idx(r), lane} : ValueRange{idx(r), j}));
         for (int64_t w = 0; w < n; ++w)
           next[r * n + w] =
               vector::FMAOp::create(b, coef, xs[w], next[r * n + w]);
@@ -431,15 +456,23 @@ protected:
             ValueRange{idx(r), arith::AddIOp::create(b, col, idx(w * kLanes))});
   }
 
-  /// Zeros a 2-d f32 buffer whose rows are a multiple of 16 wide.
+  /// Zeros a 2-d or 3-d f32 buffer whose rows are a multiple of 16 wide.
   void zero(Value buffer) {
     ArrayRef<int64_t> s = shapeOf(buffer);
     Value zeros = splat(f(0.0f));
-    loop(0, s[0], [&](Value r) {
-      loop(idx(0), idx(s[1]), kLanes, [&](Value c) {
-        vector::StoreOp::create(b, zeros, buffer, ValueRange{r, c});
+    auto rows = [&](ValueRange leading) {
+      loop(0, s[s.size() - 2], [&](Value r) {
+        loop(idx(0), idx(s.back()), kLanes, [&](Value c) {
+          SmallVector<Value> at(leading);
+          at.append({r, c});
+          vector::StoreOp::create(b, zeros, buffer, at);
+        });
       });
-    });
+    };
+    if (s.size() == 3)
+      loop(0, s[0], [&](Value t) { rows(t); });
+    else
+      rows({});
   }
 
   /// buffer[leading..., from : from + count, ...] (the whole next dimension
@@ -912,8 +945,9 @@ private:
 class FlashBackward : public FlashCommon {
 public:
   FlashBackward(ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
-                int64_t rows, const TileTarget &target)
-      : FlashCommon(b, op, rows, target), op(op) {
+                const TilePlan &plan, const TileTarget &target)
+      : FlashCommon(b, op, plan.rows, target),
+        blockTiles(backwardBlockTiles(op, plan)), plan(plan), op(op) {
     for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
       if (isFloatTensor(capture))
         floatCaptures.push_back(k);
@@ -932,7 +966,7 @@ public:
           dV = alloc({B, Hkv, Skv, Dv}, elementOf(op.getValue()));
 
     int64_t qTiles = (Sq + rows - 1) / rows;
-    splits = backwardSplits(op, rows);
+    splits = backwardSplits(op, plan);
     int64_t kvTasks = B * Hkv * splits;
     // Float captures' gradients: one partial row per task, summed in task
     // order afterwards (deterministic for any thread count).
@@ -983,12 +1017,15 @@ public:
     parallelTasks(
         parent, "__attnc_flash_backward_kv", captured1, kvTasks,
         [&](ArrayRef<Value>) {
-          return SmallVector<Value>{scratchBuffer({kChunkTiles * rows, kCols}),
-                                    scratchBuffer({kChunkTiles * rows, kCols}),
-                                    scratchBuffer({D, kCols}),
-                                    scratchBuffer({Dv, kCols}),
-                                    scratchBuffer({1, 1, 1, D, kCols}),
-                                    scratchBuffer({1, 1, 1, Dv, kCols})};
+          return SmallVector<Value>{
+              scratchBuffer({blockTiles, kChunkTiles * rows, kCols}),
+              scratchBuffer({blockTiles, kChunkTiles * rows, kCols}),
+              scratchBuffer({blockTiles, D, kCols}),
+              scratchBuffer({blockTiles, Dv, kCols}),
+              scratchBuffer({1, 1, blockTiles, D, kCols}),
+              scratchBuffer({1, 1, blockTiles, Dv, kCols}),
+              scratchBuffer({1, 1, (D / kLanes + 1) / 2, blockTiles * kCols,
+                             2 * kLanes})};
         },
         [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
           Value split = arith::RemUIOp::create(b, t, idx(splits));
@@ -996,8 +1033,8 @@ public:
           Value bi = arith::DivUIOp::create(b, bg, idx(Hkv)),
                 g = arith::RemUIOp::create(b, bg, idx(Hkv));
           zeroCopies(args[9], split, bi, g);
-          loop(split, idx(tiles), splits, [&](Value tile) {
-            keyTileTask(args, scratch, bi, g, tile, split, t);
+          loop(split, idx(keyBlocks()), splits, [&](Value block) {
+            keyBlockTask(args, scratch, bi, g, block, split, t);
           });
         });
     // dQ: the splits' copies summed in order.
@@ -1162,22 +1199,21 @@ private:
   }
 
   /// P = exp(S' - LSE) and dS = scale * P * (dP - Delta) * dS'/dS of the
-  /// rows x 32 tile of rows i0.. into pBuf and dsBuf (0 outside each row's
-  /// [lo, hi); rows past Sq see no key, so that they add no capture
-  /// gradient); the task's rows of the float captures' partial gradients
-  /// receive theirs. `common`: qT, K, V, dOT, lse, delta; `rest`: pBuf,
-  /// dsBuf, the key tile's K^T and V^T ([1, 1, 1, D or Dv, 32]), bi, h, j0,
-  /// i0, limit, task.
+  /// rows x 32 tile of rows i0.. and key tile t of the block (keys from
+  /// j0) into pBuf and dsBuf (0 outside each row's [lo, hi); rows past Sq
+  /// see no key, so that they add no capture gradient); the task's rows of
+  /// the float captures' partial gradients receive theirs. `common`: qT,
+  /// K, V, dOT, lse, delta; `rest`: pBuf, dsBuf, the block's K^T and V^T
+  /// ([1, 1, tiles, D or Dv, 32]), bi, h, j0, i0, limit, task, t.
   void probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                      ArrayRef<Value> partials, ArrayRef<Value> rest) {
     Value qT = common[0], dOT = common[3], lse = common[4], delta = common[5];
     Value pBuf = rest[0], dsBuf = rest[1], ktTile = rest[2], vtTile = rest[3],
           bi = rest[4], h = rest[5], j0 = rest[6], i0 = rest[7],
-          limit = rest[8], task = rest[9];
+          limit = rest[8], task = rest[9], t = rest[10];
     Value queryTile = arith::DivUIOp::create(b, i0, idx(rows)), zero = idx(0);
-    storeTile(tileProduct(qT, {bi, h, queryTile}, ktTile, zero, zero, zero),
-              pBuf);
-    storeTile(tileProduct(dOT, {bi, h, queryTile}, vtTile, zero, zero, zero),
+    storeTile(tileProduct(qT, {bi, h, queryTile}, ktTile, zero, zero, t), pBuf);
+    storeTile(tileProduct(dOT, {bi, h, queryTile}, vtTile, zero, zero, t),
               dsBuf);
     Value whole = tileIsWhole(limit, i0, j0, /*existsOnly=*/true);
     forRows(i0, [&](Value r, Value i) {
@@ -1215,7 +1251,7 @@ private:
     });
   }
 
-  /// accumulateTransposed(args[0..2], {args[3], args[4]}, args[5], args[6])
+  /// accumulateTransposed(args[0..2], {args[3], args[4]}, args[5..8])
   /// as a call of one function per operand types: dK's and dV's (D = Dv)
   /// share it, which took mha_causal's JIT work from 1.93 to 1.81 G
   /// instructions (the backward ran as fast: 4 process pairs).
@@ -1226,10 +1262,11 @@ private:
     auto module = parent->getParentOfType<ModuleOp>();
     auto fn = module.lookupSymbol<func::FuncOp>(name);
     if (!fn)
-      fn = outline(
-          parent, name, ValueRange(args).getTypes(), [&](ArrayRef<Value> a) {
-            accumulateTransposed(a[0], a[1], a[2], {a[3], a[4]}, a[5], a[6]);
-          });
+      fn = outline(parent, name, ValueRange(args).getTypes(),
+                   [&](ArrayRef<Value> a) {
+                     accumulateTransposed(a[0], a[1], a[2], {a[3], a[4]}, a[5],
+                                          a[6], a[7], a[8]);
+                   });
     func::CallOp::create(b, fn, args);
   }
 
@@ -1249,75 +1286,170 @@ private:
     });
   }
 
-  /// The dK and dV rows of key tile `tile` of (bi, g), and its dS K terms
+  /// The key blocks of blockTiles key tiles each.
+  int64_t keyBlocks() const { return (tiles + blockTiles - 1) / blockTiles; }
+
+  /// The query rows [first, end) that can see key tile t (keys from j0 on)
+  /// under causal and window masks: i >= j0 (first a multiple of rows), and
+  /// i < j0 + 32 + W - 1 with a window.
+  std::pair<Value, Value> rowsSeeing(Value jt) {
+    Value first = idx(0), end = idx(Sq);
+    if (causal || window)
+      first = arith::MulIOp::create(b, arith::DivUIOp::create(b, jt, idx(rows)),
+                                    idx(rows));
+    if (window)
+      end = arith::MinUIOp::create(
+          b, end, arith::AddIOp::create(b, jt, idx(kCols + *window - 1)));
+    return {first, end};
+  }
+
+  /// The dK and dV rows of key block `block` of (bi, g), and its dS K terms
   /// of dQ into split `split`'s copy; `task` owns a partial row of the
   /// capture gradients.
-  void keyTileTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
-                   Value g, Value tile, Value split, Value task) {
+  void keyBlockTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
+                    Value g, Value block, Value split, Value task) {
     Value qT = args[0], dOT = args[3], dK = args[6], dV = args[7];
     Value k = args[8], copies = args[9];
     Value lengths = captureBase > 10 ? args[10] : Value();
-    // dK^T and dV^T of the key tile ([D, 32], [Dv, 32]).
+    // P, dS, dK^T and dV^T in key tiles ([tiles, chunk rows, 32], [tiles,
+    // D or Dv, 32]).
     Value pBuf = scratch[0], dsBuf = scratch[1], dkBuf = scratch[2],
-          dvBuf = scratch[3], ktTile = scratch[4], vtTile = scratch[5];
-    Value j0 = arith::MulIOp::create(b, tile, idx(kCols));
+          dvBuf = scratch[3], ktTile = scratch[4], vtTile = scratch[5],
+          kChunks = scratch[6];
+    Value tile0 = arith::MulIOp::create(b, block, idx(blockTiles));
+    Value j0 = arith::MulIOp::create(b, tile0, idx(kCols));
     zero(dkBuf);
     zero(dvBuf);
-    // K^T and V^T of this key tile only (the tile products' B operands):
-    // packed whole, they took 2 Skv D floats per KV head (128 MB at S =
-    // 16384, D = 128, 8 heads).
-    transposeTiles(k, ktTile, bi, g, tile);
-    transposeTiles(args[2], vtTile, bi, g, tile);
-    // Query tiles that can see this key tile: causal and window rows
-    // i >= j0 (and i < j0 + 32 + W - 1 for a window).
-    Value iStart = idx(0), iEnd = idx(Sq);
-    if (causal || window)
-      iStart = arith::MulIOp::create(
-          b, arith::DivUIOp::create(b, j0, idx(rows)), idx(rows));
-    if (window)
-      iEnd = arith::MinUIOp::create(
-          b, iEnd, arith::AddIOp::create(b, j0, idx(kCols + *window - 1)));
-    Value limit = keyLimit(lengths, bi);
+    // Keys of the block.
     Value valid = arith::MinUIOp::create(
-        b, idx(kCols), arith::SubIOp::create(b, idx(Skv), j0));
+        b, idx(blockTiles * kCols), arith::SubIOp::create(b, idx(Skv), j0));
+    // K^T and V^T of this key block only (the tile products' B operands):
+    // packed whole, they took 2 Skv D floats per KV head (128 MB at S =
+    // 16384, D = 128, 8 heads). And K in column chunks of 32 for dQ's
+    // product, which reads a chunk's keys as one sequential stream: read
+    // from K's rows (512 bytes apart at D = 128), its loop took 13% more
+    // time with 128-key blocks than with 32 (perf, 1 thread).
+    transposeTiles(k, ktTile, bi, g, tile0);
+    transposeTiles(args[2], vtTile, bi, g, tile0);
+    loop(idx(0), valid, 1, [&](Value j) {
+      Value key = arith::AddIOp::create(b, j0, j);
+      for (int64_t w = 0; w < D / kLanes; ++w)
+        vector::StoreOp::create(
+            b, loadVectorF32(k, ValueRange{bi, g, key, idx(w * kLanes)}),
+            kChunks,
+            ValueRange{idx(0), idx(0), idx(w / 2), j, idx(w % 2 * kLanes)});
+    });
+    Value limit = keyLimit(lengths, bi);
+    // Keys from `seen` on are seen by no row (their tiles are skipped).
+    Value seen = arith::MinUIOp::create(b, idx(Skv),
+                                        arith::MaxSIOp::create(b, limit, j0));
+    auto tileStart = [&](Value t) {
+      return arith::AddIOp::create(b, j0,
+                                   arith::MulIOp::create(b, t, idx(kCols)));
+    };
+    auto tileSeen = [&](Value jt) {
+      return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, jt, seen);
+    };
+    Value iStart = rowsSeeing(j0).first,
+          iEnd = rowsSeeing(tileStart(idx(blockTiles - 1))).second;
     int64_t group = H / Hkv;
     loop(0, group, [&](Value member) {
       Value h = arith::AddIOp::create(
           b, arith::MulIOp::create(b, g, idx(group)), member);
-      // P and dS of up to kChunkTiles query tiles, then their dV and dK
-      // terms in one pass.
+      // P and dS of up to kChunkTiles query tiles, then their dQ terms,
+      // then their dV and dK terms in one pass per key tile.
       loop(iStart, iEnd, kChunkTiles * rows, [&](Value c0) {
         Value cEnd = arith::MinUIOp::create(
             b, iEnd, arith::AddIOp::create(b, c0, idx(kChunkTiles * rows)));
         loop(c0, cEnd, rows, [&](Value i0) {
           Value at = arith::SubIOp::create(b, i0, c0);
-          Value pTile = view(pBuf, {}, at, rows),
-                dsTile = view(dsBuf, {}, at, rows);
-          probabilities(args.take_front(6),
-                        args.slice(captureBase, captures.size()),
-                        args.drop_front(partialBase),
-                        {pTile, dsTile, ktTile, vtTile, bi, h, j0, i0, limit,
-                         task});
-          rowsTimesKeys(view(copies, {split, bi, h}, i0, rows), dsTile, k, bi,
-                        g, j0, valid, Value());
+          loop(0, blockTiles, [&](Value t) {
+            Value pTile = view(pBuf, {t}, at, rows),
+                  dsTile = view(dsBuf, {t}, at, rows);
+            Value jt = tileStart(t);
+            auto [first, end] = rowsSeeing(jt);
+            Value live = arith::AndIOp::create(
+                b, tileSeen(jt),
+                arith::AndIOp::create(
+                    b,
+                    arith::CmpIOp::create(b, arith::CmpIPredicate::uge, i0,
+                                          first),
+                    arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i0,
+                                          end)));
+            auto ifOp = scf::IfOp::create(b, live, /*withElseRegion=*/true);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(ifOp.thenBlock());
+            probabilities(
+                args.take_front(6), args.slice(captureBase, captures.size()),
+                args.drop_front(partialBase),
+                {pTile, dsTile, ktTile, vtTile, bi, h, jt, i0, limit, task, t});
+            // Only dQ's product reads a tile no row sees.
+            b.setInsertionPointToStart(ifOp.elseBlock());
+            storeTile(SmallVector<Value>(2 * rows, splat(f(0.0f))), dsTile);
+          });
         });
-        Value tile0 = arith::DivUIOp::create(b, c0, idx(rows));
-        Value tiles = arith::DivUIOp::create(
-            b,
-            arith::AddIOp::create(b, arith::SubIOp::create(b, cEnd, c0),
-                                  idx(rows - 1)),
-            idx(rows));
-        for (auto [zt, c, packed] :
-             {std::tuple(dvBuf, pBuf, dOT), std::tuple(dkBuf, dsBuf, qT)})
-          callAccumulateTransposed({zt, c, packed, bi, h, tile0, tiles});
+        // dQ += dS K, a column chunk of K at a time over the chunk's query
+        // tiles (the other way round, each tile over all of K's chunks, ran
+        // the backward 9% slower at S = 2048, D = 128: interleaved A/B).
+        forColumns(D, [&](Value col, int64_t n) {
+          loop(c0, cEnd, rows, [&](Value i0) {
+            // Causal: no row of the tile sees a key past i0 + rows - 1.
+            Value keys = valid;
+            if (causal)
+              keys = arith::MinUIOp::create(
+                  b, keys,
+                  arith::SubIOp::create(
+                      b, arith::AddIOp::create(b, i0, idx(rows)), j0));
+            // The tile's rows of dS, [blockTiles, rows, 32].
+            SmallVector<OpFoldResult> offsets = {
+                b.getIndexAttr(0), arith::SubIOp::create(b, i0, c0).getResult(),
+                b.getIndexAttr(0)};
+            SmallVector<OpFoldResult> sizes = {b.getIndexAttr(blockTiles),
+                                               b.getIndexAttr(rows),
+                                               b.getIndexAttr(kCols)};
+            SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+            Value dsRows =
+                memref::SubViewOp::create(b, dsBuf, offsets, sizes, strides);
+            rowsTimesKeysColumns(view(copies, {split, bi, h}, i0, rows), dsRows,
+                                 kChunks, idx(0), idx(0), idx(0), keys, Value(),
+                                 col, n);
+          });
+        });
+        // dV^T += dO^T P and dK^T += Q^T dS per key tile, over the chunk's
+        // query tiles that see it.
+        loop(0, blockTiles, [&](Value t) {
+          Value jt = tileStart(t);
+          auto [first, end] = rowsSeeing(jt);
+          Value lo = arith::MaxUIOp::create(b, c0, first),
+                hi = arith::MinUIOp::create(b, cEnd, end);
+          Value any = arith::AndIOp::create(
+              b, tileSeen(jt),
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, lo, hi));
+          auto ifOp = scf::IfOp::create(b, any, /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          Value count = arith::DivUIOp::create(
+              b,
+              arith::AddIOp::create(b, arith::SubIOp::create(b, hi, lo),
+                                    idx(rows - 1)),
+              idx(rows));
+          Value row0 = arith::SubIOp::create(b, lo, c0);
+          for (auto [zt, c, packed] :
+               {std::tuple(dvBuf, pBuf, dOT), std::tuple(dkBuf, dsBuf, qT)})
+            callAccumulateTransposed({zt, c, packed, bi, h,
+                                      arith::DivUIOp::create(b, lo, idx(rows)),
+                                      count, t, row0});
+        });
       });
     });
     loop(idx(0), valid, 1, [&](Value j) {
       Value key = arith::AddIOp::create(b, j0, j);
+      Value t = arith::DivUIOp::create(b, j, idx(kCols)),
+            lane = arith::RemUIOp::create(b, j, idx(kCols));
       for (auto [grad, buffer, width] :
            {std::tuple(dK, dkBuf, D), std::tuple(dV, dvBuf, Dv)})
         copyLoop(0, width, [&, grad = grad, buffer = buffer](Value c) {
-          storeScalar(memref::LoadOp::create(b, buffer, ValueRange{c, j}),
+          storeScalar(memref::LoadOp::create(b, buffer, ValueRange{t, c, lane}),
                       grad, ValueRange{bi, g, key, c});
         });
     });
@@ -1440,9 +1572,11 @@ private:
   }
 
   /// The query tiles whose P and dS one pass of accumulateTransposed sums
-  /// into a key tile's dK and dV (two [8 tiles x rows, 32] f32 scratch
-  /// tiles: 24 KB with AVX-512's 12-row tiles).
+  /// into a key block's dK and dV (two [blockTiles, 8 tiles x rows, 32] f32
+  /// scratch buffers).
   static constexpr int64_t kChunkTiles = 8;
+  const int64_t blockTiles; // key tiles per key block
+  TilePlan plan;
 
   attn::AttentionGradOp op;
   int64_t splits = 1; // see backwardSplits
@@ -1471,7 +1605,7 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op,
   // Float captures take a partial gradient per task: at most 2^24 floats
   // (64 MB) of them, else the unfused lowering.
   ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
-  int64_t tasks = q[0] * k[1] * backwardSplits(op, plan.rows);
+  int64_t tasks = q[0] * k[1] * backwardSplits(op, plan);
   int64_t partialFloats = 0;
   for (Value capture : op.getScoreCaptures())
     if (isFloatTensor(capture))
@@ -1502,7 +1636,7 @@ SmallVector<Value> buildFlashAttentionGradCpu(OpBuilder &builder,
                                               const TilePlan &plan,
                                               const TileTarget &target) {
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  return FlashBackward(b, op, plan.rows, target).build();
+  return FlashBackward(b, op, plan, target).build();
 }
 
 } // namespace attnc

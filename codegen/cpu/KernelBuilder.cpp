@@ -164,23 +164,24 @@ SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
 
 void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
                                function_ref<Value(Value, Value)> load,
-                               Value panel) {
+                               Value panel, int64_t count) {
   ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
   int64_t width = d[d.size() - 2], padded = d[d.size() - 3] * kCols;
   Value first = idx(0), end = idx(padded);
   if (panel) {
     first = arith::MulIOp::create(b, panel, idx(kCols));
-    end = arith::AddIOp::create(b, first, idx(kCols));
+    end = arith::AddIOp::create(b, first, idx(count * kCols));
   }
+  // A destination of just the `count` panels asked for holds them from 0.
+  bool fromZero = panel && padded == count * kCols;
   loop(first, end, 1, [&](Value n) {
     Value inside =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, n, idx(length));
     Value nc = arith::MinUIOp::create(b, n, idx(length - 1));
     SmallVector<Value> at(prefix);
-    // A destination of one panel holds whichever was asked for.
-    at.push_back(panel && padded == kCols
-                     ? idx(0)
-                     : arith::DivUIOp::create(b, n, idx(kCols)).getResult());
+    at.push_back(arith::DivUIOp::create(
+        b, fromZero ? arith::SubIOp::create(b, n, first).getResult() : n,
+        idx(kCols)));
     Value lane = arith::RemUIOp::create(b, n, idx(kCols));
     copyLoop(0, width, [&](Value k) {
       Value x = load(k, nc);
@@ -205,7 +206,7 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
         return memref::LoadOp::create(b, src, ValueRange{bi, g, j, d})
             .getResult();
       },
-      tile);
+      tile, tile ? cast<MemRefType>(dst.getType()).getShape()[2] : 1);
 }
 
 void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
@@ -242,7 +243,7 @@ void KernelBuilder::packTiles(Value a, Value dst, Value bi, Value h) {
 
 void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
                                          ValueRange prefix, Value tile0,
-                                         Value tiles) {
+                                         Value tiles, Value block, Value row0) {
   // Summed over a whole chunk of tiles rather than tile by tile: with one
   // tile's 8 rows per pass, every d loaded and stored its two sums per 16
   // FMAs, and the backward's two transposed products took 39% of its time
@@ -250,21 +251,32 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
   // D=64, 1 thread). Summed over 8 tiles, the backward ran 12-15% faster
   // (D=64, D=128 and causal; interleaved A/B). The order of the FMAs into
   // each sum is the same, so are the results.
-  int64_t width = cast<MemRefType>(zt.getType()).getShape()[0];
-  auto block = [&](Value d0, int64_t count) {
+  ArrayRef<int64_t> ztShape = cast<MemRefType>(zt.getType()).getShape();
+  int64_t width = ztShape[ztShape.size() - 2];
+  if (!row0)
+    row0 = idx(0);
+  // zt[block, ...] and c[block, ...] with a block.
+  auto at = [&](Value i, int64_t w) {
+    SmallVector<Value, 3> indices;
+    if (block)
+      indices.push_back(block);
+    indices.append({i, idx(w * kLanes)});
+    return indices;
+  };
+  auto dBlock = [&](Value d0, int64_t count) {
     SmallVector<Value> sums;
     for (int64_t i = 0; i < count; ++i)
       for (int64_t w = 0; w < 2; ++w)
         sums.push_back(vector::LoadOp::create(
-            b, vec, zt,
-            ValueRange{arith::AddIOp::create(b, d0, idx(i)), idx(w * kLanes)}));
+            b, vec, zt, at(arith::AddIOp::create(b, d0, idx(i)), w)));
     auto tLoop = scf::ForOp::create(b, idx(0), tiles, idx(1), sums);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(tLoop.getBody());
       Value t = tLoop.getInductionVar();
       Value tile = arith::AddIOp::create(b, tile0, t);
-      Value base = arith::MulIOp::create(b, t, idx(rows));
+      Value base = arith::AddIOp::create(
+          b, row0, arith::MulIOp::create(b, t, idx(rows)));
       // The tile's rows as a loop, unrolled by 2 as tileProduct's (1.5%
       // faster than by 1, by 8 no faster). One loop over all the rows
       // (tile and row by division) cost the JIT less work, but the
@@ -278,8 +290,7 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
         Value row = arith::AddIOp::create(b, base, r);
         Value cs[2];
         for (int64_t w = 0; w < 2; ++w)
-          cs[w] = vector::LoadOp::create(b, vec, c,
-                                         ValueRange{row, idx(w * kLanes)});
+          cs[w] = vector::LoadOp::create(b, vec, c, at(row, w));
         SmallVector<Value> acc(rLoop.getRegionIterArgs());
         for (int64_t i = 0; i < count; ++i) {
           SmallVector<Value> at(prefix);
@@ -294,15 +305,14 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
     }
     for (int64_t i = 0; i < count; ++i)
       for (int64_t w = 0; w < 2; ++w)
-        vector::StoreOp::create(
-            b, tLoop.getResult(2 * i + w), zt,
-            ValueRange{arith::AddIOp::create(b, d0, idx(i)), idx(w * kLanes)});
+        vector::StoreOp::create(b, tLoop.getResult(2 * i + w), zt,
+                                at(arith::AddIOp::create(b, d0, idx(i)), w));
   };
   int64_t whole = width / rows * rows;
   if (whole)
-    loop(idx(0), idx(whole), rows, [&](Value d0) { block(d0, rows); });
+    loop(idx(0), idx(whole), rows, [&](Value d0) { dBlock(d0, rows); });
   if (width % rows)
-    block(idx(whole), width % rows);
+    dBlock(idx(whole), width % rows);
 }
 
 SmallVector<Value> KernelBuilder::tileProduct(Value packed, ValueRange prefix,

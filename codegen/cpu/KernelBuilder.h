@@ -68,17 +68,18 @@ public:
   /// dst[prefix..., n / 32, k, n % 32] = load(k, n) as f32 for n < length,
   /// 0 in the padding up to dst's multiple of 32: a matrix in 32-wide
   /// column panels, each one contiguous block (the tile products' B). With
-  /// `panel`, only that panel (into dst's panel 0 when dst has only one).
+  /// `panel`, only panels [panel, panel + count) (into dst's panels from 0
+  /// when dst has just `count`).
   void
   packPanels(mlir::Value dst, mlir::ValueRange prefix, int64_t length,
              llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> load,
-             mlir::Value panel = mlir::Value());
+             mlir::Value panel = mlir::Value(), int64_t count = 1);
 
   /// dst[bi, g, j / 32, d, j % 32] = src[bi, g, j, d]: K or V of one
   /// (batch, head) in key tiles (packPanels; row-major X^T would stride by
   /// S and alias in L1).
-  /// With `tile`, only that key tile, into a dst of one tile ([1, 1, 1, d,
-  /// 32]: the backward's per-task K^T and V^T).
+  /// With `tile`, only the key tiles from `tile` that dst holds ([1, 1, n,
+  /// d, 32]: the backward's per-task K^T and V^T).
   void transposeTiles(mlir::Value src, mlir::Value dst, mlir::Value bi,
                       mlir::Value g, mlir::Value tile = mlir::Value());
 
@@ -102,13 +103,17 @@ public:
                                              mlir::Value g, mlir::Value tile);
 
   /// zt[d, 0:32] += sum_r packed[prefix..., tile0 + r / rows, d, r % rows]
-  /// * c[r, 0:32] over the rows r < tiles * rows of `tiles` consecutive
-  /// packed tiles, for every d: the transposed product (dK^T += Q^T dS,
-  /// dV^T += dO^T P). `rows` d's at a time keep their 2 * rows sums in
-  /// registers over all the rows, as tileProduct does.
+  /// * c[row0 + r, 0:32] over the rows r < tiles * rows of `tiles`
+  /// consecutive packed tiles, for every d: the transposed product (dK^T
+  /// += Q^T dS, dV^T += dO^T P). `rows` d's at a time keep their 2 * rows
+  /// sums in registers over all the rows, as tileProduct does. With
+  /// `block`, zt and c have one more leading dimension, indexed by it. A
+  /// null row0 means 0.
   void accumulateTransposed(mlir::Value zt, mlir::Value c, mlir::Value packed,
                             mlir::ValueRange prefix, mlir::Value tile0,
-                            mlir::Value tiles);
+                            mlir::Value tiles,
+                            mlir::Value block = mlir::Value(),
+                            mlir::Value row0 = mlir::Value());
 
   /// A private function `name` of `types` next to `parent` (renamed if the
   /// name is taken) whose body `body(arguments)` builds; returns nothing.

@@ -61,21 +61,25 @@ func.func @forward(%q: tensor<1x4x40x16xbf16>, %k: tensor<1x2x40x16xbf16>, %v: t
 
 // -----
 
-// The backward: one outlined pass over key tiles (dK/dV per key tile from
-// the P and dS of up to 8 query tiles, K^T and V^T of the key tile packed
-// in the task, summed by one function per operand shapes, dQ's terms into
-// the split's f32 copy, rows padded to the tile), then the copies summed;
-// Delta per row.
+// The backward: one outlined pass over key blocks (of up to 4 key tiles;
+// 7 keys: 1), dK^T/dV^T per block from the P and dS of up to 8 query
+// tiles (kept per key tile), K^T and V^T of the block packed in the task
+// and K in column chunks, summed by one function per operand shapes, dQ's
+// terms into the split's f32 copy, rows padded to the tile), then the
+// copies summed; Delta per row.
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
 // CHECK-SAME: memref<1x2x2x8x16xf32>, %{{.*}}: index, %{{.*}}: index) attributes {attnc.parallel_tasks}
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<64x32xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x64x32xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x16x32xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x32x32xf32>
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x16x32xf32>
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x32x32xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x32x32xf32>
 // CHECK: memref.subview {{.*}} to memref<8x16xf32, strided<[16, 1], offset: ?>>
-// CHECK: call @__attnc_flash_accumulate_transposed_32x32_64x32_2x2x1x32x8(
-// CHECK: call @__attnc_flash_accumulate_transposed_16x32_64x32_2x2x1x16x8(
-// CHECK-LABEL: func.func private @__attnc_flash_accumulate_transposed_32x32_64x32_2x2x1x32x8
-// CHECK-LABEL: func.func private @__attnc_flash_accumulate_transposed_16x32_64x32_2x2x1x16x8
+// CHECK: call @__attnc_flash_accumulate_transposed_1x32x32_1x64x32_2x2x1x32x8(
+// CHECK: call @__attnc_flash_accumulate_transposed_1x16x32_1x64x32_2x2x1x16x8(
+// CHECK-LABEL: func.func private @__attnc_flash_accumulate_transposed_1x32x32_1x64x32_2x2x1x32x8
+// CHECK-LABEL: func.func private @__attnc_flash_accumulate_transposed_1x16x32_1x64x32_2x2x1x16x8
 // CHECK-LABEL: func.func private @__attnc_flash_dq
 // CHECK-SAME: attnc.parallel_tasks
 // CHECK-LABEL: func.func @backward
@@ -149,9 +153,14 @@ func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, 
 
 // A float capture's gradient: one partial row per task (here the 2 splits
 // of 2048 keys: one per 1024 a query row sees), zeroed first, summed in task
-// order after the pass.
+// order after the pass. Key blocks of 4 key tiles: P, dS, dK^T, dV^T, K^T,
+// V^T and K's column chunks for 128 keys.
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
 // CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-COUNT-2: memref.alloca() {alignment = 64 : i64} : memref<4x64x32xf32>
+// CHECK-COUNT-2: memref.alloca() {alignment = 64 : i64} : memref<4x16x32xf32>
+// CHECK-COUNT-2: memref.alloca() {alignment = 64 : i64} : memref<1x1x4x16x32xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x128x32xf32>
 // CHECK: vector.reduction <add>
 // CHECK: memref.store {{.*}} : memref<2x1xf32>
 // CHECK-LABEL: func.func @capture_backward

@@ -100,10 +100,10 @@ func.func @one_sided(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, ten
 // -----
 
 // A plan already there is kept; the backward op is analysed and planned
-// the same way.
+// the same way, its key blocks at most 128 keys.
 // CHECK-LABEL: func.func @planned
 // CHECK: attn.tile_plan = {key_block = 32 : i64, query_block = 4 : i64, rows = 4 : i64}
-// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 224 : i64, query_block = 12 : i64, rows = 12 : i64}}
+// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 128 : i64, query_block = 12 : i64, rows = 12 : i64}}
 func.func @planned(%q: tensor<1x2x200x16xf32>, %lse: tensor<1x2x200xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>) {
   %o, %l = attn.attention %q, %q, %q {attn.tile_plan = {rows = 4 : i64, query_block = 4 : i64, key_block = 32 : i64}} : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32>
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> mask_mod {
@@ -128,4 +128,17 @@ func.func @short_queries(%q: tensor<1x2x13x16xf32>, %q1: tensor<1x2x1x16xf32>, %
   %o, %l = attn.attention %q, %q, %q : tensor<1x2x13x16xf32>, tensor<1x2x13x16xf32>, tensor<1x2x13x16xf32> -> tensor<1x2x13x16xf32>, tensor<1x2x13xf32>
   %o1, %l1 = attn.attention %q1, %k, %k : tensor<1x2x1x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x1x16xf32>, tensor<1x2x1xf32>
   return %o, %o1 : tensor<1x2x13x16xf32>, tensor<1x2x1x16xf32>
+}
+
+// -----
+
+// Backward key blocks: 128 keys, halved while keys * (D + Dv) > 2^15
+// (D = Dv = 256: 64 keys); a window of 40 keys: the 40 + 11 a tile sees.
+// CHECK-LABEL: func.func @backward_key_blocks
+// CHECK: attn.attention_grad {{.*}} {attn.tile_plan = {key_block = 64 : i64, query_block = 12 : i64, rows = 12 : i64}}
+// CHECK: attn.attention_grad {{.*}} window 40 {attn.tile_plan = {key_block = 64 : i64, query_block = 12 : i64, rows = 12 : i64}}
+func.func @backward_key_blocks(%q: tensor<1x1x300x256xf32>, %lse: tensor<1x1x300xf32>, %q2: tensor<1x1x300x16xf32>) -> (tensor<1x1x300x256xf32>, tensor<1x1x300x16xf32>) {
+  %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q : tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>, tensor<1x1x300xf32>, tensor<1x1x300x256xf32> -> tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>
+  %dq2, %dk2, %dv2 = attn.attention_grad %q2, %q2, %q2, %q2, %lse, %q2 window 40 : tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300xf32>, tensor<1x1x300x16xf32> -> tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>
+  return %dq, %dq2 : tensor<1x1x300x256xf32>, tensor<1x1x300x16xf32>
 }
