@@ -164,24 +164,20 @@ SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
 
 void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
                                function_ref<Value(Value, Value)> load,
-                               Value panel, int64_t count) {
+                               Value panel) {
   ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
   int64_t width = d[d.size() - 2], padded = d[d.size() - 3] * kCols;
   Value first = idx(0), end = idx(padded);
   if (panel) {
     first = arith::MulIOp::create(b, panel, idx(kCols));
-    end = arith::AddIOp::create(b, first, idx(count * kCols));
+    end = arith::AddIOp::create(b, first, idx(kCols));
   }
-  // A destination of just the `count` panels asked for holds them from 0.
-  bool fromZero = panel && padded == count * kCols;
   loop(first, end, 1, [&](Value n) {
     Value inside =
         arith::CmpIOp::create(b, arith::CmpIPredicate::ult, n, idx(length));
     Value nc = arith::MinUIOp::create(b, n, idx(length - 1));
     SmallVector<Value> at(prefix);
-    at.push_back(arith::DivUIOp::create(
-        b, fromZero ? arith::SubIOp::create(b, n, first).getResult() : n,
-        idx(kCols)));
+    at.push_back(arith::DivUIOp::create(b, n, idx(kCols)));
     Value lane = arith::RemUIOp::create(b, n, idx(kCols));
     copyLoop(0, width, [&](Value k) {
       Value x = load(k, nc);
@@ -197,16 +193,70 @@ void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
 
 void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
                                    Value tile) {
+  // Each 16-key half of a tile's row d is gathered from 16 rows of src, a
+  // vector store rather than 16 scalar ones 128 bytes apart: with scalar
+  // copies the transposes took 3.8% of a causal forward (S = 2048, D =
+  // 64, perf), ~6 cycles per element.
+  ArrayRef<int64_t> s = cast<MemRefType>(src.getType()).getShape();
+  int64_t length = s[2], width = s[3];
+  Value flat = memref::CollapseShapeOp::create(
+      b, src, ArrayRef<ReassociationIndices>{{0, 1, 2, 3}});
   SmallVector<Value> prefix = {bi, g};
   if (tile)
     prefix.assign(2, idx(0));
-  packPanels(
-      dst, prefix, cast<MemRefType>(src.getType()).getShape()[2],
-      [&](Value d, Value j) {
-        return memref::LoadOp::create(b, src, ValueRange{bi, g, j, d})
-            .getResult();
-      },
-      tile, tile ? cast<MemRefType>(dst.getType()).getShape()[2] : 1);
+  Type i32 = b.getI32Type();
+  auto lanesI32 = VectorType::get({kLanes}, i32);
+  SmallVector<int32_t> rowNumbers;
+  for (int32_t l = 0; l < kLanes; ++l)
+    rowNumbers.push_back(l);
+  Value laneRows = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(lanesI32, ArrayRef<int32_t>(rowNumbers)));
+  auto splatI32 = [&](Value index) {
+    return vector::BroadcastOp::create(
+        b, lanesI32, arith::IndexCastOp::create(b, i32, index));
+  };
+  Value allLanes = arith::ConstantOp::create(
+      b,
+      DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), true));
+  Type element = cast<MemRefType>(src.getType()).getElementType();
+  Value zeros = arith::ConstantOp::create(
+      b, b.getZeroAttr(VectorType::get({kLanes}, element)));
+  Value headRow0 = arith::MulIOp::create(
+      b, arith::AddIOp::create(b, arith::MulIOp::create(b, bi, idx(s[1])), g),
+      idx(length));
+  int64_t panels = cast<MemRefType>(dst.getType()).getShape()[2];
+  loop(0, panels, [&](Value p) {
+    Value panel = tile ? arith::AddIOp::create(b, tile, p).getResult() : p;
+    for (int64_t w = 0; w < 2; ++w) {
+      Value j = arith::AddIOp::create(
+          b, arith::MulIOp::create(b, panel, idx(kCols)), idx(w * kLanes));
+      // Lanes past the last key read it again, and are zeroed.
+      Value r0 = arith::MinSIOp::create(b, j, idx(length - 1));
+      Value left = arith::SubIOp::create(b, idx(length), j);
+      Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                           laneRows, splatI32(left));
+      Value keys = arith::MinSIOp::create(
+          b, laneRows, splatI32(arith::SubIOp::create(b, idx(length - 1), r0)));
+      Value offsets = arith::MulIOp::create(
+          b, keys,
+          arith::ConstantOp::create(
+              b, DenseElementsAttr::get(lanesI32, int32_t(width))));
+      Value base = arith::MulIOp::create(b, arith::AddIOp::create(b, headRow0, r0),
+                                         idx(width));
+      loop(0, width, [&](Value c) {
+        Value x = vector::GatherOp::create(
+            b, VectorType::get({kLanes}, element), flat,
+            ValueRange{arith::AddIOp::create(b, base, c)}, offsets, allLanes,
+            zeros);
+        x = arith::SelectOp::create(b, inside, x, zeros);
+        if (!element.isF32())
+          x = arith::ExtFOp::create(b, vec, x);
+        SmallVector<Value> at(prefix);
+        at.append({p, c, idx(w * kLanes)});
+        vector::StoreOp::create(b, x, dst, at);
+      });
+    }
+  });
 }
 
 void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,

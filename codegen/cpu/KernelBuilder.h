@@ -68,12 +68,11 @@ public:
   /// dst[prefix..., n / 32, k, n % 32] = load(k, n) as f32 for n < length,
   /// 0 in the padding up to dst's multiple of 32: a matrix in 32-wide
   /// column panels, each one contiguous block (the tile products' B). With
-  /// `panel`, only panels [panel, panel + count) (into dst's panels from 0
-  /// when dst has just `count`).
+  /// `panel`, only that panel.
   void
   packPanels(mlir::Value dst, mlir::ValueRange prefix, int64_t length,
              llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> load,
-             mlir::Value panel = mlir::Value(), int64_t count = 1);
+             mlir::Value panel = mlir::Value());
 
   /// dst[bi, g, j / 32, d, j % 32] = src[bi, g, j, d]: K or V of one
   /// (batch, head) in key tiles (packPanels; row-major X^T would stride by

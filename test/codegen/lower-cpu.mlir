@@ -7,13 +7,17 @@
 // The forward: inputs through bufferization.to_buffer, K transposed into
 // padded 32-key tiles, the task loop outlined for the thread pool, results
 // back through to_tensor; vector exp replaced by a polynomial.
-// The copies (transposes, packing) are left to scalar code: LLVM's loop
-// vectorizer made them gathers and scatters, a quarter of the JIT's time.
+// Scalar copies (Q's packing) are left scalar: LLVM's loop vectorizer made
+// them gathers and scatters, a quarter of the JIT's time.
 // CHECK: #[[VEC:.*]] = #llvm.loop_vectorize<disable = true>
 // CHECK: #[[NOVEC:.*]] = #llvm.loop_annotation<vectorize = #[[VEC]]>
+// K^T's tiles: each 16-key half of a row d gathered from 16 rows of K
+// (lanes past the last key read it again, then are zeroed).
 // CHECK-LABEL: func.func private @__attnc_flash_transpose_1x2x40x16xbf16_2
-// CHECK: memref.store
-// CHECK-NEXT: } {loop_annotation = #[[NOVEC]]}
+// CHECK: %[[ROW:.*]] = vector.gather %{{.*}} : memref<1280xbf16>, vector<16xi32>, vector<16xi1>, vector<16xbf16> into vector<16xbf16>
+// CHECK: %[[KEPT:.*]] = arith.select %{{.*}}, %[[ROW]], %{{.*}} : vector<16xi1>, vector<16xbf16>
+// CHECK: %[[WIDE:.*]] = arith.extf %[[KEPT]] : vector<16xbf16> to vector<16xf32>
+// CHECK: vector.store %[[WIDE]], %{{.*}} : memref<1x2x2x16x32xf32>, vector<16xf32>
 // V in f32 column chunks of 32, each chunk's keys one after another.
 // CHECK-LABEL: func.func private @__attnc_flash_chunk_1x2x40x32xbf16
 // CHECK: %[[HALF:.*]] = vector.load %{{.*}}[%{{.*}}, %{{.*}}, %[[KEY:.*]], %c16{{.*}}] : memref<1x2x40x32xbf16>, vector<16xbf16>
@@ -23,6 +27,8 @@
 // CHECK-SAME: (%{{.*}}: memref<1x4x40x16xbf16>, %{{.*}}: memref<1x2x2x16x32xf32>, %{{.*}}: memref<1x2x1x40x32xf32>, %{{.*}}: memref<1x4x40x32xbf16>, %{{.*}}: memref<1x4x40xf32>, %{{.*}}: index, %{{.*}}: index)
 // CHECK-SAME: attnc.parallel_tasks
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<8x32xf32>
+// CHECK: memref.store
+// CHECK-NEXT: } {loop_annotation = #[[NOVEC]]}
 // CHECK: scf.for
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 // Key masks only in tiles the named masks do not leave whole.
