@@ -353,12 +353,14 @@ protected:
                                : v);
       }
     }
-    auto jLoop = scf::ForOp::create(b, idx(0), valid, idx(1), acc);
-    {
+    // sum over keys first + j, j < count, of c[tile..., r, j0c + j] x[key].
+    auto keyLoop = [&](ValueRange init, Value first, Value count, Value tile,
+                       Value j0c) {
+      auto jLoop = scf::ForOp::create(b, idx(0), count, idx(1), init);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(jLoop.getBody());
       Value j = jLoop.getInductionVar();
-      Value key = arith::AddIOp::create(b, j0, j);
+      Value key = arith::AddIOp::create(b, first, j);
       SmallVector<Value> xs;
       for (int64_t w = 0; w < n; ++w)
         xs.push_back(chunked
@@ -366,23 +368,39 @@ protected:
                                                        idx(w * kLanes)})
                          : loadVectorF32(x, ValueRange{bi, g, key, cols[w]}));
       SmallVector<Value> next(jLoop.getRegionIterArgs());
-      bool tiled = shapeOf(c).size() == 3;
-      Value keyTile, lane;
-      if (tiled) {
-        keyTile = arith::DivUIOp::create(b, j, idx(kCols));
-        lane = arith::RemUIOp::create(b, j, idx(kCols));
-      }
+      Value cj = arith::AddIOp::create(b, j0c, j);
       for (int64_t r = 0; r < rows; ++r) {
         Value coef = splat(memref::LoadOp::create(
             b, c,
-            tiled ? ValueRange{keyTile, idx(r), lane} : ValueRange{idx(r), j}));
+            tile ? ValueRange{tile, idx(r), cj} : ValueRange{idx(r), cj}));
         for (int64_t w = 0; w < n; ++w)
           next[r * n + w] =
               vector::FMAOp::create(b, coef, xs[w], next[r * n + w]);
       }
       scf::YieldOp::create(b, next);
+      b.setInsertionPointAfter(jLoop);
+      return unroll(jLoop, 2);
+    };
+    SmallVector<Value> sums;
+    if (shapeOf(c).size() == 3) {
+      // c in key tiles: a loop over them, each over its 32 keys (no
+      // division per key).
+      Value tiles = arith::DivUIOp::create(
+          b, arith::AddIOp::create(b, valid, idx(kCols - 1)), idx(kCols));
+      auto tLoop = scf::ForOp::create(b, idx(0), tiles, idx(1), acc);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(tLoop.getBody());
+      Value t = tLoop.getInductionVar();
+      Value base = arith::MulIOp::create(b, t, idx(kCols));
+      Value count = arith::MinUIOp::create(
+          b, idx(kCols), arith::SubIOp::create(b, valid, base));
+      scf::YieldOp::create(b, keyLoop(tLoop.getRegionIterArgs(),
+                                      arith::AddIOp::create(b, j0, base), count,
+                                      t, idx(0)));
+      sums.assign(tLoop.getResults().begin(), tLoop.getResults().end());
+    } else {
+      sums = keyLoop(acc, j0, valid, Value(), idx(0));
     }
-    SmallVector<Value> sums = unroll(jLoop, 2);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t w = 0; w < n; ++w)
         vector::StoreOp::create(b, sums[r * n + w], y,
