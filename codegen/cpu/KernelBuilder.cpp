@@ -305,8 +305,8 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
   int64_t width = ztShape[ztShape.size() - 2];
   if (!row0)
     row0 = idx(0);
-  // zt[block, ...] and c[block, ...] with a block.
-  auto at = [&](Value i, int64_t w) {
+  // The indices of zt's and c's row i, vector w (after `block`, if any).
+  auto rowVector = [&](Value i, int64_t w) {
     SmallVector<Value, 3> indices;
     if (block)
       indices.push_back(block);
@@ -318,7 +318,7 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
     for (int64_t i = 0; i < count; ++i)
       for (int64_t w = 0; w < 2; ++w)
         sums.push_back(vector::LoadOp::create(
-            b, vec, zt, at(arith::AddIOp::create(b, d0, idx(i)), w)));
+            b, vec, zt, rowVector(arith::AddIOp::create(b, d0, idx(i)), w)));
     auto tLoop = scf::ForOp::create(b, idx(0), tiles, idx(1), sums);
     {
       OpBuilder::InsertionGuard guard(b);
@@ -340,7 +340,7 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
         Value row = arith::AddIOp::create(b, base, r);
         Value cs[2];
         for (int64_t w = 0; w < 2; ++w)
-          cs[w] = vector::LoadOp::create(b, vec, c, at(row, w));
+          cs[w] = vector::LoadOp::create(b, vec, c, rowVector(row, w));
         SmallVector<Value> acc(rLoop.getRegionIterArgs());
         for (int64_t i = 0; i < count; ++i) {
           SmallVector<Value> at(prefix);
@@ -355,8 +355,9 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
     }
     for (int64_t i = 0; i < count; ++i)
       for (int64_t w = 0; w < 2; ++w)
-        vector::StoreOp::create(b, tLoop.getResult(2 * i + w), zt,
-                                at(arith::AddIOp::create(b, d0, idx(i)), w));
+        vector::StoreOp::create(
+            b, tLoop.getResult(2 * i + w), zt,
+            rowVector(arith::AddIOp::create(b, d0, idx(i)), w));
   };
   int64_t whole = width / rows * rows;
   if (whole)

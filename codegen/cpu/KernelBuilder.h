@@ -74,9 +74,9 @@ public:
              llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> load,
              mlir::Value panel = mlir::Value());
 
-  /// dst[bi, g, j / 32, d, j % 32] = src[bi, g, j, d]: K or V of one
-  /// (batch, head) in key tiles (packPanels; row-major X^T would stride by
-  /// S and alias in L1).
+  /// dst[bi, g, j / 32, d, j % 32] = src[bi, g, j, d] in f32, 0 past the
+  /// keys: K or V of one (batch, head) in key tiles, gathered 16 keys at a
+  /// time (row-major X^T would stride by S and alias in L1).
   /// With `tile`, only the key tiles from `tile` that dst holds ([1, 1, n,
   /// d, 32]: the backward's per-task K^T and V^T).
   void transposeTiles(mlir::Value src, mlir::Value dst, mlir::Value bi,

@@ -658,6 +658,19 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
     c.lengths = n == 1;
     runCase(c, 600 + n);
   }
+  // D = Dv = 256: the backward's key blocks of 64 keys (2 tiles, the
+  // second past the keys in the last block), causal with key lengths.
+  AttentionCase wide;
+  wide.B = 2;
+  wide.Hkv = 1;
+  wide.H = 2;
+  wide.Sq = 70;
+  wide.Skv = 150;
+  wide.D = 256;
+  wide.Dv = 256;
+  wide.causal = true;
+  wide.lengths = true;
+  runCase(wide, 602);
 }
 
 /// bf16 forwards of the shapes AMX tiles take (D a multiple of 32, Dv of
