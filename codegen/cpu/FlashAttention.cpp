@@ -162,25 +162,35 @@ protected:
   /// S = 2048, D = 128 and 5% at D = 64, causal or not (interleaved A/B,
   /// 1 and 2 threads), for one copy of V per call.
   Value chunkedValues(Value v) {
-    int64_t width = 2 * kLanes, vectors = Dv / kLanes;
-    Value t = alloc({B, Hkv, (vectors + 1) / 2, Skv, width});
+    Value t = alloc({B, Hkv, (Dv / kLanes + 1) / 2, Skv, 2 * kLanes});
     std::string name;
     llvm::raw_string_ostream(name)
         << "__attnc_flash_chunk_" << shapeName(v) << "x" << elementOf(v);
     forEachHead(
         name, {v, t}, Hkv,
         [&](ArrayRef<Value> args, Value bi, Value g) {
-          loop(0, Skv, [&](Value j) {
-            for (int64_t w = 0; w < vectors; ++w)
-              vector::StoreOp::create(
-                  b,
-                  loadVectorF32(args[0], ValueRange{bi, g, j, idx(w * kLanes)}),
-                  args[1],
-                  ValueRange{bi, g, idx(w / 2), j, idx(w % 2 * kLanes)});
-          });
+          copyColumnChunks(args[0], bi, g, Value(), idx(Skv), args[1], {bi, g});
         },
         /*shared=*/true);
     return t;
+  }
+
+  /// dst[at..., w / 2, j, 16 (w % 2) : +16] = src[bi, g, j0 + j, 16 w : +16]
+  /// (f32) for j < count: src's rows in column chunks of 32, each chunk's
+  /// rows one after another (rowsTimesKeys' chunked x); a null j0 means 0.
+  void copyColumnChunks(Value src, Value bi, Value g, Value j0, Value count,
+                        Value dst, ValueRange at) {
+    int64_t vectors = shapeOf(src)[3] / kLanes;
+    loop(idx(0), count, 1, [&](Value j) {
+      Value key = j0 ? arith::AddIOp::create(b, j0, j).getResult() : j;
+      for (int64_t w = 0; w < vectors; ++w) {
+        SmallVector<Value> to(at);
+        to.append({idx(w / 2), j, idx(w % 2 * kLanes)});
+        vector::StoreOp::create(
+            b, loadVectorF32(src, ValueRange{bi, g, key, idx(w * kLanes)}), dst,
+            to);
+      }
+    });
   }
 
   /// The keys batch `bi` has: Skv, or its entry of the key lengths.
@@ -965,7 +975,8 @@ public:
   FlashBackward(ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
                 const TilePlan &plan, const TileTarget &target)
       : FlashCommon(b, op, plan.rows, target),
-        blockTiles(backwardBlockTiles(op, plan)), plan(plan), op(op) {
+        blockTiles(backwardBlockTiles(op, plan)), op(op),
+        splits(backwardSplits(op, plan)) {
     for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
       if (isFloatTensor(capture))
         floatCaptures.push_back(k);
@@ -984,7 +995,6 @@ public:
           dV = alloc({B, Hkv, Skv, Dv}, elementOf(op.getValue()));
 
     int64_t qTiles = (Sq + rows - 1) / rows;
-    splits = backwardSplits(op, plan);
     int64_t kvTasks = B * Hkv * splits;
     // Float captures' gradients: one partial row per task, summed in task
     // order afterwards (deterministic for any thread count).
@@ -1349,14 +1359,7 @@ private:
     // time with 128-key blocks than with 32 (perf, 1 thread).
     transposeTiles(k, ktTile, bi, g, tile0);
     transposeTiles(args[2], vtTile, bi, g, tile0);
-    loop(idx(0), valid, 1, [&](Value j) {
-      Value key = arith::AddIOp::create(b, j0, j);
-      for (int64_t w = 0; w < D / kLanes; ++w)
-        vector::StoreOp::create(
-            b, loadVectorF32(k, ValueRange{bi, g, key, idx(w * kLanes)}),
-            kChunks,
-            ValueRange{idx(0), idx(0), idx(w / 2), j, idx(w % 2 * kLanes)});
-    });
+    copyColumnChunks(k, bi, g, j0, valid, kChunks, {idx(0), idx(0)});
     Value limit = keyLimit(lengths, bi);
     // Keys from `seen` on are seen by no row (their tiles are skipped).
     Value seen = arith::MinUIOp::create(b, idx(Skv),
@@ -1594,10 +1597,9 @@ private:
   /// scratch buffers).
   static constexpr int64_t kChunkTiles = 8;
   const int64_t blockTiles; // key tiles per key block
-  TilePlan plan;
 
   attn::AttentionGradOp op;
-  int64_t splits = 1; // see backwardSplits
+  int64_t splits; // see backwardSplits
   std::unique_ptr<Region> adjointRegion;
   Block *adjointBlock = nullptr;
   struct CaptureRead {
