@@ -531,8 +531,8 @@ protected:
   /// a projected-Q MHA layer, ran 4x slower), and a masked -inf gives
   /// exactly 0.
   Value expVector(Value x) {
-    return flushTiny(
-        x, scalefExp ? buildExpScalef(b, x) : math::ExpOp::create(b, x));
+    return scalefExp ? buildExpScalef(b, x)
+                     : flushTiny(x, math::ExpOp::create(b, x));
   }
 
   /// values[0] op values[1] op ... as a tree (depth log2 n, not a chain of
