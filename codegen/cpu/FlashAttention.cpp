@@ -438,17 +438,20 @@ protected:
             b, type, arith::AddIOp::create(b, j0, idx(w * kLanes))));
   }
 
-  /// One 16-key half w of a score row: the scaled scores (x = scale S), the
-  /// score_mod of them (S', x without a region) and the lanes the masks keep
-  /// (`inRange`, the named masks, and the mask_mod region); with a region,
-  /// also the key indices it saw.
+  /// One 16-key half w of a score row: the scaled scores (x = scale S, or
+  /// s itself when `prescaled`), the score_mod of them (S', x without a
+  /// region) and the lanes the masks keep (`inRange`, the named masks, and
+  /// the mask_mod region); with a region, also the key indices it saw.
   struct Scores {
     Value scaled, modified, keep, keys;
   };
   Scores scoresOf(ArrayRef<Value> caps, Value s, Value inRange, Value bi,
-                  Value h, Value row, Value j0, int64_t w) {
+                  Value h, Value row, Value j0, int64_t w,
+                  bool prescaled = false) {
     Scores out;
-    out.scaled = arith::MulFOp::create(b, s, splat(f(scale)));
+    out.scaled = prescaled
+                     ? s
+                     : arith::MulFOp::create(b, s, splat(f(scale))).getResult();
     out.modified = out.scaled;
     out.keep = inRange;
     if (scoreMod.empty() && maskMod.empty())
@@ -610,7 +613,9 @@ public:
         parent, "__attnc_flash_forward", captured, B * H * groups,
         [&](ArrayRef<Value>) {
           // Per query tile of the group: O, the running max and sum, and
-          // the packed rows of Q; per step: P and the rescaling factors.
+          // the packed rows of Q, times the scale (the products give scaled
+          // scores: no multiply per score); per step: P and the rescaling
+          // factors.
           // On AMX: Q's rows in bf16, and per step P in bf16 and P V.
           SmallVector<Value> buffers = {
               scratchBuffer({groupTiles, rows, Dv}),
@@ -666,7 +671,7 @@ private:
       if (amx)
         copyRows(q, bi, h, tileOf(t).i0, st.qPacked);
       else
-        packRows(q, bi, h, tileOf(t).i0, Sq - 1, st.qPacked);
+        packRows(q, bi, h, tileOf(t).i0, Sq - 1, st.qPacked, scale);
       loop(0, rows, [&](Value r) {
         memref::StoreOp::create(b, f(kNegInf), st.maxBuf, r);
         memref::StoreOp::create(b, f(0.0f), st.sumBuf, r);
@@ -761,8 +766,8 @@ private:
       for (int64_t w = 0; w < n; ++w) {
         Value x = vector::LoadOp::create(b, vec, pBuf,
                                          ValueRange{r, idx(w * kLanes)});
-        Scores sc = scoresOf(args.slice(captureBase, captures.size()), x,
-                             in[w], bi, h, range.row, j0, w);
+        Scores sc = scoresOf(args.slice(captureBase, captures.size()), x, in[w],
+                             bi, h, range.row, j0, w, /*prescaled=*/!amx);
         s.push_back(
             arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
       }

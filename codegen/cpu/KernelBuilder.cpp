@@ -260,7 +260,8 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
 }
 
 void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
-                             int64_t lastRow, Value packed) {
+                             int64_t lastRow, Value packed,
+                             std::optional<float> scale) {
   int64_t width = cast<MemRefType>(a.getType()).getShape()[3];
   // A loop per row: one address stream per loop (LLVM's loop strength
   // reduction slows down sharply with many).
@@ -268,8 +269,10 @@ void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
     Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
                                        idx(lastRow));
     copyLoop(0, width, [&](Value d) {
-      memref::StoreOp::create(b, loadF32(a, ValueRange{bi, h, row, d}), packed,
-                              ValueRange{d, r});
+      Value x = loadF32(a, ValueRange{bi, h, row, d});
+      if (scale)
+        x = arith::MulFOp::create(b, x, f(*scale));
+      memref::StoreOp::create(b, x, packed, ValueRange{d, r});
     });
   });
 }

@@ -9,6 +9,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <optional>
+
 namespace attnc {
 
 class KernelBuilder {
@@ -82,11 +84,12 @@ public:
   void transposeTiles(mlir::Value src, mlir::Value dst, mlir::Value bi,
                       mlir::Value g, mlir::Value tile = mlir::Value());
 
-  /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in f32: the rows of a
-  /// tile side by side, so that the tile product broadcasts them from one
-  /// stream.
+  /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in f32 (times
+  /// `scale` when given): the rows of a tile side by side, so that the tile
+  /// product broadcasts them from one stream.
   void packRows(mlir::Value a, mlir::Value bi, mlir::Value h, mlir::Value i0,
-                int64_t lastRow, mlir::Value packed);
+                int64_t lastRow, mlir::Value packed,
+                std::optional<float> scale = std::nullopt);
 
   /// dst[bi, h, t, d, r] = a[bi, h, min(rows t + r, S - 1), d] in f32:
   /// every query tile of one (batch, head) packed (packRows for all of
