@@ -42,7 +42,7 @@ Value KernelBuilder::alloc(ArrayRef<int64_t> shape, Type element) {
 }
 
 Value KernelBuilder::scratchBuffer(ArrayRef<int64_t> shape, Type element) {
-  return memref::AllocaOp::create(
+  return memref::AllocOp::create(
       b, MemRefType::get(shape, element ? element : f32),
       b.getI64IntegerAttr(64));
 }
@@ -440,7 +440,10 @@ func::FuncOp KernelBuilder::outlineTasks(func::FuncOp parent, StringRef name,
   func::FuncOp fn = outline(parent, name, types, [&](ArrayRef<Value> all) {
     ArrayRef<Value> args = all.drop_back(2);
     Value begin = all[all.size() - 2], end = all.back();
-    // Scratch (allocas) belongs in the function, outside the task loop.
+    // Scratch belongs in the function, outside the task loop, and on the
+    // heap: up to about 1 MB (the backward's key blocks), more than a
+    // caller's thread may have spare on its stack. Buffer deallocation
+    // frees it when the function returns.
     SmallVector<Value> buffers = scratch(args);
     auto forOp = scf::ForOp::create(b, begin, end, idx(1));
     OpBuilder::InsertionGuard guard(b);

@@ -25,8 +25,9 @@ public:
   /// the result tensor (before bufferization; see FlashAttention.h).
   mlir::Value bufferOf(mlir::Value tensor);
   mlir::Value tensorOf(mlir::Value memref, mlir::Type type);
-  /// 64-byte aligned heap (alloc) and per-thread scratch (alloca) buffers,
-  /// f32 unless `element` is given.
+  /// 64-byte aligned heap buffers, f32 unless `element` is given: alloc's
+  /// live until bufferization's deallocation, scratchBuffer's (a task
+  /// function's scratch, see outlineTasks) until the function returns.
   mlir::Value alloc(llvm::ArrayRef<int64_t> shape,
                     mlir::Type element = nullptr);
   mlir::Value scratchBuffer(llvm::ArrayRef<int64_t> shape,

@@ -10,7 +10,7 @@
 // CHECK-LABEL: func.func private @__attnc_flash_pairs
 // CHECK-SAME: memref<1x1x20x64xbf16>, %{{.*}}: memref<1x1x20x32xbf16>, %{{.*}}: memref<1x1x2x32x32xbf16>, %{{.*}}: memref<1x1x1x16x64xbf16>
 // CHECK-LABEL: func.func private @__attnc_flash_forward
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x16x64xbf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x16x64xbf16>
 // CHECK: amx.tile_zero : !amx.tile<16x16xf32>
 // CHECK: amx.tile_load {{.*}} : memref<1x16x64xbf16> into !amx.tile<16x32xbf16>
 // CHECK: amx.tile_load {{.*}} : memref<1x1x2x32x32xbf16> into !amx.tile<16x32xbf16>

@@ -26,7 +26,7 @@
 // CHECK-LABEL: func.func private @__attnc_flash_forward
 // CHECK-SAME: (%{{.*}}: memref<1x4x40x16xbf16>, %{{.*}}: memref<1x2x2x16x32xf32>, %{{.*}}: memref<1x2x1x40x32xf32>, %{{.*}}: memref<1x4x40x32xbf16>, %{{.*}}: memref<1x4x40xf32>, %{{.*}}: index, %{{.*}}: index)
 // CHECK-SAME: attnc.parallel_tasks
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<8x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<8x32xf32>
 // CHECK: memref.store
 // CHECK-NEXT: } {loop_annotation = #[[NOVEC]]}
 // CHECK: scf.for
@@ -53,7 +53,7 @@
 // CHECK: call @__attnc_flash_forward({{.*}}, %c0{{.*}}, %c20)
 // CHECK: bufferization.to_tensor {{.*}} restrict writable
 // CHECK-NOT: attn.attention
-// ROWS4: memref.alloca() {alignment = 64 : i64} : memref<4x32xf32>
+// ROWS4: memref.alloc() {alignment = 64 : i64} : memref<4x32xf32>
 // BADROWS: attn-lower-cpu: rows must be in [1, 16]
 // Without AVX-512, exp is upstream's polynomial.
 // AVX2-LABEL: func.func private @__attnc_flash_forward
@@ -75,12 +75,12 @@ func.func @forward(%q: tensor<1x4x40x16xbf16>, %k: tensor<1x2x40x16xbf16>, %v: t
 // copies summed; Delta per row.
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
 // CHECK-SAME: memref<1x2x2x8x16xf32>, %{{.*}}: index, %{{.*}}: index) attributes {attnc.parallel_tasks}
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x64x32xf32>
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x16x32xf32>
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x32x32xf32>
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x16x32xf32>
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x32x32xf32>
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x32x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x64x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x16x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x32x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x1x1x16x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x1x1x32x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x1x1x32x32xf32>
 // CHECK: memref.subview {{.*}} to memref<8x16xf32, strided<[16, 1], offset: ?>>
 // CHECK: call @__attnc_flash_accumulate_transposed_1x32x32_1x64x32_2x2x1x32x8(
 // CHECK: call @__attnc_flash_accumulate_transposed_1x16x32_1x64x32_2x2x1x16x8(
@@ -163,10 +163,10 @@ func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, 
 // V^T and K's column chunks for 128 keys.
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
 // CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
-// CHECK-COUNT-2: memref.alloca() {alignment = 64 : i64} : memref<4x64x32xf32>
-// CHECK-COUNT-2: memref.alloca() {alignment = 64 : i64} : memref<4x16x32xf32>
-// CHECK-COUNT-2: memref.alloca() {alignment = 64 : i64} : memref<1x1x4x16x32xf32>
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x1x1x128x32xf32>
+// CHECK-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<4x64x32xf32>
+// CHECK-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<4x16x32xf32>
+// CHECK-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<1x1x4x16x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x1x1x128x32xf32>
 // CHECK: vector.reduction <add>
 // CHECK: memref.store {{.*}} : memref<2x1xf32>
 // CHECK-LABEL: func.func @capture_backward
