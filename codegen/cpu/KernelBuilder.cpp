@@ -371,9 +371,19 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
 
 SmallVector<Value> KernelBuilder::tileProduct(Value packed, ValueRange prefix,
                                               Value xt, Value bi, Value g,
-                                              Value tile) {
+                                              Value tile,
+                                              int64_t prefetchAhead) {
   auto shape = cast<MemRefType>(packed.getType()).getShape();
   int64_t width = shape[shape.size() - 2];
+  // Xt's tiles' rows one after another, [B, G, tiles * width, 32], for the
+  // prefetches.
+  Value rowsOfXt, firstAhead;
+  if (prefetchAhead) {
+    rowsOfXt = memref::CollapseShapeOp::create(
+        b, xt, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+    firstAhead = arith::AddIOp::create(
+        b, arith::MulIOp::create(b, tile, idx(width)), idx(prefetchAhead));
+  }
   SmallVector<Value> zeros(2 * rows, splat(f(0.0f)));
   auto dLoop = scf::ForOp::create(b, idx(0), idx(width), idx(1), zeros);
   OpBuilder::InsertionGuard guard(b);
@@ -382,6 +392,14 @@ SmallVector<Value> KernelBuilder::tileProduct(Value packed, ValueRange prefix,
   Value x0 = vector::LoadOp::create(b, vec, xt, ValueRange{bi, g, tile, d, idx(0)});
   Value x1 =
       vector::LoadOp::create(b, vec, xt, ValueRange{bi, g, tile, d, idx(kLanes)});
+  if (prefetchAhead) {
+    Value ahead = arith::AddIOp::create(b, firstAhead, d);
+    for (int64_t w = 0; w < 2; ++w)
+      memref::PrefetchOp::create(b, rowsOfXt,
+                                 ValueRange{bi, g, ahead, idx(w * kLanes)},
+                                 /*isWrite=*/false, /*localityHint=*/3,
+                                 /*isDataCache=*/true);
+  }
   SmallVector<Value> acc(dLoop.getRegionIterArgs());
   for (int64_t r = 0; r < rows; ++r) {
     SmallVector<Value> at(prefix);

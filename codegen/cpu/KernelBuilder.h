@@ -99,11 +99,15 @@ public:
                  mlir::Value h);
 
   /// The rows x 32 tile sum_d packed[prefix..., d, r] * Xt[b, g, tile, d,
-  /// 0:32] as 2 * rows vectors (row r: lanes 0-15 then 16-31).
+  /// 0:32] as 2 * rows vectors (row r: lanes 0-15 then 16-31). With
+  /// `prefetchAhead`, each step also prefetches the row of Xt that many
+  /// rows ahead (on into the next tiles, which follow in memory: Xt then
+  /// has that many rows after its last tile's).
   llvm::SmallVector<mlir::Value> tileProduct(mlir::Value packed,
                                              mlir::ValueRange prefix,
                                              mlir::Value xt, mlir::Value bi,
-                                             mlir::Value g, mlir::Value tile);
+                                             mlir::Value g, mlir::Value tile,
+                                             int64_t prefetchAhead = 0);
 
   /// zt[d, 0:32] += sum_r packed[prefix..., tile0 + r / rows, d, r % rows]
   /// * c[row0 + r, 0:32] over the rows r < tiles * rows of `tiles`

@@ -13,23 +13,29 @@
 // CHECK: #[[NOVEC:.*]] = #llvm.loop_annotation<vectorize = #[[VEC]]>
 // K^T's tiles: each 16-key half of a row d gathered from 16 rows of K
 // (lanes past the last key read it again, then are zeroed).
-// CHECK-LABEL: func.func private @__attnc_flash_transpose_1x2x40x16xbf16_2
+// K^T has a spare tile after the padded ones (16 rows ahead of the last
+// row that the products prefetch), V's chunks 16 spare keys.
+// CHECK-LABEL: func.func private @__attnc_flash_transpose_1x2x40x16xbf16_3
 // CHECK: %[[ROW:.*]] = vector.gather %{{.*}} : memref<1280xbf16>, vector<16xi32>, vector<16xi1>, vector<16xbf16> into vector<16xbf16>
 // CHECK: %[[KEPT:.*]] = arith.select %{{.*}}, %[[ROW]], %{{.*}} : vector<16xi1>, vector<16xbf16>
 // CHECK: %[[WIDE:.*]] = arith.extf %[[KEPT]] : vector<16xbf16> to vector<16xf32>
-// CHECK: vector.store %[[WIDE]], %{{.*}} : memref<1x2x2x16x32xf32>, vector<16xf32>
+// CHECK: vector.store %[[WIDE]], %{{.*}} : memref<1x2x3x16x32xf32>, vector<16xf32>
 // V in f32 column chunks of 32, each chunk's keys one after another.
 // CHECK-LABEL: func.func private @__attnc_flash_chunk_1x2x40x32xbf16
 // CHECK: %[[HALF:.*]] = vector.load %{{.*}}[%{{.*}}, %{{.*}}, %[[KEY:.*]], %c16{{.*}}] : memref<1x2x40x32xbf16>, vector<16xbf16>
 // CHECK: %[[WIDE:.*]] = arith.extf %[[HALF]] : vector<16xbf16> to vector<16xf32>
-// CHECK: vector.store %[[WIDE]], %{{.*}}[%{{.*}}, %{{.*}}, %c0{{.*}}, %[[KEY]], %c16{{.*}}] : memref<1x2x1x40x32xf32>
+// CHECK: vector.store %[[WIDE]], %{{.*}}[%{{.*}}, %{{.*}}, %c0{{.*}}, %[[KEY]], %c16{{.*}}] : memref<1x2x1x56x32xf32>
 // CHECK-LABEL: func.func private @__attnc_flash_forward
-// CHECK-SAME: (%{{.*}}: memref<1x4x40x16xbf16>, %{{.*}}: memref<1x2x2x16x32xf32>, %{{.*}}: memref<1x2x1x40x32xf32>, %{{.*}}: memref<1x4x40x32xbf16>, %{{.*}}: memref<1x4x40xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-SAME: (%{{.*}}: memref<1x4x40x16xbf16>, %{{.*}}: memref<1x2x3x16x32xf32>, %{{.*}}: memref<1x2x1x56x32xf32>, %{{.*}}: memref<1x4x40x32xbf16>, %{{.*}}: memref<1x4x40xf32>, %{{.*}}: index, %{{.*}}: index)
 // CHECK-SAME: attnc.parallel_tasks
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<8x32xf32>
 // CHECK: memref.store
 // CHECK-NEXT: } {loop_annotation = #[[NOVEC]]}
+// The scores' product prefetches K^T's row 16 rows ahead, through the
+// tiles' rows one after another.
+// CHECK: %[[ROWS:.*]] = memref.collapse_shape %{{.*}} {{\[}}[0], [1], [2, 3], [4]] : memref<1x2x3x16x32xf32> into memref<1x2x48x32xf32>
 // CHECK: scf.for
+// CHECK: memref.prefetch %[[ROWS]][{{.*}}], read, locality<3>, data : memref<1x2x48x32xf32>
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 // Key masks only in tiles the named masks do not leave whole.
 // CHECK: scf.if %{{.*}} -> (vector<16xi1>, vector<16xi1>)
@@ -46,10 +52,12 @@
 // CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK-NOT: math.exp {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
+// P V prefetches V's chunk 16 keys ahead.
+// CHECK: memref.prefetch %{{.*}}[{{.*}}], read, locality<3>, data : memref<1x2x1x56x32xf32>
 // CHECK: arith.truncf {{.*}} : vector<16xf32> to vector<16xbf16>
 // CHECK-LABEL: func.func @forward
 // CHECK: bufferization.to_buffer %{{.*}} read_only
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x2x2x16x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x2x3x16x32xf32>
 // CHECK: call @__attnc_flash_forward({{.*}}, %c0{{.*}}, %c20)
 // CHECK: bufferization.to_tensor {{.*}} restrict writable
 // CHECK-NOT: attn.attention
