@@ -850,6 +850,51 @@ TEST(KernelTest, ProjectionAndMerge) {
   }
 }
 
+/// The softmax's exp, through the forward, to a few ulp: rows i of two
+/// keys with scores 0 and a_i (Q's row i is a_i e_0, K's rows 0 and e_0,
+/// scale 1) and V's rows 0 and 1 give O[i, :] = e^x / (1 + e^x) with x =
+/// -|a_i| (the row's smaller score less its larger), for a_i over [-87,
+/// 87]: the whole range above the flush of denormal probabilities. The
+/// outputs' other tolerances (relative to the largest output) cannot see
+/// an exp that is a few parts in a million off.
+TEST(KernelTest, SoftmaxExpIsAccurate) {
+  const int64_t n = 2048, d = 16;
+  std::string q = tensorType({1, 1, n, d}), kv = tensorType({1, 1, 2, d});
+  std::ostringstream spec;
+  spec << "func.func @kernel(%q: " << q << ", %k: " << kv << ", %v: " << kv
+       << ") -> " << q << " {\n  %o, %lse = attn.attention %q, %k, %v scale "
+       << "1.0 : " << q << ", " << kv << ", " << kv << " -> " << q << ", "
+       << tensorType({1, 1, n}) << "\n  return %o : " << q << "\n}\n";
+  std::string error;
+  auto kernels = jit::Module::compile(spec.str(), testOptions(), &error);
+  ASSERT_TRUE(kernels) << error;
+  std::vector<float> qs(n * d, 0.0f), ks(2 * d, 0.0f), vs(2 * d, 0.0f),
+      o(n * d);
+  for (int64_t i = 0; i < n; ++i)
+    qs[i * d] = -87.0f + 174.0f * float(i) / float(n - 1);
+  ks[d] = 1.0f; // key 1: score a_i
+  for (int64_t c = 0; c < d; ++c)
+    vs[d + c] = 1.0f; // value 1: ones
+  auto status = kernels->callUnchecked(
+      "kernel", {qs.data(), ks.data(), vs.data(), o.data()});
+  ASSERT_TRUE(status.error.empty()) << status.error;
+  ASSERT_EQ(status.status, 0);
+  double worst = 0;
+  int64_t worstRow = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double a = qs[i * d], expected = 1.0 / (1.0 + std::exp(-a));
+    for (int64_t c = 0; c < d; ++c) {
+      double err = std::fabs(o[i * d + c] - expected) / expected;
+      if (err > worst)
+        worst = err, worstRow = i;
+    }
+  }
+  // exp's 1.5 ulp, and the rounding of 1 + e^x, its reciprocal and the
+  // product: 3.5 ulp of 2^-24.
+  EXPECT_LE(worst, 3.5 * 0x1p-24)
+      << "row " << worstRow << ", a = " << qs[worstRow * d];
+}
+
 TEST(KernelTest, NullPointerReturnsStatusAndWritesNothing) {
   AttentionCase c;
   c.Sq = 3;
