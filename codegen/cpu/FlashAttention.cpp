@@ -1041,12 +1041,15 @@ public:
 
     // Every query tile of Q and dO packed once ([B, H, tile, D, rows]): the
     // tile products and the transposed dK/dV products read them; packing
-    // inside the tasks would repeat it per key tile.
+    // inside the tasks would repeat it per key tile. Q times the scale, as
+    // the forward packs it: the recomputed scores are then the forward's,
+    // bit for bit (with Q scaled in the forward only, an ALiBi slope's
+    // gradient read errors up to 7x larger), and dK = dS^T (scale Q).
     Value qT = alloc({B, H, qTiles, D, rows}),
           dOT = alloc({B, H, qTiles, Dv, rows});
     forEachHead("__attnc_flash_pack", {q, qT, dO, dOT}, H,
                 [&](ArrayRef<Value> args, Value bi, Value h) {
-                  packTiles(args[0], args[1], bi, h);
+                  packTiles(args[0], args[1], bi, h, scale);
                   packTiles(args[2], args[3], bi, h);
                 });
     // Delta from O in f32 is exact enough; from a narrower O, the float
@@ -1093,7 +1096,7 @@ public:
             keyBlockTask(args, scratch, bi, g, block, split, t);
           });
         });
-    // dQ: the splits' copies summed in order.
+    // dQ = scale dS K: the splits' copies summed in order, times the scale.
     forEachHead("__attnc_flash_dq", {dqCopies, dQ}, H,
                 [&](ArrayRef<Value> args, Value bi, Value h) {
                   loop(0, Sq, [&](Value i) {
@@ -1106,6 +1109,7 @@ public:
                             vector::LoadOp::create(
                                 b, vec, args[0],
                                 ValueRange{idx(p), bi, h, i, c}));
+                      sum = arith::MulFOp::create(b, sum, splat(f(scale)));
                       storeVector(sum, args[1], ValueRange{bi, h, i, c});
                     });
                   });
@@ -1208,7 +1212,8 @@ private:
                 SmallVector<Value, 2> at = {r, idx(w * kLanes)};
                 Value sv = vector::LoadOp::create(b, vec, sBuf, at);
                 Value dp = vector::LoadOp::create(b, vec, dpBuf, at);
-                Scores sc = scoresOf(caps, sv, in[w], bi, h, range.row, j0, w);
+                Scores sc = scoresOf(caps, sv, in[w], bi, h, range.row, j0, w,
+                                     /*prescaled=*/true);
                 acc = vector::FMAOp::create(b, recomputedP(sc, l), dp, acc);
               }
               vector::StoreOp::create(b, acc, sums, ValueRange{r, idx(0)});
@@ -1254,7 +1259,7 @@ private:
     });
   }
 
-  /// P = exp(S' - LSE) and dS = scale * P * (dP - Delta) * dS'/dS of the
+  /// P = exp(S' - LSE) and dS = P * (dP - Delta) * dS'/dS of the
   /// rows x 32 tile of rows i0.. and key tile t of the block (keys from
   /// j0) into pBuf and dsBuf (0 outside each row's [lo, hi); rows past Sq
   /// see no key, so that they add no capture gradient); the task's rows of
@@ -1274,9 +1279,7 @@ private:
     Value whole = tileIsWhole(limit, i0, j0, /*existsOnly=*/true);
     forRows(i0, [&](Value r, Value i) {
       RowRange range = rowRange(limit, i, /*existsOnly=*/true);
-      SmallVector<Value> in =
-          keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
-      Value scaleVec = splat(f(scale));
+      SmallVector<Value> in = keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
       Value l =
           splat(memref::LoadOp::create(b, lse, ValueRange{bi, h, range.row}));
       Value d =
@@ -1285,7 +1288,8 @@ private:
         SmallVector<Value, 2> at = {r, idx(w * kLanes)};
         Value s = vector::LoadOp::create(b, vec, pBuf, at);
         Value dp = vector::LoadOp::create(b, vec, dsBuf, at);
-        Scores sc = scoresOf(caps, s, in[w], bi, h, range.row, j0, w);
+        Scores sc = scoresOf(caps, s, in[w], bi, h, range.row, j0, w,
+                             /*prescaled=*/true);
         Value p = recomputedP(sc, l);
         // dS' = P (dP - Delta), through the score_mod's adjoint to dS.
         Value ds = arith::MulFOp::create(b, p, arith::SubFOp::create(b, dp, d));
@@ -1300,7 +1304,6 @@ private:
           if (!partials.empty())
             accumulateCaptureGrads(partials, task, adjoints, sc.keep);
         }
-        ds = arith::MulFOp::create(b, ds, scaleVec);
         vector::StoreOp::create(b, p, pBuf, at);
         vector::StoreOp::create(b, ds, dsBuf, at);
       }

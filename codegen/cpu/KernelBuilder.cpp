@@ -277,7 +277,8 @@ void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
   });
 }
 
-void KernelBuilder::packTiles(Value a, Value dst, Value bi, Value h) {
+void KernelBuilder::packTiles(Value a, Value dst, Value bi, Value h,
+                              std::optional<float> scale) {
   ArrayRef<int64_t> s = cast<MemRefType>(a.getType()).getShape();
   ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
   loop(0, d[2], [&](Value t) {
@@ -287,8 +288,10 @@ void KernelBuilder::packTiles(Value a, Value dst, Value bi, Value h) {
       Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
                                          idx(s[2] - 1));
       copyLoop(0, s[3], [&](Value c) {
-        memref::StoreOp::create(b, loadF32(a, ValueRange{bi, h, row, c}), dst,
-                                ValueRange{bi, h, t, c, r});
+        Value x = loadF32(a, ValueRange{bi, h, row, c});
+        if (scale)
+          x = arith::MulFOp::create(b, x, f(*scale));
+        memref::StoreOp::create(b, x, dst, ValueRange{bi, h, t, c, r});
       });
     });
   });

@@ -92,11 +92,11 @@ public:
                 int64_t lastRow, mlir::Value packed,
                 std::optional<float> scale = std::nullopt);
 
-  /// dst[bi, h, t, d, r] = a[bi, h, min(rows t + r, S - 1), d] in f32:
-  /// every query tile of one (batch, head) packed (packRows for all of
-  /// them, once).
-  void packTiles(mlir::Value a, mlir::Value dst, mlir::Value bi,
-                 mlir::Value h);
+  /// dst[bi, h, t, d, r] = a[bi, h, min(rows t + r, S - 1), d] in f32
+  /// (times `scale` when given): every query tile of one (batch, head)
+  /// packed (packRows for all of them, once).
+  void packTiles(mlir::Value a, mlir::Value dst, mlir::Value bi, mlir::Value h,
+                 std::optional<float> scale = std::nullopt);
 
   /// The rows x 32 tile sum_d packed[prefix..., d, r] * Xt[b, g, tile, d,
   /// 0:32] as 2 * rows vectors (row r: lanes 0-15 then 16-31). With
