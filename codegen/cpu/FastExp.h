@@ -6,7 +6,7 @@
 
 namespace attnc {
 
-/// exp(x) for a vector<16xf32> in 12 instructions (with the flush), for AVX-512 targets:
+/// exp(x) for a vector<16xf32> in 12 instructions, for AVX-512 targets:
 /// 0 below ln FLT_MIN (x = -inf too: no denormal results), NaN for NaN,
 /// within 1.5 ulp elsewhere.
 mlir::Value buildExpScalef(mlir::ImplicitLocOpBuilder &b, mlir::Value x);

@@ -461,8 +461,7 @@ protected:
     Value scaled, modified, keep, keys;
   };
   Scores scoresOf(ArrayRef<Value> caps, Value s, Value inRange, Value bi,
-                  Value h, Value row, Value j0, int64_t w,
-                  bool prescaled = false) {
+                  Value h, Value row, Value j0, int64_t w, bool prescaled) {
     Scores out;
     out.scaled = prescaled
                      ? s

@@ -279,21 +279,23 @@ void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
 
 void KernelBuilder::packTiles(Value a, Value dst, Value bi, Value h,
                               std::optional<float> scale) {
-  ArrayRef<int64_t> s = cast<MemRefType>(a.getType()).getShape();
-  ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
+  auto type = cast<MemRefType>(dst.getType());
+  ArrayRef<int64_t> d = type.getShape();
+  int64_t lastRow = cast<MemRefType>(a.getType()).getShape()[2] - 1;
   loop(0, d[2], [&](Value t) {
-    Value i0 = arith::MulIOp::create(b, t, idx(rows));
-    // A loop per row: one address stream per loop.
-    loop(0, rows, [&](Value r) {
-      Value row = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
-                                         idx(s[2] - 1));
-      copyLoop(0, s[3], [&](Value c) {
-        Value x = loadF32(a, ValueRange{bi, h, row, c});
-        if (scale)
-          x = arith::MulFOp::create(b, x, f(*scale));
-        memref::StoreOp::create(b, x, dst, ValueRange{bi, h, t, c, r});
-      });
-    });
+    // dst[bi, h, t] as a [D, rows] memref, for packRows.
+    SmallVector<OpFoldResult> offsets = {bi, h, t, b.getIndexAttr(0),
+                                         b.getIndexAttr(0)},
+                              sizes = {b.getIndexAttr(1), b.getIndexAttr(1),
+                                       b.getIndexAttr(1), b.getIndexAttr(d[3]),
+                                       b.getIndexAttr(d[4])},
+                              strides(5, b.getIndexAttr(1));
+    auto tileType = memref::SubViewOp::inferRankReducedResultType(
+        {d[3], d[4]}, type, offsets, sizes, strides);
+    Value tile = memref::SubViewOp::create(b, cast<MemRefType>(tileType), dst,
+                                           offsets, sizes, strides);
+    packRows(a, bi, h, arith::MulIOp::create(b, t, idx(rows)), lastRow, tile,
+             scale);
   });
 }
 
@@ -462,7 +464,7 @@ func::FuncOp KernelBuilder::outlineTasks(func::FuncOp parent, StringRef name,
     ArrayRef<Value> args = all.drop_back(2);
     Value begin = all[all.size() - 2], end = all.back();
     // Scratch belongs in the function, outside the task loop, and on the
-    // heap: up to about 1 MB (the backward's key blocks), more than a
+    // heap: up to about 0.5 MB (the backward's key blocks), more than a
     // caller's thread may have spare on its stack. Buffer deallocation
     // frees it when the function returns.
     SmallVector<Value> buffers = scratch(args);
