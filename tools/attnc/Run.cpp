@@ -30,6 +30,32 @@ double toleranceFor(DType d) {
   return d == DType::BF16 ? 3e-2 : d == DType::F16 ? 5e-3 : 1e-4;
 }
 
+/// The tolerance of the narrowest float tensor of `func` (its arguments
+/// and every value its ops define): a result is only as exact as what it
+/// is computed from allows (an f32 bias table's gradient in a bf16
+/// attention comes from the bf16 O that the forward saved; f32
+/// probabilities of f16 projections are as exact as the projections).
+double computeToleranceOf(mlir::func::FuncOp func) {
+  double tolerance = toleranceFor(DType::F32);
+  auto consider = [&](mlir::Type type) {
+    auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+    if (!tensor)
+      return;
+    mlir::Type element = tensor.getElementType();
+    if (element.isF16())
+      tolerance = std::max(tolerance, toleranceFor(DType::F16));
+    else if (element.isBF16())
+      tolerance = std::max(tolerance, toleranceFor(DType::BF16));
+  };
+  for (mlir::Type type : func.getArgumentTypes())
+    consider(type);
+  func.walk([&](mlir::Operation *op) {
+    for (mlir::Type type : op->getResultTypes())
+      consider(type);
+  });
+  return tolerance;
+}
+
 double dot(const std::vector<double> &a, const std::vector<double> &b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i)
@@ -119,6 +145,7 @@ int runSpec(const std::string &path, const RunOptions &options,
     if (mlir::failed(expected))
       return 1;
 
+    const double computeTolerance = computeToleranceOf(func);
     size_t resultIndex = 0;
     for (Buffer &buffer : buffers) {
       if (!buffer.spec.isOutput)
@@ -127,7 +154,8 @@ int runSpec(const std::string &path, const RunOptions &options,
       const HostTensor &want = (*expected)[resultIndex++];
       double err = ref::maxRelativeError(buffer.values.data.data(),
                                          want.data.data(), want.data.size());
-      bool ok = err <= toleranceFor(buffer.spec.dtype);
+      bool ok =
+          err <= std::max(toleranceFor(buffer.spec.dtype), computeTolerance);
       allOk &= ok;
       outs << "  forward   " << llvm::left_justify(buffer.spec.name, 12)
            << " max relative error " << llvm::format("%.2e", err)
@@ -214,13 +242,6 @@ int runSpec(const std::string &path, const RunOptions &options,
       for (double g : grad->values.data)
         largestGradient = std::max(largestGradient, std::fabs(g));
     }
-    // A gradient is as exact as the narrowest float tensor it is computed
-    // from allows (an f32 bias table's gradient in a bf16 attention comes
-    // from the bf16 O that the forward saved).
-    double computeTolerance = 0;
-    for (const jit::TensorSpec &arg : entry->args)
-      if (isFloat(arg.dtype))
-        computeTolerance = std::max(computeTolerance, toleranceFor(arg.dtype));
     auto nextGradient = gradients.begin();
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (!isFloat(entry->args[k].dtype))

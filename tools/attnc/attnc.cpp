@@ -83,8 +83,8 @@ cl::opt<std::string> runInput(cl::Positional, cl::desc("<spec.mlir>"),
 cl::opt<bool> runCheck("check",
                        cl::desc("Exit non-zero when an error exceeds the "
                                 "tolerance of its dtype (f32 1e-4, f16 5e-3, "
-                                "bf16 3e-2; a gradient: of the narrowest "
-                                "float tensor of the entry point)"),
+                                "bf16 3e-2) or, if larger, that of the "
+                                "narrowest float tensor in the spec"),
                        cl::sub(runCommand), cl::cat(attncCategory));
 cl::opt<bool> runNoBackward("no-backward",
                             cl::desc("Check the forward entry points only"),
