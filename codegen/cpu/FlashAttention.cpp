@@ -371,21 +371,18 @@ protected:
                                : v);
       }
     }
-    // sum over keys first + j, j < count, of c[tile..., r, j0c + j] x[key].
-    auto keyLoop = [&](ValueRange init, Value first, Value count, Value tile,
-                       Value j0c) {
+    // sum over keys first + j, j < count, of c[tile..., r, j] x[key].
+    auto keyLoop = [&](ValueRange init, Value first, Value count, Value tile) {
       auto jLoop = scf::ForOp::create(b, idx(0), count, idx(1), init);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(jLoop.getBody());
       Value j = jLoop.getInductionVar();
       Value key = arith::AddIOp::create(b, first, j);
-      if (chunked && prefetchAhead) {
-        Value ahead = arith::AddIOp::create(b, key, idx(prefetchAhead));
-        for (int64_t w = 0; w < n; ++w)
-          memref::PrefetchOp::create(
-              b, x, ValueRange{bi, g, chunk, ahead, idx(w * kLanes)},
-              /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
-      }
+      if (chunked && prefetchAhead)
+        prefetchVectors(
+            x,
+            {bi, g, chunk, arith::AddIOp::create(b, key, idx(prefetchAhead))},
+            n);
       SmallVector<Value> xs;
       for (int64_t w = 0; w < n; ++w)
         xs.push_back(chunked
@@ -393,11 +390,9 @@ protected:
                                                        idx(w * kLanes)})
                          : loadVectorF32(x, ValueRange{bi, g, key, cols[w]}));
       SmallVector<Value> next(jLoop.getRegionIterArgs());
-      Value cj = arith::AddIOp::create(b, j0c, j);
       for (int64_t r = 0; r < rows; ++r) {
         Value coef = splat(memref::LoadOp::create(
-            b, c,
-            tile ? ValueRange{tile, idx(r), cj} : ValueRange{idx(r), cj}));
+            b, c, tile ? ValueRange{tile, idx(r), j} : ValueRange{idx(r), j}));
         for (int64_t w = 0; w < n; ++w)
           next[r * n + w] =
               vector::FMAOp::create(b, coef, xs[w], next[r * n + w]);
@@ -421,10 +416,10 @@ protected:
           b, idx(kCols), arith::SubIOp::create(b, valid, base));
       scf::YieldOp::create(b, keyLoop(tLoop.getRegionIterArgs(),
                                       arith::AddIOp::create(b, j0, base), count,
-                                      t, idx(0)));
+                                      t));
       sums.assign(tLoop.getResults().begin(), tLoop.getResults().end());
     } else {
-      sums = keyLoop(acc, j0, valid, Value(), idx(0));
+      sums = keyLoop(acc, j0, valid, Value());
     }
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t w = 0; w < n; ++w)

@@ -98,6 +98,11 @@ public:
   void packTiles(mlir::Value a, mlir::Value dst, mlir::Value bi, mlir::Value h,
                  std::optional<float> scale = std::nullopt);
 
+  /// Prefetches (read, into all cache levels) the vectors memref[at...,
+  /// 16 w] for w < vectors.
+  void prefetchVectors(mlir::Value memref, mlir::ValueRange at,
+                       int64_t vectors);
+
   /// The rows x 32 tile sum_d packed[prefix..., d, r] * Xt[b, g, tile, d,
   /// 0:32] as 2 * rows vectors (row r: lanes 0-15 then 16-31). With
   /// `prefetchAhead`, each step also prefetches the row of Xt that many
@@ -113,14 +118,12 @@ public:
   /// * c[row0 + r, 0:32] over the rows r < tiles * rows of `tiles`
   /// consecutive packed tiles, for every d: the transposed product (dK^T
   /// += Q^T dS, dV^T += dO^T P). `rows` d's at a time keep their 2 * rows
-  /// sums in registers over all the rows, as tileProduct does. With
-  /// `block`, zt and c have one more leading dimension, indexed by it. A
-  /// null row0 means 0.
+  /// sums in registers over all the rows, as tileProduct does. zt and c
+  /// are [blocks, ..., 32]: both are read at block `block`.
   void accumulateTransposed(mlir::Value zt, mlir::Value c, mlir::Value packed,
                             mlir::ValueRange prefix, mlir::Value tile0,
-                            mlir::Value tiles,
-                            mlir::Value block = mlir::Value(),
-                            mlir::Value row0 = mlir::Value());
+                            mlir::Value tiles, mlir::Value block,
+                            mlir::Value row0);
 
   /// A private function `name` of `types` next to `parent` (renamed if the
   /// name is taken) whose body `body(arguments)` builds; returns nothing.
