@@ -1,5 +1,6 @@
 // attn-export-abi: C entry points returning an attnc status code.
 #include "codegen/Passes.h"
+#include "dialect/AttnDialect.h"
 
 #include "attnc/runtime.h"
 
@@ -19,7 +20,6 @@ using namespace mlir;
 namespace {
 
 constexpr llvm::StringLiteral kImplPrefix = "__attnc_impl_";
-constexpr llvm::StringLiteral kUsesAmxAttrName = "attnc.uses_amx";
 
 struct AttnExportAbiPass
     : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
@@ -33,7 +33,8 @@ struct AttnExportAbiPass
         setInternalLinkage(func);
     }
     // attn-lower-cpu marks modules whose kernels use AMX tiles.
-    if (module->hasAttr(kUsesAmxAttrName)) {
+    if (module->hasAttr(
+            attnc::attn::AttnDialect::UsesAmxAttrHelper::getNameStr())) {
       OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
       amxInit = func::FuncOp::create(
           b, module.getLoc(), "attnc_amx_init",
@@ -44,7 +45,8 @@ struct AttnExportAbiPass
       if (failed(exportEntry(impl)))
         return signalPassFailure();
     for (func::FuncOp fwd : entries)
-      if (auto bytes = fwd->getAttrOfType<IntegerAttr>("attnc.saved_bytes"))
+      if (auto bytes = fwd->getAttrOfType<IntegerAttr>(
+              attnc::attn::AttnDialect::SavedBytesAttrHelper::getNameStr()))
         if (failed(exportSizeQueries(fwd, bytes.getInt())))
           return signalPassFailure();
   }

@@ -23,6 +23,9 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "mlir::ModuleOp"> {
 def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
   let summary = "Lower attn.attention(_grad) to flash-attention CPU kernels";
   let description = [{
+    Every decision comes from the op's `attn.tile_plan` (#attn.cpu_plan,
+    from attn-plan-tiles; an op it would lower without one is an error):
+    register rows, query and key blocks, AMX tiles, the backward's splits.
     Rewrites every attn.attention the kernel covers (f32/f16/bf16 computed
     in f32, Dv a multiple of 16, score_mod/mask_mod regions of elementwise
     ops and capture reads) into a loop nest over (batch, head, query tile)
@@ -45,16 +48,9 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
     attn-lower-to-linalg.
   }];
   let options = [
-    Option<"rows", "rows", "int64_t", /*default=*/"8",
-           "Query rows per task (register blocking) of ops without an "
-           "attn.tile_plan (attn-plan-tiles), which also get its AVX-512 "
-           "key block">,
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
            "Width of the target's vector registers (512, 256 or 128): with "
-           "512, exp uses AVX-512's vscalefps (x86vector)">,
-    Option<"amx", "amx", "bool", /*default=*/"false",
-           "The target has AMX bf16 tiles: bf16 forwards whose plan has "
-           "16-row tiles multiply on them (amx dialect)">
+           "512, exp uses AVX-512's vscalefps (x86vector)">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",

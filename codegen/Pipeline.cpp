@@ -35,7 +35,6 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
   pm.addPass(createAttnPlanTiles(plan));
   AttnLowerCpuOptions lower;
   lower.vectorBits = options.vectorBits;
-  lower.amx = options.amx;
   pm.addPass(createAttnLowerCpu(lower));
   pm.addPass(createAttnLowerToLinalg());
   // Gradient accumulation adds whole tensors with arith.addf.

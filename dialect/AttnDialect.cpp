@@ -1,7 +1,10 @@
 // Registration of the attn dialect.
 #include "dialect/AttnDialect.h"
+#include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/InliningUtils.h"
 
 using namespace mlir;
@@ -31,5 +34,67 @@ void AttnDialect::initialize() {
 #define GET_OP_LIST
 #include "dialect/AttnOps.cpp.inc"
       >();
+  registerAttributes();
   addInterfaces<AttnInlinerInterface>();
+}
+
+/// A tile plan fits its op: the fused ops take either target's plan with
+/// both blocks, GEMMs only a CPU plan of rows; AMX is a forward's choice,
+/// dQ splits a backward's.
+static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
+  auto plan = dyn_cast<TilePlanAttrInterface>(attr.getValue());
+  if (!plan)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a tile plan (#attn.cpu_plan<...> or "
+                              "#attn.gpu_plan<...>), got "
+                           << attr.getValue();
+  bool fused = isa<AttentionOp, AttentionGradOp>(op);
+  bool gemm = isa<ProjectionOp, MergeOp, ProjectionGradOp, MergeGradOp>(op);
+  if (!fused && !gemm)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' is only valid on attn.attention(_grad), "
+                              "projections and merges";
+  auto cpu = dyn_cast<CpuPlanAttr>(plan);
+  if (!cpu) {
+    if (!fused)
+      return op->emitError() << "a GPU tile plan is only valid on "
+                                "attn.attention(_grad)";
+    return success();
+  }
+  if (fused && (!cpu.getQueryBlock() || !cpu.getKeyBlock()))
+    return op->emitError() << "the tile plan of '" << op->getName()
+                           << "' must give query_block and key_block, got "
+                           << cpu;
+  if (cpu.getAmx() && !isa<AttentionOp>(op))
+    return op->emitError() << "only attn.attention takes an AMX tile plan";
+  if (cpu.getSplits() != 1 && !isa<AttentionGradOp>(op))
+    return op->emitError() << "only attn.attention_grad takes tile plan splits";
+  return success();
+}
+
+LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == TilePlanAttrHelper::getNameStr())
+    return verifyTilePlan(op, attr);
+  auto expect = [&](bool ok, StringRef what) -> LogicalResult {
+    if (ok)
+      return success();
+    return op->emitError() << "'" << name << "' must be " << what;
+  };
+  if (name == UsesAmxAttrHelper::getNameStr())
+    return expect(isa<UnitAttr>(attr.getValue()) && isa<ModuleOp>(op),
+                  "a unit attribute of a module");
+  if (name == ParallelTasksAttrHelper::getNameStr())
+    return expect(isa<UnitAttr>(attr.getValue()) &&
+                      isa<FunctionOpInterface>(op),
+                  "a unit attribute of a function");
+  if (name == SavedBytesAttrHelper::getNameStr()) {
+    auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
+    return expect(bytes && bytes.getType().isInteger(64) &&
+                      bytes.getValue().isNonNegative() &&
+                      isa<FunctionOpInterface>(op),
+                  "a non-negative i64 of a function");
+  }
+  return op->emitError() << "unknown attn attribute '" << name << "'";
 }

@@ -5,7 +5,12 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+
+// The discardable attribute helpers name the plan interface.
+#include "dialect/AttnAttrInterfaces.h.inc"
 
 #include "dialect/AttnDialect.h.inc"
 

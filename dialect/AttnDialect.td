@@ -20,6 +20,28 @@ def Attn_Dialect : Dialect {
     "::mlir::math::MathDialect",
     "::mlir::tensor::TensorDialect"
   ];
+  // The attributes the passes exchange, with named accessors
+  // (AttnDialect::get<Name>AttrHelper()) and checked by
+  // verifyOperationAttribute:
+  // - tile_plan: on fused ops and GEMMs, the plan of attn-plan-tiles;
+  // - uses_amx: on the module, set by attn-lower-cpu when a kernel uses AMX
+  //   tiles (attn-export-abi then asks the OS for the tile state);
+  // - parallel_tasks: on an outlined task function (attn-lower-parallel-calls
+  //   runs its calls on the thread pool);
+  // - saved_bytes: on a derived @f_fwd, the bytes of what it saves for
+  //   @f_bwd (attn-export-abi exports f_saved_bytes()).
+  let discardableAttrs = (ins
+    "::attnc::attn::TilePlanAttrInterface":$tile_plan,
+    "::mlir::UnitAttr":$uses_amx,
+    "::mlir::UnitAttr":$parallel_tasks,
+    "::mlir::IntegerAttr":$saved_bytes
+  );
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Registers the attributes (AttnAttrs.cpp, where their storage is).
+    void registerAttributes();
+  }];
+  let useDefaultAttributePrinterParser = 1;
 }
 
 // Base class of every attn op: pure tensor semantics, no side effects.

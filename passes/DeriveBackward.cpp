@@ -251,7 +251,8 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
     savedBytes +=
         type.getNumElements() * type.getElementTypeBitWidth() / 8;
   }
-  fwd->setAttr("attnc.saved_bytes", b.getI64IntegerAttr(savedBytes));
+  fwd->setAttr(AttnDialect::SavedBytesAttrHelper::getNameStr(),
+               b.getI64IntegerAttr(savedBytes));
 
   // @f_bwd(inputs, results, saved, d results) -> d inputs.
   SmallVector<Type> bwdInputs(func.getArgumentTypes());

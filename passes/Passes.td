@@ -61,14 +61,16 @@ def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
       per tile: tiles a mask empties are skipped, tiles it leaves whole run
       without evaluating it, only boundary tiles evaluate it; other
       predicates are evaluated per element;
-    - tile sizes: `attn.tile_plan = {rows = R, query_block = Q,
-      key_block = K}` with R query rows per register block (8 for 512-bit
-      vectors, 3 for 256, 1 for 128), Q rows per forward task (up to 8
+    - a CPU tile plan, `attn.tile_plan = #attn.cpu_plan<rows = R,
+      query_block = Q, key_block = K[, amx = true][, splits = N]>`: R query
+      rows per register block (up to 12 for 512-bit vectors, 3 for 256, 1
+      for 128, as even as Sq allows), Q rows per forward task (up to 8
       register blocks that visit each key block together while it is in
-      cache, keeping 64 tasks or more) and K keys per online-softmax step
-      (128, or the 32-key tiles a sliding window spans).
-      attn.projection, attn.merge and their gradients get the rows of
-      their GEMM blocks.
+      cache, keeping 64 tasks or more), K keys per online-softmax step (up
+      to 256, or the 32-key tiles a sliding window spans; the backward's key
+      blocks up to 128, fewer for wide heads), AMX tiles for bf16 forwards on
+      AMX targets, and the backward's dQ splits. attn.projection, attn.merge
+      and their gradients get the rows of their GEMM blocks.
 
     An op that already carries a plan keeps it.
   }];
@@ -76,7 +78,11 @@ def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
            "Width of the target's vector registers (512, 256 or 128)">,
     Option<"amx", "amx", "bool", /*default=*/"false",
-           "The target has AMX bf16 tiles: bf16 forwards get 16-row tiles">
+           "The target has AMX bf16 tiles: bf16 forwards get 16-row tiles">,
+    Option<"rows", "rows", "int64_t", /*default=*/"0",
+           "Query rows per register block instead of the target's choice "
+           "(1 to 16, no AMX tiles then; 0: the target's): a testing and "
+           "tuning aid">
   ];
 }
 

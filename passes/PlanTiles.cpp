@@ -24,12 +24,18 @@ struct AttnPlanTiles : attnc::impl::AttnPlanTilesBase<AttnPlanTiles> {
           << static_cast<int64_t>(vectorBits);
       return signalPassFailure();
     }
-    TileTarget target;
+    if (rows < 0 || rows > attn::CpuPlanAttr::kMaxRows) {
+      getOperation().emitError("attn-plan-tiles: rows must be in [0, ")
+          << attn::CpuPlanAttr::kMaxRows << "], got "
+          << static_cast<int64_t>(rows);
+      return signalPassFailure();
+    }
+    CpuTarget target;
     target.vectorBits = vectorBits;
     target.amx = amx;
     auto plan = [&](Operation *op) {
-      if (!op->hasAttr(kTilePlanAttrName))
-        writeTilePlan(op, planTiles(op, target));
+      if (!attn::getTilePlan(op))
+        attn::setTilePlan(op, planCpuTiles(op, target, rows));
     };
     getOperation().walk([&](Operation *op) {
       if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {

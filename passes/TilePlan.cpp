@@ -1,10 +1,8 @@
-// Tile plans (see TilePlan.h).
+// The CPU tile planner (see TilePlan.h).
 #include "passes/TilePlan.h"
 
 #include "dialect/AttnOps.h"
-
-#include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/BuiltinTypes.h"
+#include "dialect/ShapeUtils.h"
 
 using namespace mlir;
 
@@ -12,16 +10,19 @@ namespace attnc {
 
 namespace {
 
+using attn::CpuPlanAttr;
+
 /// The keys one query row can see at most: Skv, or the window.
 template <typename OpTy> int64_t visibleKeys(OpTy op) {
-  int64_t skv = cast<ShapedType>(op.getKey().getType()).getShape()[2];
+  int64_t skv = shapeOf(op.getKey())[2];
   if (std::optional<uint64_t> window = op.getWindow())
     return std::min<int64_t>(skv, int64_t(*window));
   return skv;
 }
 
-} // namespace
-
+/// The most keys a backward key block of keys D and values Dv wide takes:
+/// 128, halved while keys * (D + Dv) exceeds 2^15 floats (its per-thread
+/// scratch then stays under about 0.5 MB).
 int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
   int64_t keys = 128;
   while (keys > 32 && keys * (d + dv) > (int64_t(1) << 15))
@@ -29,20 +30,52 @@ int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
   return keys;
 }
 
-bool usesAmxTiles(Operation *op, const TileTarget &target) {
+/// Whether the forward of `op` runs on AMX tiles on `target`: bf16 Q, K
+/// and V, D a multiple of 32 and Dv of 16 (whole tiles).
+bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   if (!target.amx || !fwd)
     return false;
-  auto shape = [](Value v) { return cast<ShapedType>(v.getType()); };
   for (Value v : {fwd.getQuery(), fwd.getKey(), fwd.getValue()})
-    if (!shape(v).getElementType().isBF16())
+    if (!elementTypeOf(v).isBF16())
       return false;
-  return shape(fwd.getQuery()).getShape()[3] % 32 == 0 &&
-         shape(fwd.getValue()).getShape()[3] % 16 == 0;
+  return shapeOf(fwd.getQuery())[3] % 32 == 0 &&
+         shapeOf(fwd.getValue())[3] % 16 == 0;
 }
 
-TilePlan planTiles(Operation *op, const TileTarget &target) {
-  TilePlan plan;
+/// The backward's dK/dV tasks per (batch, KV head): split s takes key
+/// blocks s, s + splits, ... (interleaved, so that causal masks balance)
+/// and accumulates dQ over them in its own f32 copy, the copies summed in
+/// split order afterwards (deterministic for any thread count). Enough
+/// splits for 32 tasks, no more than the key blocks, at most 64 MB of
+/// copies, and at most one per 1024 keys a query row sees: each copy costs
+/// memory traffic per query row (zeroing, accumulating, the final sum) that
+/// only that much work hides. Measured on 2 threads (B = 1, H = 8, D = 64,
+/// interleaved A/B): with a 256-key window and 2 KV heads, 1 split ran 2x
+/// as fast as 16; at S = 2048, 1 split ran 9% faster than 4 causal, and 2
+/// splits 4% faster than 4 without a mask (1.5-4% faster than at one per
+/// 512 keys).
+int64_t backwardSplits(attn::AttentionGradOp op, int64_t rows,
+                       int64_t keyBlock) {
+  ArrayRef<int64_t> q = shapeOf(op.getQuery());
+  int64_t hkv = shapeOf(op.getKey())[1], skv = shapeOf(op.getKey())[2];
+  int64_t copyFloats = q[0] * q[1] * ((q[2] + rows - 1) / rows) * rows * q[3];
+  int64_t splits = std::min<int64_t>((32 + q[0] * hkv - 1) / (q[0] * hkv),
+                                     (skv + keyBlock - 1) / keyBlock);
+  // Keys a query row sees on average, at most (Sq = Skv when causal).
+  int64_t visibleKeys = op.getWindow() ? std::min<int64_t>(*op.getWindow(), skv)
+                        : op.getCausal() ? (skv + 1) / 2
+                                         : skv;
+  splits = std::min<int64_t>(splits, visibleKeys / 1024);
+  while (splits > 1 && splits * copyFloats > (int64_t(1) << 24))
+    --splits;
+  return std::max<int64_t>(splits, 1);
+}
+
+} // namespace
+
+CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
+  const int64_t rowsAsked = rows;
   // The microkernels hold 2 * rows vectors of 16 floats as accumulators,
   // plus two operand vectors and a broadcast: up to 14 rows fit AVX-512's
   // 32 registers; a 256-bit vector<16xf32> takes two of AVX2's 16
@@ -59,110 +92,76 @@ TilePlan planTiles(Operation *op, const TileTarget &target) {
                     : target.vectorBits >= 256 ? 3
                                                : 1;
   // heads: B * H of a forward (its query tiles decide the query block).
-  int64_t sq = 0, skv = 0, visible = 0, heads = 0, maxKeyBlock = kMaxKeyBlock;
-  if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
-    ArrayRef<int64_t> q = cast<ShapedType>(fwd.getQuery().getType()).getShape();
+  int64_t sq = 0, skv = 0, visible = 0, heads = 0,
+          maxKeyBlock = CpuPlanAttr::kMaxKeyBlock;
+  auto fwd = dyn_cast<attn::AttentionOp>(op);
+  auto grad = dyn_cast<attn::AttentionGradOp>(op);
+  if (fwd) {
+    ArrayRef<int64_t> q = shapeOf(fwd.getQuery());
     sq = q[2];
     heads = q[0] * q[1];
-    skv = cast<ShapedType>(fwd.getKey().getType()).getShape()[2];
+    skv = shapeOf(fwd.getKey())[2];
     visible = visibleKeys(fwd);
-  } else if (auto grad = dyn_cast<attn::AttentionGradOp>(op)) {
-    sq = cast<ShapedType>(grad.getQuery().getType()).getShape()[2];
-    skv = cast<ShapedType>(grad.getKey().getType()).getShape()[2];
+  } else if (grad) {
+    sq = shapeOf(grad.getQuery())[2];
+    skv = shapeOf(grad.getKey())[2];
     visible = visibleKeys(grad);
     // Key blocks of 128 keys ran the backward 3-7% faster than 32 at
     // S = 2048 and D = 128 (64: 6%, 256: 3-7%), 3% at D = 128 causal and
     // at D = 64, within noise at D = 64 causal (2 threads, interleaved A/B
     // of AOT builds): each dQ row is loaded and stored once per block
     // rather than per 32 keys.
-    maxKeyBlock = maxBackwardKeyBlock(
-        cast<ShapedType>(grad.getQuery().getType()).getShape()[3],
-        cast<ShapedType>(grad.getValue().getType()).getShape()[3]);
+    maxKeyBlock = maxBackwardKeyBlock(shapeOf(grad.getQuery())[3],
+                                      shapeOf(grad.getValue())[3]);
   }
   // The keys a tile of r rows sees at most (a window slides by a key per
   // row), in whole 32-key tiles.
   auto tileKeys = [&](int64_t r) {
     return (std::min(visible + r - 1, skv) + 31) / 32 * 32;
   };
-  if (sq > 0) {
+  if (rows > 0) {
+    // Asked for (attn-plan-tiles{rows=N}: a testing and tuning aid).
+  } else if (sq > 0) {
     // As few tiles as maxRows allows, of rows as even as they can be: the
     // rows past Sq only repeat its last row (Sq = 13: 2 tiles of 7, not 12
     // and 1 + 11 copies).
     int64_t tiles = (sq + maxRows - 1) / maxRows;
-    plan.rows = (sq + tiles - 1) / tiles;
+    rows = (sq + tiles - 1) / tiles;
   } else {
     // Projections and merges (GEMMs over B * S rows) keep 8 on AVX-512:
     // 12 was not measured faster there (the MHA layer's forward and
     // backward within noise).
-    plan.rows = std::min<int64_t>(maxRows, 8);
+    rows = std::min<int64_t>(maxRows, 8);
   }
-  int64_t queryTiles = heads ? heads * ((sq + plan.rows - 1) / plan.rows) : 1;
+  MLIRContext *context = op->getContext();
+  if (!fwd && !grad)
+    return CpuPlanAttr::get(context, rows, /*queryBlock=*/0, /*keyBlock=*/0,
+                            /*amx=*/false, /*splits=*/1);
+  int64_t queryTiles = heads ? heads * ((sq + rows - 1) / rows) : 1;
   // Up to 8 query tiles per task share each key block read from L2 (at
   // S=2048 and D=128 on AVX-512, 4 tiles ran 22% faster than 1, and 8 8%
   // faster than 4; 16 2% more), keeping 64 tasks or more for the pool.
-  plan.queryBlock =
-      plan.rows * std::clamp<int64_t>(queryTiles / 64, 1, 8);
+  int64_t queryBlock = rows * std::clamp<int64_t>(queryTiles / 64, 1, 8);
   // The keys a query tile sees, in whole 32-key tiles: larger steps share
   // the per-row softmax work (reductions, the rescale of O) among more
   // keys; 256 ran 2-3% faster than 128 at D=64 and 4% at D=128 (S=2048,
   // causal: the same), 128 3-6% faster than 64 and 64 4-8% faster than 32
   // (forward, interleaved A/B on AVX-512), while a sliding window needs no
   // more than it spans. 512 gained nothing at D=64.
-  plan.keyBlock = std::clamp<int64_t>(tileKeys(plan.rows), 32, maxKeyBlock);
+  int64_t keyBlock = std::clamp<int64_t>(tileKeys(rows), 32, maxKeyBlock);
   // On AMX: tiles of 16 query rows by 16 keys, up to 16 per step (256
   // keys: the per-row softmax work shared among 4 times more keys than
   // with 64-key steps ran the bf16 forward 13-18% faster at S=2048, D=64
   // and 128, causal or not; 128-key steps 11% faster at D=64).
-  if (usesAmxTiles(op, target)) {
-    plan.queryBlock = plan.queryBlock / plan.rows * kAmxRows;
-    plan.rows = kAmxRows;
-    plan.keyBlock =
-        std::clamp<int64_t>(tileKeys(kAmxRows), 32, kMaxAmxKeyBlock);
+  bool amx = usesAmxTiles(op, target) && rowsAsked == 0;
+  if (amx) {
+    queryBlock = queryBlock / rows * CpuPlanAttr::kAmxRows;
+    rows = CpuPlanAttr::kAmxRows;
+    keyBlock =
+        std::clamp<int64_t>(tileKeys(rows), 32, CpuPlanAttr::kMaxKeyBlock);
   }
-  return plan;
-}
-
-FailureOr<std::optional<TilePlan>> readTilePlan(Operation *op) {
-  Attribute attr = op->getAttr(kTilePlanAttrName);
-  if (!attr)
-    return std::optional<TilePlan>();
-  auto dict = dyn_cast<DictionaryAttr>(attr);
-  auto get = [&](StringRef name) {
-    return dict ? dict.getAs<IntegerAttr>(name) : IntegerAttr();
-  };
-  IntegerAttr rows = get("rows"), queryBlock = get("query_block"),
-              keyBlock = get("key_block");
-  if (!rows || !queryBlock || !keyBlock || dict.size() != 3)
-    return op->emitError()
-           << "'" << kTilePlanAttrName
-           << "' must be {rows = R, query_block = Q, key_block = K}, got "
-           << attr;
-  TilePlan plan{rows.getInt(), queryBlock.getInt(), keyBlock.getInt()};
-  if (plan.rows < 1 || plan.rows > kMaxTileRows)
-    return op->emitError() << "tile plan rows must be in [1, " << kMaxTileRows
-                           << "], got " << plan.rows;
-  if (plan.queryBlock < plan.rows || plan.queryBlock % plan.rows ||
-      plan.queryBlock > kMaxQueryTiles * plan.rows)
-    return op->emitError()
-           << "tile plan query_block must be 1 to " << kMaxQueryTiles
-           << " times rows (" << plan.rows << "), got " << plan.queryBlock;
-  if (plan.keyBlock < 32 || plan.keyBlock > kMaxKeyBlock ||
-      plan.keyBlock % 32)
-    return op->emitError()
-           << "tile plan key_block must be a multiple of 32 in [32, "
-           << kMaxKeyBlock << "], got " << plan.keyBlock;
-  return std::optional<TilePlan>(plan);
-}
-
-void writeTilePlan(Operation *op, const TilePlan &plan) {
-  Builder b(op->getContext());
-  op->setAttr(kTilePlanAttrName,
-              b.getDictionaryAttr(
-                  {b.getNamedAttr("rows", b.getI64IntegerAttr(plan.rows)),
-                   b.getNamedAttr("query_block",
-                                  b.getI64IntegerAttr(plan.queryBlock)),
-                   b.getNamedAttr("key_block",
-                                  b.getI64IntegerAttr(plan.keyBlock))}));
+  int64_t splits = grad ? backwardSplits(grad, rows, keyBlock) : 1;
+  return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits);
 }
 
 } // namespace attnc

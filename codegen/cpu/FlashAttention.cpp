@@ -32,6 +32,8 @@ namespace attnc {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+/// The rows and keys of an AMX tile of f32 scores.
+constexpr int64_t kAmxRows = attn::CpuPlanAttr::kAmxRows;
 
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
@@ -43,54 +45,16 @@ bool isFloatTensor(Value v) {
   return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
 }
 
-/// The key tiles of a backward key block: the plan's, within
-/// maxBackwardKeyBlock (a hand-written plan may ask for more).
-int64_t backwardBlockTiles(attn::AttentionGradOp op, const TilePlan &plan) {
-  int64_t most =
-      maxBackwardKeyBlock(shapeOf(op.getQuery())[3], shapeOf(op.getValue())[3]);
-  return std::min(plan.keyBlock, most) / KernelBuilder::kCols;
-}
-
-/// The backward's dK/dV tasks per (batch, KV head): split s takes key
-/// blocks s, s + splits, ... (interleaved, so that causal masks balance)
-/// and accumulates dQ over them in its own f32 copy, the copies summed in
-/// split order afterwards (deterministic for any thread count). Enough
-/// splits for 32 tasks, no more than the key blocks, at most 64 MB of
-/// copies, and at most one per 1024 keys a query row sees: each copy costs
-/// memory traffic per query row (zeroing, accumulating, the final sum) that
-/// only that much work hides. Measured on 2 threads (B = 1, H = 8, D = 64,
-/// interleaved A/B): with a 256-key window and 2 KV heads, 1 split ran 2x
-/// as fast as 16; at S = 2048, 1 split ran 9% faster than 4 causal, and 2
-/// splits 4% faster than 4 without a mask (1.5-4% faster than at one per
-/// 512 keys).
-int64_t backwardSplits(attn::AttentionGradOp op, const TilePlan &plan) {
-  int64_t rows = plan.rows;
-  ArrayRef<int64_t> q = shapeOf(op.getQuery());
-  int64_t hkv = shapeOf(op.getKey())[1], skv = shapeOf(op.getKey())[2];
-  int64_t copyFloats = q[0] * q[1] * ((q[2] + rows - 1) / rows) * rows * q[3];
-  int64_t blockKeys = backwardBlockTiles(op, plan) * KernelBuilder::kCols;
-  int64_t splits = std::min<int64_t>((32 + q[0] * hkv - 1) / (q[0] * hkv),
-                                     (skv + blockKeys - 1) / blockKeys);
-  // Keys a query row sees on average, at most (Sq = Skv when causal).
-  int64_t visibleKeys = op.getWindow() ? std::min<int64_t>(*op.getWindow(), skv)
-                        : op.getCausal() ? (skv + 1) / 2
-                                         : skv;
-  splits = std::min<int64_t>(splits, visibleKeys / 1024);
-  while (splits > 1 && splits * copyFloats > (int64_t(1) << 24))
-    --splits;
-  return std::max<int64_t>(splits, 1);
-}
-
 /// What the forward and backward kernels share: shapes, masks, buffers in
 /// and out of bufferization, and the tile computations.
 class FlashCommon : public KernelBuilder {
 public:
   template <typename OpTy>
   FlashCommon(ImplicitLocOpBuilder &b, OpTy op, int64_t rows,
-              const TileTarget &target)
-      : KernelBuilder(b, rows), scalefExp(target.vectorBits >= 512),
-        causal(op.getCausal()),
-        window(op.getWindow()), scale(float(op.getEffectiveScale())),
+              int64_t vectorBits)
+      : KernelBuilder(b, rows), scalefExp(vectorBits >= 512),
+        causal(op.getCausal()), window(op.getWindow()),
+        scale(float(op.getEffectiveScale())),
         parent(op->template getParentOfType<func::FuncOp>()),
         scoreMod(op.getScoreMod()), maskMod(op.getMaskMod()),
         numScoreCaptures(op.getScoreCaptures().size()) {
@@ -593,12 +557,11 @@ protected:
 class FlashForward : public FlashCommon {
 public:
   FlashForward(ImplicitLocOpBuilder &b, attn::AttentionOp op,
-               const TilePlan &plan, const TileTarget &target)
-      : FlashCommon(b, op, plan.rows, target), op(op),
-        amx(flashForwardUsesAmx(op, plan, target)),
-        bf16(b.getBF16Type()), blockTiles(plan.keyBlock / kCols),
-        qTiles((Sq + rows - 1) / rows),
-        groupTiles(std::min(qTiles, plan.queryBlock / rows)) {}
+               attn::CpuPlanAttr plan, int64_t vectorBits)
+      : FlashCommon(b, op, plan.getRows(), vectorBits), op(op),
+        amx(plan.getAmx()), bf16(b.getBF16Type()),
+        blockTiles(plan.getKeyBlock() / kCols), qTiles((Sq + rows - 1) / rows),
+        groupTiles(std::min(qTiles, plan.getQueryBlock() / rows)) {}
 
   std::pair<Value, Value> build() {
     Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
@@ -995,10 +958,10 @@ private:
 class FlashBackward : public FlashCommon {
 public:
   FlashBackward(ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
-                const TilePlan &plan, const TileTarget &target)
-      : FlashCommon(b, op, plan.rows, target),
-        blockTiles(backwardBlockTiles(op, plan)), op(op),
-        splits(backwardSplits(op, plan)) {
+                attn::CpuPlanAttr plan, int64_t vectorBits)
+      : FlashCommon(b, op, plan.getRows(), vectorBits),
+        blockTiles(plan.getKeyBlock() / kCols), op(op),
+        splits(plan.getSplits()) {
     for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
       if (isFloatTensor(capture))
         floatCaptures.push_back(k);
@@ -1645,12 +1608,11 @@ bool canLowerToFlashCpu(attn::AttentionOp op) {
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }
 
-bool canLowerToFlashCpu(attn::AttentionGradOp op,
-                        const TilePlan &plan) {
+bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
   // Float captures take a partial gradient per task: at most 2^24 floats
   // (64 MB) of them, else the unfused lowering.
   ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
-  int64_t tasks = q[0] * k[1] * backwardSplits(op, plan);
+  int64_t tasks = q[0] * k[1] * plan.getSplits();
   int64_t partialFloats = 0;
   for (Value capture : op.getScoreCaptures())
     if (isFloatTensor(capture))
@@ -1662,26 +1624,20 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op,
          shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
 }
 
-bool flashForwardUsesAmx(attn::AttentionOp op, const TilePlan &plan,
-                         const TileTarget &target) {
-  return usesAmxTiles(op, target) && plan.rows == kAmxRows &&
-         plan.keyBlock <= kMaxAmxKeyBlock;
-}
-
 std::pair<Value, Value> buildFlashAttentionCpu(OpBuilder &builder,
                                                attn::AttentionOp op,
-                                               const TilePlan &plan,
-                                               const TileTarget &target) {
+                                               attn::CpuPlanAttr plan,
+                                               int64_t vectorBits) {
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  return FlashForward(b, op, plan, target).build();
+  return FlashForward(b, op, plan, vectorBits).build();
 }
 
 SmallVector<Value> buildFlashAttentionGradCpu(OpBuilder &builder,
                                               attn::AttentionGradOp op,
-                                              const TilePlan &plan,
-                                              const TileTarget &target) {
+                                              attn::CpuPlanAttr plan,
+                                              int64_t vectorBits) {
   ImplicitLocOpBuilder b(op.getLoc(), builder);
-  return FlashBackward(b, op, plan, target).build();
+  return FlashBackward(b, op, plan, vectorBits).build();
 }
 
 } // namespace attnc

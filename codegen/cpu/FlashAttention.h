@@ -3,8 +3,8 @@
 #ifndef ATTNC_CODEGEN_CPU_FLASHATTENTION_H
 #define ATTNC_CODEGEN_CPU_FLASHATTENTION_H
 
+#include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
-#include "passes/TilePlan.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -17,22 +17,17 @@ namespace attnc {
 /// per-task partial gradients fit in 64 MB. Other ops keep the unfused
 /// lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
-bool canLowerToFlashCpu(attn::AttentionGradOp op,
-                        const TilePlan &plan);
-
-/// Whether the forward kernel of `op` multiplies on AMX tiles
-/// (usesAmxTiles, with a plan of 16-row tiles and 32-key steps). Entry
-/// points of a module with such kernels must first get the OS's leave
-/// (attnc_amx_init; attn-lower-cpu marks the module attnc.uses_amx).
-bool flashForwardUsesAmx(attn::AttentionOp op, const TilePlan &plan,
-                         const TileTarget &target);
+bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan);
 
 /// Builds the kernel at `b` (before bufferization: inputs go through
-/// bufferization.to_buffer, results come back through to_tensor) and
-/// returns (O, LSE).
+/// bufferization.to_buffer, results come back through to_tensor) as `plan`
+/// says (on AMX tiles with plan.amx; entry points of a module with such
+/// kernels must first get the OS's leave: attn-lower-cpu marks the module
+/// attn.uses_amx), for vector registers `vectorBits` wide (512: exp uses
+/// AVX-512's vscalefps), and returns (O, LSE).
 std::pair<mlir::Value, mlir::Value>
 buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
-                       const TilePlan &plan, const TileTarget &target);
+                       attn::CpuPlanAttr plan, int64_t vectorBits);
 
 /// The FlashAttention-2 backward in one pass over key tiles (dK/dV per key
 /// tile, dQ into one copy per split of the key tiles summed in order:
@@ -40,7 +35,7 @@ buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
 /// (dQ, dK, dV) and one gradient per score capture (zeros for integer ones).
 llvm::SmallVector<mlir::Value>
 buildFlashAttentionGradCpu(mlir::OpBuilder &b, attn::AttentionGradOp op,
-                           const TilePlan &plan, const TileTarget &target);
+                           attn::CpuPlanAttr plan, int64_t vectorBits);
 
 } // namespace attnc
 

@@ -1,6 +1,8 @@
 // Building blocks of the flash-attention CPU kernels (see KernelBuilder.h).
 #include "codegen/cpu/KernelBuilder.h"
 
+#include "dialect/AttnDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -471,7 +473,8 @@ func::FuncOp KernelBuilder::outlineTasks(func::FuncOp parent, StringRef name,
     b.setInsertionPointToStart(forOp.getBody());
     body(args, buffers, forOp.getInductionVar());
   });
-  fn->setAttr("attnc.parallel_tasks", b.getUnitAttr());
+  fn->setAttr(attn::AttnDialect::ParallelTasksAttrHelper::getNameStr(),
+              b.getUnitAttr());
   return fn;
 }
 

@@ -35,34 +35,22 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
           << static_cast<int64_t>(vectorBits);
       return signalPassFailure();
     }
-    if (rows < 1 || rows > attnc::kMaxTileRows) {
-      getOperation().emitError("attn-lower-cpu: rows must be in [1, ")
-          << attnc::kMaxTileRows << "]";
-      return signalPassFailure();
-    }
-    attnc::TileTarget target;
-    target.vectorBits = vectorBits;
-    target.amx = amx;
-    // Each op's attn.tile_plan (attn-plan-tiles), else the target's plan
-    // with `rows` rows; a malformed plan fails the pass.
-    llvm::DenseMap<Operation *, attnc::TilePlan> plans;
+    // Each op's attn.tile_plan (attn-plan-tiles): the lowering takes every
+    // decision from it.
+    llvm::DenseMap<Operation *, attnc::attn::CpuPlanAttr> plans;
     WalkResult planned = getOperation().walk([&](Operation *op) {
       if (!isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp>(op) &&
           !attnc::canLowerToGemmCpu(op))
         return WalkResult::advance();
-      FailureOr<std::optional<attnc::TilePlan>> recorded =
-          attnc::readTilePlan(op);
-      if (failed(recorded))
+      attnc::attn::TilePlanAttrInterface plan = attnc::attn::getTilePlan(op);
+      auto cpu = dyn_cast_or_null<attnc::attn::CpuPlanAttr>(plan);
+      if (!cpu) {
+        op->emitError() << "attn-lower-cpu needs a CPU tile plan "
+                           "(#attn.cpu_plan, from attn-plan-tiles), got "
+                        << (plan ? Attribute(plan) : Attribute());
         return WalkResult::interrupt();
-      attnc::TilePlan plan;
-      if (*recorded) {
-        plan = **recorded;
-      } else {
-        plan = attnc::planTiles(op, target);
-        plan.queryBlock = plan.queryBlock / plan.rows * rows;
-        plan.rows = rows;
       }
-      plans[op] = plan;
+      plans[op] = cpu;
       return WalkResult::advance();
     });
     if (planned.wasInterrupted())
@@ -74,11 +62,15 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
         ops.push_back(op);
     });
     for (attnc::attn::AttentionOp op : ops) {
-      attnc::TilePlan plan = plans.lookup(op);
-      if (attnc::flashForwardUsesAmx(op, plan, target))
-        getOperation()->setAttr("attnc.uses_amx", UnitAttr::get(&getContext()));
+      attnc::attn::CpuPlanAttr plan = plans.lookup(op);
+      if (plan.getAmx())
+        getContext()
+            .getLoadedDialect<attnc::attn::AttnDialect>()
+            ->getUsesAmxAttrHelper()
+            .setAttr(getOperation(), UnitAttr::get(&getContext()));
       OpBuilder b(op);
-      auto [output, lse] = attnc::buildFlashAttentionCpu(b, op, plan, target);
+      auto [output, lse] =
+          attnc::buildFlashAttentionCpu(b, op, plan, vectorBits);
       op.getOutput().replaceAllUsesWith(output);
       op.getLse().replaceAllUsesWith(lse);
       op.erase();
@@ -90,8 +82,8 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     });
     for (attnc::attn::AttentionGradOp op : grads) {
       OpBuilder b(op);
-      SmallVector<Value> results =
-          attnc::buildFlashAttentionGradCpu(b, op, plans.lookup(op), target);
+      SmallVector<Value> results = attnc::buildFlashAttentionGradCpu(
+          b, op, plans.lookup(op), vectorBits);
       op->replaceAllUsesWith(results);
       op.erase();
     }
@@ -104,7 +96,7 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     for (Operation *op : products) {
       OpBuilder b(op);
       SmallVector<Value> results =
-          attnc::buildGemmCpu(b, op, plans.lookup(op).rows);
+          attnc::buildGemmCpu(b, op, plans.lookup(op).getRows());
       op->replaceAllUsesWith(results);
       op->erase();
     }

@@ -5,6 +5,7 @@
 // runtime, and kernels must only need libattnc_rt: the runtime's pool takes
 // a C function pointer and a context, which only exist in the LLVM dialect.
 #include "codegen/Passes.h"
+#include "dialect/AttnDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -18,7 +19,6 @@ using namespace mlir;
 
 namespace {
 
-constexpr llvm::StringLiteral kParallelAttr = "attnc.parallel_tasks";
 constexpr llvm::StringLiteral kParallelFor = "attnc_parallel_for";
 constexpr llvm::StringLiteral kParallelForThreads =
     "attnc_parallel_for_threads";
@@ -37,7 +37,8 @@ struct AttnLowerParallelCallsPass
 
     SmallVector<LLVM::LLVMFuncOp> taskFunctions;
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
-      if (fn->hasAttr(kParallelAttr))
+      if (fn->hasAttr(
+              attnc::attn::AttnDialect::ParallelTasksAttrHelper::getNameStr()))
         taskFunctions.push_back(fn);
     if (taskFunctions.empty())
       return;

@@ -106,7 +106,7 @@ module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
 // CHECK-NEXT: func.call @__attnc_impl_amx_kernel
 // CHECK: } else {
 // CHECK-NEXT: arith.constant 5 : i32
-module attributes {attnc.uses_amx, attnc.test.load_llvm = #llvm.linkage<external>} {
+module attributes {attn.uses_amx, attnc.test.load_llvm = #llvm.linkage<external>} {
   func.func @amx_kernel(%a: memref<4xf32>) {
     return
   }

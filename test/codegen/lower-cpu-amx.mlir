@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -attn-plan-tiles=amx=true -attn-lower-cpu=amx=true | FileCheck %s
+// RUN: attnc-opt %s -attn-plan-tiles=amx=true -attn-lower-cpu | FileCheck %s
 // RUN: attnc-opt %s -attn-plan-tiles=amx=true | FileCheck %s --check-prefix=PLAN
 // RUN: attnc-opt %s -attn-plan-tiles | FileCheck %s --check-prefix=NOAMX
 
@@ -6,7 +6,7 @@
 // the plan; K and V copied into bf16 pairs (VNNI) per (batch, KV head);
 // Q K^T as two 16 x 16 f32 tiles of D / 32 tdpbf16ps each; P V on tiles of
 // 16 columns; the module marked for the entry points' AMX request.
-// CHECK: module attributes {attnc.uses_amx}
+// CHECK: module attributes {attn.uses_amx}
 // CHECK-LABEL: func.func private @__attnc_flash_pairs
 // CHECK-SAME: memref<1x1x20x64xbf16>, %{{.*}}: memref<1x1x20x32xbf16>, %{{.*}}: memref<1x1x2x32x32xbf16>, %{{.*}}: memref<1x1x1x16x64xbf16>
 // CHECK-LABEL: func.func private @__attnc_flash_forward
@@ -22,8 +22,8 @@
 // CHECK: amx.tile_store
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: attn.attention
-// PLAN: attn.tile_plan = {key_block = 32 : i64, query_block = 16 : i64, rows = 16 : i64}
-// NOAMX: attn.tile_plan = {key_block = 32 : i64, query_block = 10 : i64, rows = 10 : i64}
+// PLAN: attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 16, key_block = 32, amx = true>
+// NOAMX: attn.tile_plan = #attn.cpu_plan<rows = 10, query_block = 10, key_block = 32>
 func.func @forward(%q: tensor<1x2x20x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: tensor<1x1x20x32xbf16>) -> (tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>) {
   %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x20x64xbf16>, tensor<1x1x20x64xbf16>, tensor<1x1x20x32xbf16> -> tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
   return %o, %lse : tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
@@ -35,7 +35,7 @@ func.func @forward(%q: tensor<1x2x20x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: t
 // P V over the seven 32-key tiles per tile of 16 columns, P's tiles loaded
 // for each (7 do not fit beside A and C).
 // PLAN-LABEL: func.func @long
-// PLAN: attn.tile_plan = {key_block = 224 : i64, query_block = 16 : i64, rows = 16 : i64}
+// PLAN: attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 16, key_block = 224, amx = true>
 // CHECK-LABEL: func.func private @__attnc_flash_forward_0
 // CHECK-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
 // CHECK-COUNT-4: amx.tile_store %{{.*}} : memref<16x224xf32>, !amx.tile<16x16xf32>

@@ -1,7 +1,7 @@
-// RUN: attnc-opt %s -split-input-file -attn-lower-cpu | FileCheck %s
-// RUN: attnc-opt %s -split-input-file -attn-lower-cpu=rows=4 | FileCheck %s --check-prefix=ROWS4
-// RUN: not attnc-opt %s -split-input-file -attn-lower-cpu=rows=17 2>&1 | FileCheck %s --check-prefix=BADROWS
-// RUN: attnc-opt %s -split-input-file -attn-lower-cpu=vector-bits=256 | FileCheck %s --check-prefix=AVX2
+// RUN: attnc-opt %s -split-input-file -attn-plan-tiles=rows=8 -attn-lower-cpu | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attn-plan-tiles=rows=4 -attn-lower-cpu | FileCheck %s --check-prefix=ROWS4
+// RUN: not attnc-opt %s -split-input-file -attn-plan-tiles=rows=17 2>&1 | FileCheck %s --check-prefix=BADROWS
+// RUN: attnc-opt %s -split-input-file '-attn-plan-tiles=rows=8 vector-bits=256' -attn-lower-cpu=vector-bits=256 | FileCheck %s --check-prefix=AVX2
 // RUN: not attnc-opt %s -split-input-file -attn-lower-cpu=vector-bits=7 2>&1 | FileCheck %s --check-prefix=BADBITS
 
 // The forward: inputs through bufferization.to_buffer, K transposed into
@@ -27,7 +27,7 @@
 // CHECK: vector.store %[[WIDE]], %{{.*}}[%{{.*}}, %{{.*}}, %c0{{.*}}, %[[KEY]], %c16{{.*}}] : memref<1x2x1x56x32xf32>
 // CHECK-LABEL: func.func private @__attnc_flash_forward
 // CHECK-SAME: (%{{.*}}: memref<1x4x40x16xbf16>, %{{.*}}: memref<1x2x3x16x32xf32>, %{{.*}}: memref<1x2x1x56x32xf32>, %{{.*}}: memref<1x4x40x32xbf16>, %{{.*}}: memref<1x4x40xf32>, %{{.*}}: index, %{{.*}}: index)
-// CHECK-SAME: attnc.parallel_tasks
+// CHECK-SAME: attn.parallel_tasks
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<8x32xf32>
 // CHECK: memref.store
 // CHECK-NEXT: } {loop_annotation = #[[NOVEC]]}
@@ -62,7 +62,7 @@
 // CHECK: bufferization.to_tensor {{.*}} restrict writable
 // CHECK-NOT: attn.attention
 // ROWS4: memref.alloc() {alignment = 64 : i64} : memref<4x32xf32>
-// BADROWS: attn-lower-cpu: rows must be in [1, 16]
+// BADROWS: attn-plan-tiles: rows must be in [0, 16], got 17
 // Without AVX-512, exp is upstream's polynomial.
 // AVX2-LABEL: func.func private @__attnc_flash_forward
 // AVX2-NOT: x86vector
@@ -82,7 +82,7 @@ func.func @forward(%q: tensor<1x4x40x16xbf16>, %k: tensor<1x2x40x16xbf16>, %v: t
 // terms into the split's f32 copy, rows padded to the tile), then the
 // copies summed; Delta per row.
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
-// CHECK-SAME: memref<1x2x2x8x16xf32>, %{{.*}}: index, %{{.*}}: index) attributes {attnc.parallel_tasks}
+// CHECK-SAME: memref<1x2x2x8x16xf32>, %{{.*}}: index, %{{.*}}: index) attributes {attn.parallel_tasks}
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x64x32xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x16x32xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x32x32xf32>
@@ -95,7 +95,7 @@ func.func @forward(%q: tensor<1x4x40x16xbf16>, %k: tensor<1x2x40x16xbf16>, %v: t
 // CHECK-LABEL: func.func private @__attnc_flash_accumulate_transposed_1x32x32_1x64x32_2x2x1x32x8
 // CHECK-LABEL: func.func private @__attnc_flash_accumulate_transposed_1x16x32_1x64x32_2x2x1x16x8
 // CHECK-LABEL: func.func private @__attnc_flash_dq
-// CHECK-SAME: attnc.parallel_tasks
+// CHECK-SAME: attn.parallel_tasks
 // CHECK-LABEL: func.func @backward
 // CHECK-NOT: memref.alloc() {alignment = 64 : i64} : memref<2x2x1x16x32xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x2x5xf32>
@@ -220,7 +220,7 @@ func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor
 // product reads it through a reshape instead of a copy.
 // CHECK-LABEL: func.func private @__attnc_gemm_32x40x24
 // CHECK-SAME: (%{{.*}}: memref<1x1x32x24xf32>, %{{.*}}: memref<1x1x2x24x32xf32>, %{{.*}}: memref<32x64xf32>, %{{.*}}: index, %{{.*}}: index)
-// CHECK-SAME: attnc.parallel_tasks
+// CHECK-SAME: attn.parallel_tasks
 // CHECK: vector.fma
 // CHECK-LABEL: func.func @layer
 // CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1, 2]] : memref<2x16x24xf32> into memref<768xf32>

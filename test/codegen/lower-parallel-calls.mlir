@@ -1,7 +1,7 @@
 // RUN: attnc-opt %s -attn-lower-parallel-calls | FileCheck %s
 // RUN: attnc-opt %s -attn-lower-parallel-calls=threads=3 | FileCheck %s --check-prefix=THREADS
 
-// A call of a task function (marked attnc.parallel_tasks) becomes
+// A call of a task function (marked attn.parallel_tasks) becomes
 // attnc_parallel_for(n, @f_packed, ctx) with the pointers packed in ctx;
 // @f_packed unpacks them and calls @f on its [begin, end).
 // CHECK: llvm.func @attnc_parallel_for(i64, !llvm.ptr, !llvm.ptr)
@@ -23,7 +23,7 @@
 // THREADS: llvm.func @attnc_parallel_for_threads(i64, !llvm.ptr, !llvm.ptr, i32)
 // THREADS: %[[T:.*]] = llvm.mlir.constant(3 : i32) : i32
 // THREADS: llvm.call @attnc_parallel_for_threads(%{{.*}}, %{{.*}}, %{{.*}}, %[[T]])
-llvm.func @tasks(%a: !llvm.ptr, %b: !llvm.ptr, %begin: i64, %end: i64) attributes {attnc.parallel_tasks} {
+llvm.func @tasks(%a: !llvm.ptr, %b: !llvm.ptr, %begin: i64, %end: i64) attributes {attn.parallel_tasks} {
   llvm.return
 }
 llvm.func @kernel(%a: !llvm.ptr, %b: !llvm.ptr) {

@@ -9,7 +9,7 @@
 // backward: merge_grad then projection_grad on the saved value.
 // CHECK-LABEL: func.func @projection(
 // CHECK-LABEL: func.func @projection_fwd(
-// CHECK-SAME: {{^}}%[[X:[^:]*]]: tensor<2x16x32xf32>, %[[WQ:[^:]*]]: tensor<32x32xf32>, %[[WO:[^:]*]]: tensor<32x24xf32>) -> (tensor<2x16x24xf32>, tensor<2x4x16x8xf32>) attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%[[X:[^:]*]]: tensor<2x16x32xf32>, %[[WQ:[^:]*]]: tensor<32x32xf32>, %[[WO:[^:]*]]: tensor<32x24xf32>) -> (tensor<2x16x24xf32>, tensor<2x4x16x8xf32>) attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-NEXT: %[[Q:.*]] = attn.projection %[[X]], %[[WQ]]
 // CHECK-NEXT: %[[Y:.*]] = attn.merge %[[Q]], %[[WO]]
 // CHECK-NEXT: return %[[Y]], %[[Q]] : tensor<2x16x24xf32>, tensor<2x4x16x8xf32>
@@ -29,7 +29,7 @@ func.func @projection(%x: tensor<2x16x32xf32>, %wq: tensor<32x32xf32>, %wo: tens
 // A returned projection result is not saved again: the backward reads it
 // from the results.
 // CHECK-LABEL: func.func @projection_returned_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x4x8xbf16>, %{{[^:]*}}: tensor<8x8xbf16>) -> tensor<1x2x4x4xbf16> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x4x8xbf16>, %{{[^:]*}}: tensor<8x8xbf16>) -> tensor<1x2x4x4xbf16> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @projection_returned_bwd(
 // CHECK-SAME: {{^}}%[[X:[^:]*]]: tensor<1x4x8xbf16>, %[[W:[^:]*]]: tensor<8x8xbf16>, %{{[^:]*}}: tensor<1x2x4x4xbf16>, %[[DQ:[^:]*]]: tensor<1x2x4x4xbf16>) -> (tensor<1x4x8xbf16>, tensor<8x8xbf16>) {
 // CHECK-NEXT: %[[DX:.*]], %[[DW:.*]] = attn.projection_grad %[[X]], %[[W]], %[[DQ]] : tensor<1x4x8xbf16>, tensor<8x8xbf16>, tensor<1x2x4x4xbf16> -> tensor<1x4x8xbf16>, tensor<8x8xbf16>
@@ -42,7 +42,7 @@ func.func @projection_returned(%x: tensor<1x4x8xbf16>, %w: tensor<8x8xbf16>) -> 
 // -----
 
 // CHECK-LABEL: func.func @merge_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<2x4x16x8xf16>, %{{[^:]*}}: tensor<32x24xf16>) -> tensor<2x16x24xf16> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<2x4x16x8xf16>, %{{[^:]*}}: tensor<32x24xf16>) -> tensor<2x16x24xf16> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @merge_bwd(
 // CHECK-SAME: {{^}}%[[O:[^:]*]]: tensor<2x4x16x8xf16>, %[[WO:[^:]*]]: tensor<32x24xf16>, %{{[^:]*}}: tensor<2x16x24xf16>, %[[DY:[^:]*]]: tensor<2x16x24xf16>) -> (tensor<2x4x16x8xf16>, tensor<32x24xf16>) {
 // CHECK-NEXT: %[[DO:.*]], %[[DWO:.*]] = attn.merge_grad %[[O]], %[[WO]], %[[DY]] : tensor<2x4x16x8xf16>, tensor<32x24xf16>, tensor<2x16x24xf16> -> tensor<2x4x16x8xf16>, tensor<32x24xf16>
@@ -57,7 +57,7 @@ func.func @merge(%o: tensor<2x4x16x8xf16>, %wo: tensor<32x24xf16>) -> tensor<2x1
 // GQA (8 query heads, 2 KV heads): dQ = dS K with attn.apply, dK = dS^T Q
 // summed over each group with attn.transposed_apply.
 // CHECK-LABEL: func.func @scores_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x8x16x32xf32>, %{{[^:]*}}: tensor<1x2x24x32xf32>) -> tensor<1x8x16x24xf32> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x8x16x32xf32>, %{{[^:]*}}: tensor<1x2x24x32xf32>) -> tensor<1x8x16x24xf32> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @scores_bwd(
 // CHECK-SAME: {{^}}%[[Q:[^:]*]]: tensor<1x8x16x32xf32>, %[[K:[^:]*]]: tensor<1x2x24x32xf32>, %{{[^:]*}}: tensor<1x8x16x24xf32>, %[[DS:[^:]*]]: tensor<1x8x16x24xf32>) -> (tensor<1x8x16x32xf32>, tensor<1x2x24x32xf32>) {
 // CHECK-NEXT: %[[DQ:.*]] = attn.apply %[[DS]], %[[K]] : tensor<1x8x16x24xf32>, tensor<1x2x24x32xf32> -> tensor<1x8x16x32xf32>
@@ -73,7 +73,7 @@ func.func @scores(%q: tensor<1x8x16x32xf32>, %k: tensor<1x2x24x32xf32>) -> tenso
 // The gradient of a scale is the same scale; the default 1/sqrt(16) is
 // resolved to an explicit factor (the gradient is no attn.scores result).
 // CHECK-LABEL: func.func @scale_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x16xf32>, %{{[^:]*}}: tensor<1x2x4x16xf32>) -> tensor<1x2x4x4xf32> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x16xf32>, %{{[^:]*}}: tensor<1x2x4x16xf32>) -> tensor<1x2x4x4xf32> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @scale_bwd(
 // CHECK-SAME: {{^}}%[[Q:[^:]*]]: tensor<1x2x4x16xf32>, %[[K:[^:]*]]: tensor<1x2x4x16xf32>, %{{[^:]*}}: tensor<1x2x4x4xf32>, %[[DU:[^:]*]]: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x16xf32>, tensor<1x2x4x16xf32>) {
 // CHECK: %[[DT:.*]] = attn.scale %[[DU]] by -2.000000e+00 : tensor<1x2x4x4xf32>
@@ -94,7 +94,7 @@ func.func @scale(%q: tensor<1x2x4x16xf32>, %k: tensor<1x2x4x16xf32>) -> tensor<1
 // capture's gradient is returned, the integer capture (an integer input)
 // gets none.
 // CHECK-LABEL: func.func @score_mod_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x8x4x4xf32>, %{{[^:]*}}: tensor<8xf32>, %{{[^:]*}}: tensor<4xi32>) -> tensor<1x8x4x4xf32> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x8x4x4xf32>, %{{[^:]*}}: tensor<8xf32>, %{{[^:]*}}: tensor<4xi32>) -> tensor<1x8x4x4xf32> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @score_mod_bwd(
 // CHECK-SAME: {{^}}%[[S:[^:]*]]: tensor<1x8x4x4xf32>, %[[SL:[^:]*]]: tensor<8xf32>, %[[IDS:[^:]*]]: tensor<4xi32>, %{{[^:]*}}: tensor<1x8x4x4xf32>, %[[DT:[^:]*]]: tensor<1x8x4x4xf32>) -> (tensor<1x8x4x4xf32>, tensor<8xf32>) {
 // CHECK-NEXT: %[[DS:.*]], %[[DC:.*]]:2 = attn.score_mod_grad %[[S]], %[[DT]] captures(%[[SL]], %[[IDS]] : tensor<8xf32>, tensor<4xi32>) : tensor<1x8x4x4xf32> -> tensor<8xf32>, tensor<4xi32> {
@@ -126,7 +126,7 @@ func.func @score_mod(%s: tensor<1x8x4x4xf32>, %slopes: tensor<8xf32>, %ids: tens
 // lengths, captures and region. lengths and the document ids are integer
 // inputs without gradients.
 // CHECK-LABEL: func.func @mask_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<2x2x4x4xf32>, %{{[^:]*}}: tensor<2xi32>, %{{[^:]*}}: tensor<4xi32>) -> tensor<2x2x4x4xf32> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<2x2x4x4xf32>, %{{[^:]*}}: tensor<2xi32>, %{{[^:]*}}: tensor<4xi32>) -> tensor<2x2x4x4xf32> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @mask_bwd(
 // CHECK-SAME: {{^}}%{{[^:]*}}: tensor<2x2x4x4xf32>, %[[LEN:[^:]*]]: tensor<2xi32>, %[[DOC:[^:]*]]: tensor<4xi32>, %{{[^:]*}}: tensor<2x2x4x4xf32>, %[[DM:[^:]*]]: tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32> {
 // CHECK-NEXT: %[[DS:.*]] = attn.mask %[[DM]] causal window 2 lengths(%[[LEN]] : tensor<2xi32>) captures(%[[DOC]] : tensor<4xi32>) zero_fill : tensor<2x2x4x4xf32> {
@@ -153,7 +153,7 @@ func.func @mask(%s: tensor<2x2x4x4xf32>, %len: tensor<2xi32>, %doc: tensor<4xi32
 // P is not saved: the backward recomputes it from S and takes the
 // softmax_grad of the recomputed P.
 // CHECK-LABEL: func.func @softmax_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x4xf32>, %{{[^:]*}}: tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x4xf32>, %{{[^:]*}}: tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @softmax_bwd(
 // CHECK-SAME: {{^}}%[[S:[^:]*]]: tensor<1x2x4x4xf32>, %[[V:[^:]*]]: tensor<1x1x4x8xf32>, %{{[^:]*}}: tensor<1x2x4x8xf32>, %[[DO:[^:]*]]: tensor<1x2x4x8xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x1x4x8xf32>) {
 // CHECK-NEXT: %[[P:.*]] = attn.softmax %[[S]] : tensor<1x2x4x4xf32>
@@ -184,7 +184,7 @@ func.func @softmax_returned(%s: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
 // dP = dO V^T with attn.scores (f32 from bf16), dV = P^T dO summed over
 // each group with attn.transposed_apply.
 // CHECK-LABEL: func.func @apply_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x4x8x6xf32>, %{{[^:]*}}: tensor<1x2x6x16xbf16>) -> tensor<1x4x8x16xbf16> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x4x8x6xf32>, %{{[^:]*}}: tensor<1x2x6x16xbf16>) -> tensor<1x4x8x16xbf16> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @apply_bwd(
 // CHECK-SAME: {{^}}%[[P:[^:]*]]: tensor<1x4x8x6xf32>, %[[V:[^:]*]]: tensor<1x2x6x16xbf16>, %{{[^:]*}}: tensor<1x4x8x16xbf16>, %[[DO:[^:]*]]: tensor<1x4x8x16xbf16>) -> (tensor<1x4x8x6xf32>, tensor<1x2x6x16xbf16>) {
 // CHECK-NEXT: %[[DP:.*]] = attn.scores %[[DO]], %[[V]] : tensor<1x4x8x16xbf16>, tensor<1x2x6x16xbf16> -> tensor<1x4x8x6xf32>
@@ -201,7 +201,7 @@ func.func @apply(%p: tensor<1x4x8x6xf32>, %v: tensor<1x2x6x16xbf16>) -> tensor<1
 // passes the returned O and the saved LSE to attn.attention_grad, without
 // lse_grad.
 // CHECK-LABEL: func.func @attention_o_fwd(
-// CHECK-SAME: {{^}}%[[Q:[^:]*]]: tensor<1x4x8x16xf32>, %[[K:[^:]*]]: tensor<1x2x8x16xf32>, %[[V:[^:]*]]: tensor<1x2x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8xf32>) attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%[[Q:[^:]*]]: tensor<1x4x8x16xf32>, %[[K:[^:]*]]: tensor<1x2x8x16xf32>, %[[V:[^:]*]]: tensor<1x2x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8xf32>) attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-NEXT: %[[O:.*]], %[[LSE:.*]] = attn.attention %[[Q]], %[[K]], %[[V]] causal
 // CHECK-NEXT: return %[[O]], %[[LSE]] : tensor<1x4x8x16xf32>, tensor<1x4x8xf32>
 // CHECK-LABEL: func.func @attention_o_bwd(
@@ -219,7 +219,7 @@ func.func @attention_o(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: t
 // scale, window, lengths, both regions and their captures are kept; the
 // score capture's gradient is returned, lengths (integer) gets none.
 // CHECK-LABEL: func.func @attention_both_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x4x8x16xf32>, %{{[^:]*}}: tensor<1x2x8x16xf32>, %{{[^:]*}}: tensor<1x2x8x16xf32>, %{{[^:]*}}: tensor<1xi64>, %{{[^:]*}}: tensor<4xf32>, %{{[^:]*}}: tensor<8xi32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8xf32>) attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x4x8x16xf32>, %{{[^:]*}}: tensor<1x2x8x16xf32>, %{{[^:]*}}: tensor<1x2x8x16xf32>, %{{[^:]*}}: tensor<1xi64>, %{{[^:]*}}: tensor<4xf32>, %{{[^:]*}}: tensor<8xi32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8xf32>) attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @attention_both_bwd(
 // CHECK-SAME: {{^}}%[[Q:[^:]*]]: tensor<1x4x8x16xf32>, %[[K:[^:]*]]: tensor<1x2x8x16xf32>, %[[V:[^:]*]]: tensor<1x2x8x16xf32>, %[[LEN:[^:]*]]: tensor<1xi64>, %[[SL:[^:]*]]: tensor<4xf32>, %[[DOC:[^:]*]]: tensor<8xi32>, %[[O:[^:]*]]: tensor<1x4x8x16xf32>, %[[LSE:[^:]*]]: tensor<1x4x8xf32>, %[[DO:[^:]*]]: tensor<1x4x8x16xf32>, %[[DLSE:[^:]*]]: tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<4xf32>) {
 // CHECK-NEXT: %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]], %[[DSL:.*]] = attn.attention_grad %[[Q]], %[[K]], %[[V]], %[[O]], %[[LSE]], %[[DO]] lse_grad(%[[DLSE]] : tensor<1x4x8xf32>) scale 5.000000e-01 window 4 lengths(%[[LEN]] : tensor<1xi64>) score_captures(%[[SL]] : tensor<4xf32>) mask_captures(%[[DOC]] : tensor<8xi32>) : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<4xf32> score_mod {
@@ -255,7 +255,7 @@ func.func @attention_both(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v
 
 // LSE returned alone: O is saved and gets a zero cotangent.
 // CHECK-LABEL: func.func @attention_lse_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x8xf32>, %{{[^:]*}}: tensor<1x2x4x8xf32>, %{{[^:]*}}: tensor<1x2x4x8xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x8xf32>, %{{[^:]*}}: tensor<1x2x4x8xf32>, %{{[^:]*}}: tensor<1x2x4x8xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-NEXT: %[[O:.*]], %[[LSE:.*]] = attn.attention
 // CHECK-NEXT: return %[[LSE]], %[[O]] : tensor<1x2x4xf32>, tensor<1x2x4x8xf32>
 // CHECK-LABEL: func.func @attention_lse_bwd(
@@ -271,7 +271,7 @@ func.func @attention_lse(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: t
 
 // An unused float input gets a zero gradient; an integer input none.
 // CHECK-LABEL: func.func @unused_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x4xf32>, %{{[^:]*}}: tensor<3x5xbf16>, %{{[^:]*}}: tensor<1xi32>) -> tensor<1x2x4x4xf32> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x4xf32>, %{{[^:]*}}: tensor<3x5xbf16>, %{{[^:]*}}: tensor<1xi32>) -> tensor<1x2x4x4xf32> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @unused_bwd(
 // CHECK-SAME: {{^}}%[[S:[^:]*]]: tensor<1x2x4x4xf32>, %{{[^:]*}}: tensor<3x5xbf16>, %[[LEN:[^:]*]]: tensor<1xi32>, %{{[^:]*}}: tensor<1x2x4x4xf32>, %[[DM:[^:]*]]: tensor<1x2x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<3x5xbf16>) {
 // CHECK-NEXT: %[[DS:.*]] = attn.mask %[[DM]] lengths(%[[LEN]] : tensor<1xi32>) zero_fill : tensor<1x2x4x4xf32>
@@ -286,7 +286,7 @@ func.func @unused(%s: tensor<1x2x4x4xf32>, %unused: tensor<3x5xbf16>, %len: tens
 
 // A value used twice (Q as both query and key) accumulates both gradients.
 // CHECK-LABEL: func.func @used_twice_fwd(
-// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32> attributes {attnc.saved_bytes = {{[0-9]+}} : i64} {
+// CHECK-SAME: {{^}}%{{[^:]*}}: tensor<1x2x4x8xf32>) -> tensor<1x2x4x4xf32> attributes {attn.saved_bytes = {{[0-9]+}} : i64} {
 // CHECK-LABEL: func.func @used_twice_bwd(
 // CHECK-SAME: {{^}}%[[X:[^:]*]]: tensor<1x2x4x8xf32>, %{{[^:]*}}: tensor<1x2x4x4xf32>, %[[DS:[^:]*]]: tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32> {
 // CHECK-NEXT: %[[DQ:.*]] = attn.apply %[[DS]], %[[X]]

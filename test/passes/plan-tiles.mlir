@@ -7,11 +7,11 @@
 // copy of row 199 in the last), one 224-key step (the 200 keys in whole
 // 32-key tiles).
 // CHECK-LABEL: func.func @causal_region
-// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {attn.tile_plan = {key_block = 224 : i64, query_block = 12 : i64, rows = 12 : i64}} :
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal {attn.tile_plan = #attn.cpu_plan<rows = 12, query_block = 12, key_block = 224>} :
 // CHECK-NOT: mask_mod
 // CHECK: return
 // AVX2-LABEL: func.func @causal_region
-// AVX2-NEXT: attn.attention {{.*}} {attn.tile_plan = {key_block = 224 : i64, query_block = 6 : i64, rows = 3 : i64}}
+// AVX2-NEXT: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 3, query_block = 6, key_block = 224>}
 // AVX2-LABEL: func.func @window_region
 // BADBITS: attn-plan-tiles: vector-bits must be 128, 256 or 512, got 100
 func.func @causal_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
@@ -28,7 +28,7 @@ func.func @causal_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>,
 // (i - j) <u 16 is 0 <= i - j < 16: a window of 16 (which includes j <= i);
 // the steps shrink to the 32-key tiles a window of 16 and 12 rows span.
 // CHECK-LABEL: func.func @window_region
-// CHECK: attn.attention %{{.*}} causal window 16 {attn.tile_plan = {key_block = 32 : i64, query_block = 12 : i64, rows = 12 : i64}} :
+// CHECK: attn.attention %{{.*}} causal window 16 {attn.tile_plan = #attn.cpu_plan<rows = 12, query_block = 12, key_block = 32>} :
 // CHECK-NOT: mask_mod
 func.func @window_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
   %o, %lse = attn.attention %q, %q, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32> mask_mod {
@@ -47,7 +47,7 @@ func.func @window_region(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>,
 // includes j <= i): the region keeps the document test and its captures;
 // the plan follows the window.
 // CHECK-LABEL: func.func @documents_and_causal
-// CHECK: attn.attention {{.*}} window 40 mask_captures(%{{.*}} : tensor<200xi32>) {attn.tile_plan = {key_block = 64 : i64, query_block = 12 : i64, rows = 12 : i64}}
+// CHECK: attn.attention {{.*}} window 40 mask_captures(%{{.*}} : tensor<200xi32>) {attn.tile_plan = #attn.cpu_plan<rows = 12, query_block = 12, key_block = 64>}
 // CHECK: mask_mod
 // CHECK: tensor.extract
 func.func @documents_and_causal(%q: tensor<1x2x200x16xf32>, %doc: tensor<200xi32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200xf32>) {
@@ -102,10 +102,10 @@ func.func @one_sided(%q: tensor<1x2x200x16xf32>) -> (tensor<1x2x200x16xf32>, ten
 // A plan already there is kept; the backward op is analysed and planned
 // the same way, its key blocks at most 128 keys.
 // CHECK-LABEL: func.func @planned
-// CHECK: attn.tile_plan = {key_block = 32 : i64, query_block = 4 : i64, rows = 4 : i64}
-// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = {key_block = 128 : i64, query_block = 12 : i64, rows = 12 : i64}}
+// CHECK: attn.tile_plan = #attn.cpu_plan<rows = 4, query_block = 4, key_block = 32>
+// CHECK: attn.attention_grad {{.*}} causal {attn.tile_plan = #attn.cpu_plan<rows = 12, query_block = 12, key_block = 128>}
 func.func @planned(%q: tensor<1x2x200x16xf32>, %lse: tensor<1x2x200xf32>) -> (tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>) {
-  %o, %l = attn.attention %q, %q, %q {attn.tile_plan = {rows = 4 : i64, query_block = 4 : i64, key_block = 32 : i64}} : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32>
+  %o, %l = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 4, query_block = 4, key_block = 32>} : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200xf32>
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q : tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> mask_mod {
   ^bb0(%b: index, %h: index, %i: index, %j: index):
     %c = arith.cmpi uge, %i, %j : index
@@ -119,11 +119,11 @@ func.func @planned(%q: tensor<1x2x200x16xf32>, %lse: tensor<1x2x200xf32>) -> (te
 // Few query rows: tiles as even as 12 rows allow (13 rows: 2 tiles of 7,
 // not 12 and 1 + 11 copies of the last row); one row: a 1-row tile.
 // CHECK-LABEL: func.func @short_queries
-// CHECK: attn.attention {{.*}} {attn.tile_plan = {key_block = 32 : i64, query_block = 7 : i64, rows = 7 : i64}}
-// CHECK: attn.attention {{.*}} {attn.tile_plan = {key_block = 64 : i64, query_block = 1 : i64, rows = 1 : i64}}
+// CHECK: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 7, query_block = 7, key_block = 32>}
+// CHECK: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 1, query_block = 1, key_block = 64>}
 // AVX2-LABEL: func.func @short_queries
-// AVX2: attn.attention {{.*}} {attn.tile_plan = {key_block = 32 : i64, query_block = 3 : i64, rows = 3 : i64}}
-// AVX2: attn.attention {{.*}} {attn.tile_plan = {key_block = 64 : i64, query_block = 1 : i64, rows = 1 : i64}}
+// AVX2: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 3, query_block = 3, key_block = 32>}
+// AVX2: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 1, query_block = 1, key_block = 64>}
 func.func @short_queries(%q: tensor<1x2x13x16xf32>, %q1: tensor<1x2x1x16xf32>, %k: tensor<1x2x40x16xf32>) -> (tensor<1x2x13x16xf32>, tensor<1x2x1x16xf32>) {
   %o, %l = attn.attention %q, %q, %q : tensor<1x2x13x16xf32>, tensor<1x2x13x16xf32>, tensor<1x2x13x16xf32> -> tensor<1x2x13x16xf32>, tensor<1x2x13xf32>
   %o1, %l1 = attn.attention %q1, %k, %k : tensor<1x2x1x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x1x16xf32>, tensor<1x2x1xf32>
@@ -135,8 +135,8 @@ func.func @short_queries(%q: tensor<1x2x13x16xf32>, %q1: tensor<1x2x1x16xf32>, %
 // Backward key blocks: 128 keys, halved while keys * (D + Dv) > 2^15
 // (D = Dv = 256: 64 keys); a window of 40 keys: the 40 + 11 a tile sees.
 // CHECK-LABEL: func.func @backward_key_blocks
-// CHECK: attn.attention_grad {{.*}} {attn.tile_plan = {key_block = 64 : i64, query_block = 12 : i64, rows = 12 : i64}}
-// CHECK: attn.attention_grad {{.*}} window 40 {attn.tile_plan = {key_block = 64 : i64, query_block = 12 : i64, rows = 12 : i64}}
+// CHECK: attn.attention_grad {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 12, query_block = 12, key_block = 64>}
+// CHECK: attn.attention_grad {{.*}} window 40 {attn.tile_plan = #attn.cpu_plan<rows = 12, query_block = 12, key_block = 64>}
 func.func @backward_key_blocks(%q: tensor<1x1x300x256xf32>, %lse: tensor<1x1x300xf32>, %q2: tensor<1x1x300x16xf32>) -> (tensor<1x1x300x256xf32>, tensor<1x1x300x16xf32>) {
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q : tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>, tensor<1x1x300xf32>, tensor<1x1x300x256xf32> -> tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>, tensor<1x1x300x256xf32>
   %dq2, %dk2, %dv2 = attn.attention_grad %q2, %q2, %q2, %q2, %lse, %q2 window 40 : tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300xf32>, tensor<1x1x300x16xf32> -> tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>

@@ -1,0 +1,78 @@
+// The tile plan attributes: verifiers and the plan accessors.
+#include "dialect/AttnAttrs.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace attnc::attn;
+
+#include "dialect/AttnAttrInterfaces.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/AttnAttrs.cpp.inc"
+
+void AttnDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialect/AttnAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult CpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t rows, int64_t queryBlock,
+                                  int64_t keyBlock, bool amx, int64_t splits) {
+  if (rows < 1 || rows > kMaxRows)
+    return emitError() << "tile plan rows must be in [1, " << kMaxRows
+                       << "], got " << rows;
+  if (queryBlock != 0 && (queryBlock < rows || queryBlock % rows ||
+                          queryBlock > kMaxQueryTiles * rows))
+    return emitError() << "tile plan query_block must be 1 to "
+                       << kMaxQueryTiles << " times rows (" << rows << "), got "
+                       << queryBlock;
+  if (keyBlock != 0 &&
+      (keyBlock < kKeyTile || keyBlock > kMaxKeyBlock || keyBlock % kKeyTile))
+    return emitError() << "tile plan key_block must be a multiple of "
+                       << kKeyTile << " in [" << kKeyTile << ", "
+                       << kMaxKeyBlock << "], got " << keyBlock;
+  if (amx && (rows != kAmxRows || keyBlock == 0))
+    return emitError() << "an AMX tile plan must have rows = " << kAmxRows
+                       << " and a key_block, got rows = " << rows
+                       << ", key_block = " << keyBlock;
+  if (splits < 1)
+    return emitError() << "tile plan splits must be >= 1, got " << splits;
+  return success();
+}
+
+LogicalResult GpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t queryBlock, int64_t keyBlock,
+                                  int64_t workgroupSize, int64_t subgroups,
+                                  int64_t stages, bool sharedKv) {
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"query_block", queryBlock},
+        {"key_block", keyBlock},
+        {"workgroup_size", workgroupSize},
+        {"subgroups", subgroups},
+        {"stages", stages}})
+    if (value < 1)
+      return emitError() << "GPU tile plan " << name << " must be >= 1, got "
+                         << value;
+  if (workgroupSize % subgroups)
+    return emitError() << "GPU tile plan workgroup_size (" << workgroupSize
+                       << ") must be a multiple of subgroups (" << subgroups
+                       << ")";
+  return success();
+}
+
+TilePlanAttrInterface attnc::attn::getTilePlan(Operation *op) {
+  auto *dialect = op->getContext()->getLoadedDialect<AttnDialect>();
+  return dialect ? dialect->getTilePlanAttrHelper().getAttr(op)
+                 : TilePlanAttrInterface();
+}
+
+void attnc::attn::setTilePlan(Operation *op, TilePlanAttrInterface plan) {
+  op->getContext()
+      ->getOrLoadDialect<AttnDialect>()
+      ->getTilePlanAttrHelper()
+      .setAttr(op, plan);
+}

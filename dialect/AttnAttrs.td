@@ -1,0 +1,105 @@
+// Attributes of the attn dialect: the typed tile plans that attn-plan-tiles
+// writes on fused ops, one variant per target kind.
+#ifndef ATTNC_DIALECT_ATTNATTRS_TD
+#define ATTNC_DIALECT_ATTNATTRS_TD
+
+include "dialect/AttnDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Attn_TilePlanAttrInterface : AttrInterface<"TilePlanAttrInterface"> {
+  let cppNamespace = "::attnc::attn";
+  let description = [{
+    A tile plan: every decision a back end's lowering of one fused op
+    (attn.attention, attn.attention_grad, projections and merges) takes
+    from the planner. A lowering reads its own target's variant and never
+    re-plans; what all variants share is the query block one unit of work
+    owns and the keys one online-softmax step covers.
+  }];
+  let methods = [
+    InterfaceMethod<"Query rows one task (CPU) or workgroup (GPU) owns; 0 "
+                    "for ops without a key loop (GEMMs).",
+                    "int64_t", "getQueryBlock">,
+    InterfaceMethod<"Keys per online-softmax step (forward) or per dK/dV "
+                    "block (backward); 0 for GEMMs.",
+                    "int64_t", "getKeyBlock">
+  ];
+}
+
+class Attn_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Attn_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
+                                 [Attn_TilePlanAttrInterface]> {
+  let summary = "The tile plan of one op for the CPU kernels (attn-lower-cpu)";
+  let description = [{
+    - `rows`: query rows of a register block (the microkernels keep 2 rows
+      vectors of 16 floats per row as accumulators), 1 to 16;
+    - `query_block`: query rows per forward task, 1 to 16 register blocks
+      that visit each key block together while it is in cache (0: none,
+      for GEMMs);
+    - `key_block`: keys per online-softmax step of the forward, or per
+      dK/dV block of the backward, a multiple of 32 up to 256 (0: none);
+    - `amx`: the forward multiplies on AMX bf16 tiles (16-row tiles);
+    - `splits`: the backward's dQ copies: split s takes key blocks s, s +
+      splits, ... and accumulates dQ into its own f32 copy, the copies
+      summed in split order (deterministic for any thread count).
+
+    ```mlir
+    #attn.cpu_plan<rows = 12, query_block = 96, key_block = 256>
+    #attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>
+    #attn.cpu_plan<rows = 8>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$rows,
+    DefaultValuedParameter<"int64_t", "0">:$query_block,
+    DefaultValuedParameter<"int64_t", "0">:$key_block,
+    DefaultValuedParameter<"bool", "false">:$amx,
+    DefaultValuedParameter<"int64_t", "1">:$splits
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The limits of the CPU kernels: rows of a register block, register
+    /// blocks per task, keys per step (a multiple of kKeyTile), and the
+    /// rows of an AMX tile.
+    static constexpr int64_t kMaxRows = 16, kMaxQueryTiles = 16,
+                             kMaxKeyBlock = 256, kKeyTile = 32, kAmxRows = 16;
+  }];
+}
+
+def Attn_GpuPlanAttr : Attn_Attr<"GpuPlan", "gpu_plan",
+                                 [Attn_TilePlanAttrInterface]> {
+  let summary = "The tile plan of one op for the GPU kernels";
+  let description = [{
+    The plan of the target-neutral GPU lowering (no planner writes it yet;
+    the GPU back ends will):
+
+    - `query_block`: query rows per workgroup;
+    - `key_block`: keys per online-softmax step, the K/V tile staged at once;
+    - `workgroup_size`: invocations per workgroup, `subgroups` of them
+      (workgroup_size a multiple of subgroups);
+    - `stages`: K/V tiles in flight in workgroup memory (pipeline depth);
+    - `shared_kv`: K/V tiles staged in workgroup memory (else read from
+      global memory by every subgroup).
+
+    ```mlir
+    #attn.gpu_plan<query_block = 64, key_block = 64, workgroup_size = 128,
+                   subgroups = 4, stages = 2>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$query_block,
+    "int64_t":$key_block,
+    "int64_t":$workgroup_size,
+    "int64_t":$subgroups,
+    DefaultValuedParameter<"int64_t", "1">:$stages,
+    DefaultValuedParameter<"bool", "true">:$shared_kv
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // ATTNC_DIALECT_ATTNATTRS_TD
