@@ -1,12 +1,15 @@
-// The flash-attention CPU kernel of attn.attention: online softmax over key
-// tiles, never an Sq x Skv buffer, AVX-512-width vector microkernels.
+// The flash-attention CPU kernels of attn.attention and
+// attn.attention_grad: online softmax over key tiles, never an Sq x Skv
+// buffer, AVX-512-width vector microkernels (and AMX tiles for bf16
+// forwards where the plan says so). Entry points in the style of Linalg's
+// transforms: each builds the kernel in place of the op and replaces it.
 #ifndef ATTNC_CODEGEN_CPU_FLASHATTENTION_H
 #define ATTNC_CODEGEN_CPU_FLASHATTENTION_H
 
 #include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
 
-#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace attnc {
 
@@ -14,28 +17,36 @@ namespace attnc {
 /// f32), head dimensions that are multiples of 16 (Dv for the forward, D and
 /// Dv for the backward), score_mod and mask_mod regions that canWidenRegion
 /// evaluates on 16 lanes, and for the backward float score captures whose
-/// per-task partial gradients fit in 64 MB. Other ops keep the unfused
-/// lowering.
+/// per-task partial gradients (one per task of `plan`) fit in 64 MB. Other
+/// ops keep the unfused lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
 bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan);
 
-/// Builds the kernel at `b` (before bufferization: inputs go through
-/// bufferization.to_buffer, results come back through to_tensor) as `plan`
-/// says (on AMX tiles with plan.amx; entry points of a module with such
-/// kernels must first get the OS's leave: attn-lower-cpu marks the module
-/// attn.uses_amx), for vector registers `vectorBits` wide (512: exp uses
-/// AVX-512's vscalefps), and returns (O, LSE).
-std::pair<mlir::Value, mlir::Value>
-buildFlashAttentionCpu(mlir::OpBuilder &b, attn::AttentionOp op,
-                       attn::CpuPlanAttr plan, int64_t vectorBits);
+/// What lowerToFlashForward built: O and LSE.
+struct FlashForwardResult {
+  mlir::Value output, lse;
+};
 
-/// The FlashAttention-2 backward in one pass over key tiles (dK/dV per key
-/// tile, dQ into one copy per split of the key tiles summed in order:
-/// deterministic, no atomics), recomputing P from LSE; returns
-/// (dQ, dK, dV) and one gradient per score capture (zeros for integer ones).
-llvm::SmallVector<mlir::Value>
-buildFlashAttentionGradCpu(mlir::OpBuilder &b, attn::AttentionGradOp op,
-                           attn::CpuPlanAttr plan, int64_t vectorBits);
+/// Builds the forward kernel of `op` as `plan` says, for vector registers
+/// `vectorBits` wide (512: exp through AVX-512's vscalefps), before
+/// bufferization (inputs through bufferization.to_buffer, results back
+/// through to_tensor), and replaces `op` with it. With plan.amx the
+/// products run on AMX tiles and the module is marked attn.uses_amx (its
+/// entry points must first get the OS's leave: attn-export-abi). Fails,
+/// changing nothing, when !canLowerToFlashCpu(op).
+mlir::FailureOr<FlashForwardResult>
+lowerToFlashForward(mlir::RewriterBase &rewriter, attn::AttentionOp op,
+                    attn::CpuPlanAttr plan, int64_t vectorBits);
+
+/// The FlashAttention-2 backward in one pass over key blocks (dK/dV per key
+/// block, dQ into one copy per split of the key blocks summed in order:
+/// deterministic, no atomics), recomputing P from LSE, in place of `op`;
+/// returns its results: (dQ, dK, dV) and one gradient per score capture
+/// (zeros for integer ones). Fails, changing nothing, when
+/// !canLowerToFlashCpu(op, plan).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+lowerToFlashBackward(mlir::RewriterBase &rewriter, attn::AttentionGradOp op,
+                     attn::CpuPlanAttr plan, int64_t vectorBits);
 
 } // namespace attnc
 

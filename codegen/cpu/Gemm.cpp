@@ -3,6 +3,7 @@
 
 #include "codegen/cpu/KernelBuilder.h"
 #include "dialect/AttnOps.h"
+#include "dialect/ShapeUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,10 +17,6 @@ using namespace mlir;
 
 namespace attnc {
 namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<ShapedType>(v.getType()).getShape();
-}
 
 class GemmBuilder : public KernelBuilder {
 public:
@@ -314,13 +311,21 @@ bool canLowerToGemmCpu(Operation *op) {
   });
 }
 
-SmallVector<Value> buildGemmCpu(OpBuilder &builder, Operation *op,
-                                int64_t rows) {
-  ImplicitLocOpBuilder b(op->getLoc(), builder);
-  GemmBuilder gemm(b, op, rows);
-  return llvm::TypeSwitch<Operation *, SmallVector<Value>>(op)
-      .Case<attn::ProjectionOp, attn::MergeOp, attn::ProjectionGradOp,
-            attn::MergeGradOp>([&](auto typed) { return gemm.build(typed); });
+FailureOr<SmallVector<Value>>
+lowerToGemmCpu(RewriterBase &rewriter, Operation *op, attn::CpuPlanAttr plan) {
+  if (!canLowerToGemmCpu(op))
+    return rewriter.notifyMatchFailure(op, "not a float projection or merge");
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+  GemmBuilder gemm(b, op, plan.getRows());
+  SmallVector<Value> results =
+      llvm::TypeSwitch<Operation *, SmallVector<Value>>(op)
+          .Case<attn::ProjectionOp, attn::MergeOp, attn::ProjectionGradOp,
+                attn::MergeGradOp>(
+              [&](auto typed) { return gemm.build(typed); });
+  rewriter.replaceOp(op, results);
+  return results;
 }
 
 } // namespace attnc

@@ -3,7 +3,9 @@
 #ifndef ATTNC_CODEGEN_CPU_GEMM_H
 #define ATTNC_CODEGEN_CPU_GEMM_H
 
-#include "mlir/IR/Builders.h"
+#include "dialect/AttnAttrs.h"
+
+#include "mlir/IR/PatternMatch.h"
 
 namespace attnc {
 
@@ -11,13 +13,15 @@ namespace attnc {
 /// bf16, computed in f32).
 bool canLowerToGemmCpu(mlir::Operation *op);
 
-/// Builds `op` at `b` (before bufferization) and returns its results:
-/// every product runs as C[M, N] = A[M, K] B[K, N] over 8-row blocks of A
-/// on the thread pool, with A's rows packed side by side and B in 32-wide
-/// column panels; the operands are copied into these layouts (O(MK + KN),
-/// against O(MNK) for the product) and C copied out into the op's layout.
-llvm::SmallVector<mlir::Value> buildGemmCpu(mlir::OpBuilder &b,
-                                            mlir::Operation *op, int64_t rows);
+/// Builds `op` in its place (before bufferization) and replaces it; returns
+/// its results: every product runs as C[M, N] = A[M, K] B[K, N] over blocks
+/// of plan.rows rows of A on the thread pool, with A's rows packed side by
+/// side and B in 32-wide column panels; the operands are copied into these
+/// layouts (O(MK + KN), against O(MNK) for the product) and C copied out
+/// into the op's layout. Fails, changing nothing, when !canLowerToGemmCpu.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+lowerToGemmCpu(mlir::RewriterBase &rewriter, mlir::Operation *op,
+               attn::CpuPlanAttr plan);
 
 } // namespace attnc
 

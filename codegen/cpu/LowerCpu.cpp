@@ -56,51 +56,31 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     if (planned.wasInterrupted())
       return signalPassFailure();
 
-    SmallVector<attnc::attn::AttentionOp> ops;
-    getOperation().walk([&](attnc::attn::AttentionOp op) {
-      if (attnc::canLowerToFlashCpu(op))
-        ops.push_back(op);
-    });
-    for (attnc::attn::AttentionOp op : ops) {
-      attnc::attn::CpuPlanAttr plan = plans.lookup(op);
-      if (plan.getAmx())
-        getContext()
-            .getLoadedDialect<attnc::attn::AttnDialect>()
-            ->getUsesAmxAttrHelper()
-            .setAttr(getOperation(), UnitAttr::get(&getContext()));
-      OpBuilder b(op);
-      auto [output, lse] =
-          attnc::buildFlashAttentionCpu(b, op, plan, vectorBits);
-      op.getOutput().replaceAllUsesWith(output);
-      op.getLse().replaceAllUsesWith(lse);
-      op.erase();
-    }
-    SmallVector<attnc::attn::AttentionGradOp> grads;
-    getOperation().walk([&](attnc::attn::AttentionGradOp op) {
-      if (attnc::canLowerToFlashCpu(op, plans.lookup(op)))
-        grads.push_back(op);
-    });
-    for (attnc::attn::AttentionGradOp op : grads) {
-      OpBuilder b(op);
-      SmallVector<Value> results = attnc::buildFlashAttentionGradCpu(
-          b, op, plans.lookup(op), vectorBits);
-      op->replaceAllUsesWith(results);
-      op.erase();
-    }
-    // Projections, merges and their gradients: tiled GEMMs.
+    // Forwards, then backwards, then GEMMs, each in walk order; an op a
+    // kernel does not cover is left to attn-lower-to-linalg.
+    IRRewriter rewriter(&getContext());
+    bool lowered = false;
+    SmallVector<attnc::attn::AttentionOp> forwards;
+    getOperation().walk(
+        [&](attnc::attn::AttentionOp op) { forwards.push_back(op); });
+    for (attnc::attn::AttentionOp op : forwards)
+      lowered |= succeeded(attnc::lowerToFlashForward(
+          rewriter, op, plans.lookup(op), vectorBits));
+    SmallVector<attnc::attn::AttentionGradOp> backwards;
+    getOperation().walk(
+        [&](attnc::attn::AttentionGradOp op) { backwards.push_back(op); });
+    for (attnc::attn::AttentionGradOp op : backwards)
+      lowered |= succeeded(attnc::lowerToFlashBackward(
+          rewriter, op, plans.lookup(op), vectorBits));
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       if (attnc::canLowerToGemmCpu(op))
         products.push_back(op);
     });
-    for (Operation *op : products) {
-      OpBuilder b(op);
-      SmallVector<Value> results =
-          attnc::buildGemmCpu(b, op, plans.lookup(op).getRows());
-      op->replaceAllUsesWith(results);
-      op->erase();
-    }
-    if (ops.empty() && grads.empty() && products.empty())
+    for (Operation *op : products)
+      lowered |=
+          succeeded(attnc::lowerToGemmCpu(rewriter, op, plans.lookup(op)));
+    if (!lowered)
       return;
     // Math on vectors (exp, and the ops of widened score_mod regions such
     // as tanh) has no LLVM lowering but a libm call per lane, and a scalar

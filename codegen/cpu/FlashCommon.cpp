@@ -1,0 +1,357 @@
+// The flash kernels' shared building blocks (see FlashCommon.h).
+#include "codegen/cpu/FlashCommon.h"
+
+#include "codegen/cpu/FastExp.h"
+#include "codegen/cpu/WidenRegion.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace attnc {
+
+void FlashCommon::forEachHead(
+    StringRef name, ArrayRef<Value> captured, int64_t heads,
+    function_ref<void(ArrayRef<Value>, Value, Value)> body, bool shared) {
+  auto noScratch = [&](ArrayRef<Value>) { return SmallVector<Value>(); };
+  auto task = [&](ArrayRef<Value> args, ArrayRef<Value>, Value t) {
+    body(args, arith::DivUIOp::create(b, t, idx(heads)),
+         arith::RemUIOp::create(b, t, idx(heads)));
+  };
+  if (shared)
+    sharedParallelTasks(parent, name, captured, B * heads, noScratch, task);
+  else
+    parallelTasks(parent, name, captured, B * heads, noScratch, task);
+}
+
+std::string FlashCommon::shapeName(Value memref) {
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  llvm::interleave(shapeOf(memref), os, "x");
+  return name;
+}
+
+Value FlashCommon::transposed(Value memref, int64_t tileMultiple,
+                              int64_t spareTiles) {
+  int64_t count =
+      (tiles + tileMultiple - 1) / tileMultiple * tileMultiple + spareTiles;
+  Value t = alloc({B, Hkv, count, shapeOf(memref)[3], kCols});
+  // Transposes of one shape share one function (the backward's K and V
+  // when D = Dv): the body depends on nothing but the two types.
+  std::string name;
+  llvm::raw_string_ostream(name)
+      << "__attnc_flash_transpose_" << shapeName(memref) << "x"
+      << elementOf(memref) << "_" << count;
+  forEachHead(
+      name, {memref, t}, Hkv,
+      [&](ArrayRef<Value> args, Value bi, Value g) {
+        transposeTiles(args[0], args[1], bi, g);
+      },
+      /*shared=*/true);
+  return t;
+}
+
+Value FlashCommon::chunkedValues(Value v, int64_t spareKeys) {
+  Value t = alloc({B, Hkv, (Dv / kLanes + 1) / 2, Skv + spareKeys, 2 * kLanes});
+  std::string name;
+  llvm::raw_string_ostream(name)
+      << "__attnc_flash_chunk_" << shapeName(v) << "x" << elementOf(v);
+  forEachHead(
+      name, {v, t}, Hkv,
+      [&](ArrayRef<Value> args, Value bi, Value g) {
+        copyColumnChunks(args[0], bi, g, Value(), idx(Skv), args[1], {bi, g});
+      },
+      /*shared=*/true);
+  return t;
+}
+
+void FlashCommon::copyColumnChunks(Value src, Value bi, Value g, Value j0,
+                                   Value count, Value dst, ValueRange at) {
+  int64_t vectors = shapeOf(src)[3] / kLanes;
+  loop(idx(0), count, 1, [&](Value j) {
+    Value key = j0 ? arith::AddIOp::create(b, j0, j).getResult() : j;
+    for (int64_t w = 0; w < vectors; ++w) {
+      SmallVector<Value> to(at);
+      to.append({idx(w / 2), j, idx(w % 2 * kLanes)});
+      vector::StoreOp::create(
+          b, loadVectorF32(src, ValueRange{bi, g, key, idx(w * kLanes)}), dst,
+          to);
+    }
+  });
+}
+
+FlashCommon::QueryTile FlashCommon::queryTile(Value lengths, Value bi, Value h,
+                                              Value ib, int64_t block) {
+  QueryTile t;
+  t.g = arith::DivUIOp::create(b, h, idx(H / Hkv));
+  t.i0 = arith::MulIOp::create(b, ib, idx(rows));
+  t.limit = masks.keyLimit(b, lengths, bi);
+  t.keys = masks.keysSeenBy(b, t.limit, t.i0, rows, block);
+  return t;
+}
+
+void FlashCommon::forRows(Value i0, function_ref<void(Value, Value)> body) {
+  loop(0, rows, [&](Value r) { body(r, arith::AddIOp::create(b, i0, r)); });
+}
+
+SmallVector<Value> FlashCommon::keyMaskUnlessWhole(Value whole, Value j0,
+                                                   Value lo, Value hi,
+                                                   int64_t width) {
+  auto maskType = VectorType::get({kLanes}, b.getI1Type());
+  SmallVector<Type> types(width / kLanes, maskType);
+  auto ifOp = scf::IfOp::create(b, types, whole, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value all =
+      arith::ConstantOp::create(b, DenseElementsAttr::get(maskType, true));
+  scf::YieldOp::create(b, SmallVector<Value>(types.size(), all));
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, keyMask(j0, lo, hi, width));
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+SmallVector<Value> FlashCommon::keyMask(Value j0, Value lo, Value hi,
+                                        int64_t width) {
+  auto i32Vec = VectorType::get({kLanes}, b.getI32Type());
+  auto toI32 = [&](Value index) {
+    return arith::IndexCastOp::create(b, b.getI32Type(), index).getResult();
+  };
+  Value l = splat(toI32(lo)), h = splat(toI32(hi));
+  SmallVector<Value> inside;
+  for (int64_t w = 0; w < width / kLanes; ++w) {
+    SmallVector<int32_t> lanes(kLanes);
+    for (int32_t lane = 0; lane < kLanes; ++lane)
+      lanes[lane] = int32_t(w * kLanes) + lane;
+    Value jv = arith::AddIOp::create(
+        b,
+        arith::ConstantOp::create(
+            b, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(lanes))),
+        splat(toI32(j0)));
+    inside.push_back(MaskTiles::inRange(b, jv, l, h));
+  }
+  return inside;
+}
+
+void FlashCommon::rowsTimesKeys(Value y, Value c, Value x, Value bi, Value g,
+                                Value j0, Value valid, Value alpha,
+                                int64_t prefetchAhead) {
+  forColumns(shapeOf(y).back(), [&](Value col, int64_t n) {
+    rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha, col, n,
+                         prefetchAhead);
+  });
+}
+
+void FlashCommon::forColumns(int64_t width,
+                             function_ref<void(Value, int64_t)> body) {
+  int64_t pairs = width / (2 * kLanes);
+  if (pairs)
+    loop(idx(0), idx(pairs * 2 * kLanes), 2 * kLanes,
+         [&](Value col) { body(col, 2); });
+  if (width % (2 * kLanes))
+    body(idx(pairs * 2 * kLanes), 1);
+}
+
+void FlashCommon::rowsTimesKeysColumns(Value y, Value c, Value x, Value bi,
+                                       Value g, Value j0, Value valid,
+                                       Value alpha, Value col, int64_t n,
+                                       int64_t prefetchAhead) {
+  SmallVector<Value> cols;
+  for (int64_t w = 0; w < n; ++w)
+    cols.push_back(arith::AddIOp::create(b, col, idx(w * kLanes)));
+  // x chunked ([B, Hkv, chunks, S, 32], chunkedValues) or as given.
+  bool chunked = shapeOf(x).size() == 5;
+  Value chunk =
+      chunked ? arith::DivUIOp::create(b, col, idx(2 * kLanes)) : Value();
+  SmallVector<Value> acc;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value scaleRow;
+    if (alpha)
+      scaleRow = splat(memref::LoadOp::create(b, alpha, idx(r)));
+    for (int64_t w = 0; w < n; ++w) {
+      Value v = vector::LoadOp::create(b, vec, y, ValueRange{idx(r), cols[w]});
+      acc.push_back(scaleRow ? arith::MulFOp::create(b, v, scaleRow).getResult()
+                             : v);
+    }
+  }
+  // sum over keys first + j, j < count, of c[tile..., r, j] x[key].
+  auto keyLoop = [&](ValueRange init, Value first, Value count, Value tile) {
+    auto jLoop = scf::ForOp::create(b, idx(0), count, idx(1), init);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(jLoop.getBody());
+    Value j = jLoop.getInductionVar();
+    Value key = arith::AddIOp::create(b, first, j);
+    if (chunked && prefetchAhead)
+      prefetchVectors(
+          x, {bi, g, chunk, arith::AddIOp::create(b, key, idx(prefetchAhead))},
+          n);
+    SmallVector<Value> xs;
+    for (int64_t w = 0; w < n; ++w)
+      xs.push_back(chunked ? loadVectorF32(x, ValueRange{bi, g, chunk, key,
+                                                         idx(w * kLanes)})
+                           : loadVectorF32(x, ValueRange{bi, g, key, cols[w]}));
+    SmallVector<Value> next(jLoop.getRegionIterArgs());
+    for (int64_t r = 0; r < rows; ++r) {
+      Value coef = splat(memref::LoadOp::create(
+          b, c, tile ? ValueRange{tile, idx(r), j} : ValueRange{idx(r), j}));
+      for (int64_t w = 0; w < n; ++w)
+        next[r * n + w] =
+            vector::FMAOp::create(b, coef, xs[w], next[r * n + w]);
+    }
+    scf::YieldOp::create(b, next);
+    b.setInsertionPointAfter(jLoop);
+    return unroll(jLoop, 2);
+  };
+  SmallVector<Value> sums;
+  if (shapeOf(c).size() == 3) {
+    // c in key tiles: a loop over them, each over its 32 keys (no
+    // division per key).
+    Value tiles = arith::DivUIOp::create(
+        b, arith::AddIOp::create(b, valid, idx(kCols - 1)), idx(kCols));
+    auto tLoop = scf::ForOp::create(b, idx(0), tiles, idx(1), acc);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(tLoop.getBody());
+    Value t = tLoop.getInductionVar();
+    Value base = arith::MulIOp::create(b, t, idx(kCols));
+    Value count = arith::MinUIOp::create(b, idx(kCols),
+                                         arith::SubIOp::create(b, valid, base));
+    scf::YieldOp::create(b,
+                         keyLoop(tLoop.getRegionIterArgs(),
+                                 arith::AddIOp::create(b, j0, base), count, t));
+    sums.assign(tLoop.getResults().begin(), tLoop.getResults().end());
+  } else {
+    sums = keyLoop(acc, j0, valid, Value());
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t w = 0; w < n; ++w)
+      vector::StoreOp::create(b, sums[r * n + w], y,
+                              ValueRange{idx(r), cols[w]});
+}
+
+void FlashCommon::appendCaptures(SmallVectorImpl<Value> &captured) {
+  captureBase = captured.size();
+  for (Value capture : captures)
+    captured.push_back(bufferOf(capture));
+}
+
+Value FlashCommon::keyIndices(Value j0, int64_t w) {
+  auto type = VectorType::get({kLanes}, b.getIndexType());
+  Value iota = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(type, ArrayRef<int64_t>(llvm::to_vector(
+                                          llvm::seq<int64_t>(0, kLanes)))));
+  return arith::AddIOp::create(
+      b, iota,
+      vector::BroadcastOp::create(
+          b, type, arith::AddIOp::create(b, j0, idx(w * kLanes))));
+}
+
+FlashCommon::Scores FlashCommon::scoresOf(ArrayRef<Value> caps, Value s,
+                                          Value inRange, Value bi, Value h,
+                                          Value row, Value j0, int64_t w,
+                                          bool prescaled) {
+  Scores out;
+  out.scaled =
+      prescaled ? s : arith::MulFOp::create(b, s, splat(f(scale))).getResult();
+  out.modified = out.scaled;
+  out.keep = inRange;
+  if (scoreMod.empty() && maskMod.empty())
+    return out;
+  Value j = out.keys = keyIndices(j0, w);
+  if (!scoreMod.empty()) {
+    SmallVector<Value> bound = {out.scaled, bi, h, row, j};
+    bound.append(caps.begin(), caps.begin() + numScoreCaptures);
+    out.modified = broadcastToLanes(
+        b, b.getLoc(),
+        widenBlock(b, b.getLoc(), scoreMod.front(), bound, inRange).front());
+  }
+  if (!maskMod.empty()) {
+    SmallVector<Value> bound = {bi, h, row, j};
+    bound.append(caps.begin() + numScoreCaptures, caps.end());
+    Value visible = broadcastToLanes(
+        b, b.getLoc(),
+        widenBlock(b, b.getLoc(), maskMod.front(), bound, inRange).front());
+    out.keep = arith::AndIOp::create(b, inRange, visible);
+  }
+  return out;
+}
+
+void FlashCommon::storeTile(ArrayRef<Value> tile, Value buffer, Value col) {
+  if (!col)
+    col = idx(0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t w = 0; w < 2; ++w)
+      vector::StoreOp::create(
+          b, tile[2 * r + w], buffer,
+          ValueRange{idx(r), arith::AddIOp::create(b, col, idx(w * kLanes))});
+}
+
+void FlashCommon::zero(Value buffer) {
+  ArrayRef<int64_t> s = shapeOf(buffer);
+  Value zeros = splat(f(0.0f));
+  auto rows = [&](ValueRange leading) {
+    loop(0, s[s.size() - 2], [&](Value r) {
+      loop(idx(0), idx(s.back()), kLanes, [&](Value c) {
+        SmallVector<Value> at(leading);
+        at.append({r, c});
+        vector::StoreOp::create(b, zeros, buffer, at);
+      });
+    });
+  };
+  if (s.size() == 3)
+    loop(0, s[0], [&](Value t) { rows(t); });
+  else
+    rows({});
+}
+
+Value FlashCommon::view(Value buffer, ValueRange leading, Value from,
+                        int64_t count) {
+  auto type = cast<MemRefType>(buffer.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<OpFoldResult> offsets(leading.begin(), leading.end()),
+      sizes(leading.size(), b.getIndexAttr(1)),
+      strides(shape.size(), b.getIndexAttr(1));
+  SmallVector<int64_t> kept;
+  for (size_t d = leading.size(); d < shape.size(); ++d) {
+    bool sliced = from && d == leading.size();
+    offsets.push_back(sliced ? OpFoldResult(from) : b.getIndexAttr(0));
+    kept.push_back(sliced ? count : shape[d]);
+    sizes.push_back(b.getIndexAttr(kept.back()));
+  }
+  auto resultType = memref::SubViewOp::inferRankReducedResultType(
+      kept, type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, cast<MemRefType>(resultType), buffer,
+                                   offsets, sizes, strides);
+}
+
+Value FlashCommon::expVector(Value x) {
+  return scalefExp ? buildExpScalef(b, x)
+                   : flushTiny(x, math::ExpOp::create(b, x));
+}
+
+Value FlashCommon::tree(ArrayRef<Value> values,
+                        function_ref<Value(Value, Value)> combine) {
+  SmallVector<Value> level(values);
+  while (level.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t w = 0; w + 1 < level.size(); w += 2)
+      next.push_back(combine(level[w], level[w + 1]));
+    if (level.size() % 2)
+      next.push_back(level.back());
+    level = std::move(next);
+  }
+  return level.front();
+}
+
+Value FlashCommon::flushTiny(Value x, Value e) {
+  auto constant = [&](float v) {
+    return isa<VectorType>(x.getType()) ? splat(f(v)) : f(v);
+  };
+  Value tiny = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, x,
+                                     constant(-87.3365447f));
+  return arith::SelectOp::create(b, tiny, constant(0.0f), e);
+}
+
+} // namespace attnc

@@ -1,0 +1,201 @@
+// What the flash-attention CPU kernels (forward, AMX forward, backward)
+// share: shapes, masks, buffers in and out of bufferization, and the tile
+// computations. Every matmul is a broadcast-FMA register block over a tile
+// of 32 keys (A^T: the query tile's rows packed side by side):
+//   S[r, 0:32]    += A^T[d, r] * Xt[d, 0:32]    (Q K^T, dO V^T)
+//   Y[r, c:c+32]  += C[r, j] * X[j, c:c+32]     (P V, dS K)
+//   Z^T[d, 0:32]  += A^T[d, r] * C[r, 0:32]     (dO^T P, Q^T dS)
+#ifndef ATTNC_CODEGEN_CPU_FLASHCOMMON_H
+#define ATTNC_CODEGEN_CPU_FLASHCOMMON_H
+
+#include "codegen/MaskTiles.h"
+#include "codegen/cpu/KernelBuilder.h"
+#include "dialect/ShapeUtils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace attnc {
+
+class FlashCommon : public KernelBuilder {
+public:
+  template <typename OpTy>
+  FlashCommon(mlir::ImplicitLocOpBuilder &b, OpTy op, int64_t rows,
+              int64_t vectorBits)
+      : KernelBuilder(b, rows), scalefExp(vectorBits >= 512), masks(op),
+        scale(float(op.getEffectiveScale())),
+        parent(op->template getParentOfType<mlir::func::FuncOp>()),
+        scoreMod(op.getScoreMod()), maskMod(op.getMaskMod()),
+        numScoreCaptures(op.getScoreCaptures().size()) {
+    for (mlir::Value capture : op.getScoreCaptures())
+      captures.push_back(capture);
+    for (mlir::Value capture : op.getMaskCaptures())
+      captures.push_back(capture);
+    mlir::ArrayRef<int64_t> q = shapeOf(op.getQuery()),
+                            k = shapeOf(op.getKey()),
+                            v = shapeOf(op.getValue());
+    B = q[0], H = q[1], Sq = q[2], D = q[3], Hkv = k[1], Skv = k[2], Dv = v[3];
+    tiles = (Skv + kCols - 1) / kCols;
+  }
+
+protected:
+  /// Runs body(args, bi, head) for every (batch, head) of `heads` heads on
+  /// the thread pool: the per-call data preparation (transposes, packing,
+  /// row sums) is parallel too.
+  /// With `shared`, the body depends on nothing but what `name` says
+  /// (sharedParallelTasks).
+  void forEachHead(mlir::StringRef name, mlir::ArrayRef<mlir::Value> captured,
+                   int64_t heads,
+                   mlir::function_ref<void(mlir::ArrayRef<mlir::Value>,
+                                           mlir::Value, mlir::Value)>
+                       body,
+                   bool shared = false);
+
+  /// `memref`'s shape as "1x8x2048x64", for the names of functions shared
+  /// by every call site of the same operand shapes.
+  static std::string shapeName(mlir::Value memref);
+
+  /// K or V transposed into key tiles [B, Hkv, tiles, width, 32], the
+  /// tile count rounded up to a multiple of `tileMultiple` (zero padding),
+  /// plus `spareTiles` of zeros.
+  mlir::Value transposed(mlir::Value memref, int64_t tileMultiple = 1,
+                         int64_t spareTiles = 0);
+
+  /// V (f32) in column chunks of 2 vectors, [B, Hkv, chunks, Skv +
+  /// spareKeys, 32] (the last chunk half used when Dv is an odd number of
+  /// vectors; the spare keys for prefetches are left as they are): the
+  /// forward's P V then reads each chunk's keys as one sequential stream
+  /// rather than 128 bytes of every V row, 512 bytes apart at Dv = 128,
+  /// where its loads waited on L2 (perf). The forward ran 8% faster at
+  /// S = 2048, D = 128 and 5% at D = 64, causal or not (interleaved A/B,
+  /// 1 and 2 threads), for one copy of V per call.
+  mlir::Value chunkedValues(mlir::Value v, int64_t spareKeys);
+
+  /// dst[at..., w / 2, j, 16 (w % 2) : +16] = src[bi, g, j0 + j, 16 w : +16]
+  /// (f32) for j < count: src's rows in column chunks of 32, each chunk's
+  /// rows one after another (rowsTimesKeys' chunked x); a null j0 means 0.
+  void copyColumnChunks(mlir::Value src, mlir::Value bi, mlir::Value g,
+                        mlir::Value j0, mlir::Value count, mlir::Value dst,
+                        mlir::ValueRange at);
+
+  /// The rows of query tile `ib` of head h (and its KV head g), the key
+  /// limit of the batch, and the keys some row sees (keysSeenBy, aligned to
+  /// `block`).
+  struct QueryTile {
+    mlir::Value g, i0, limit;
+    MaskTiles::KeyRange keys;
+  };
+  QueryTile queryTile(mlir::Value lengths, mlir::Value bi, mlir::Value h,
+                      mlir::Value ib, int64_t block = kCols);
+
+  /// Runs body(r, i = i0 + r) for the rows of a tile as a loop, one row
+  /// per iteration: the per-row softmax code is long, the loop keeps the
+  /// kernel small (JIT compile time). (Measured with interleaved A/B calls:
+  /// with 32-key tiles the forward's rows unrolled by 2 ran 3.5% faster;
+  /// with 128-key steps 0.7-1.3%, while the copy cost 16-27% of the JIT's
+  /// instructions for the examples; the backward's gained nothing.)
+  void forRows(mlir::Value i0,
+               mlir::function_ref<void(mlir::Value, mlir::Value)> body);
+
+  /// keyMask, skipped (all lanes kept) in tiles the named masks leave whole:
+  /// only boundary tiles evaluate it.
+  mlir::SmallVector<mlir::Value>
+  keyMaskUnlessWhole(mlir::Value whole, mlir::Value j0, mlir::Value lo,
+                     mlir::Value hi, int64_t width = kCols);
+
+  /// Whether each key of the `width` from j0 lies in [lo, hi), per 16-lane
+  /// vector.
+  mlir::SmallVector<mlir::Value> keyMask(mlir::Value j0, mlir::Value lo,
+                                         mlir::Value hi, int64_t width = kCols);
+
+  /// y[r, :] = alpha[r] * y[r, :] + sum_{j < valid} c[r, j] * x[bi, g, j0 + j,
+  /// :] (x's width a multiple of 16); a null `alpha` (a memref of rows scalars)
+  /// means 1.
+  void rowsTimesKeys(mlir::Value y, mlir::Value c, mlir::Value x,
+                     mlir::Value bi, mlir::Value g, mlir::Value j0,
+                     mlir::Value valid, mlir::Value alpha,
+                     int64_t prefetchAhead = 0);
+
+  /// body(col, n) for the columns of a row `width` wide (a multiple of 16),
+  /// n vectors from col: 32 at a time through a loop, then a 16-wide tail.
+  void forColumns(int64_t width,
+                  mlir::function_ref<void(mlir::Value, int64_t)> body);
+
+  /// rowsTimesKeys for the n vectors of columns from `col`. c may also be
+  /// in key tiles, [tiles, rows, 32]: c[r, j] is then c[j / 32, r, j % 32].
+  /// With `prefetchAhead`, a chunked x's row that many keys ahead is
+  /// prefetched at each key (x then has that many keys past Skv).
+  void rowsTimesKeysColumns(mlir::Value y, mlir::Value c, mlir::Value x,
+                            mlir::Value bi, mlir::Value g, mlir::Value j0,
+                            mlir::Value valid, mlir::Value alpha,
+                            mlir::Value col, int64_t n,
+                            int64_t prefetchAhead = 0);
+
+  /// Appends the region captures' buffers (score_mod's, then mask_mod's) to
+  /// a task's captured values and notes where they start in its arguments.
+  void appendCaptures(mlir::SmallVectorImpl<mlir::Value> &captured);
+
+  /// The key indices j0 + 16 w + lane as a vector of index.
+  mlir::Value keyIndices(mlir::Value j0, int64_t w);
+
+  /// One 16-key half w of a score row: the scaled scores (x = scale S, or
+  /// s itself when `prescaled`), the score_mod of them (S', x without a
+  /// region) and the lanes the masks keep (`inRange`, the named masks, and
+  /// the mask_mod region); with a region, also the key indices it saw.
+  struct Scores {
+    mlir::Value scaled, modified, keep, keys;
+  };
+  Scores scoresOf(mlir::ArrayRef<mlir::Value> caps, mlir::Value s,
+                  mlir::Value inRange, mlir::Value bi, mlir::Value h,
+                  mlir::Value row, mlir::Value j0, int64_t w, bool prescaled);
+
+  /// Stores the 2 * rows vectors of a tile product into columns [col,
+  /// col + 32) of a rows x n buffer.
+  void storeTile(mlir::ArrayRef<mlir::Value> tile, mlir::Value buffer,
+                 mlir::Value col = mlir::Value());
+
+  /// Zeros a 2-d or 3-d f32 buffer whose rows are a multiple of 16 wide.
+  void zero(mlir::Value buffer);
+
+  /// buffer[leading..., from : from + count, ...] (the whole next dimension
+  /// without `from`) as a memref of the remaining dimensions.
+  mlir::Value view(mlir::Value buffer, mlir::ValueRange leading,
+                   mlir::Value from = mlir::Value(), int64_t count = 0);
+
+  /// exp of 16 lanes (vscalefps on AVX-512, upstream's polynomial else),
+  /// 0 below the smallest normal float: denormal probabilities made the
+  /// P V products take microcode assists (a forward with large logits,
+  /// a projected-Q MHA layer, ran 4x slower), and a masked -inf gives
+  /// exactly 0.
+  mlir::Value expVector(mlir::Value x);
+
+  /// values[0] op values[1] op ... as a tree (depth log2 n, not a chain of
+  /// n - 1 dependent ops; the forward's 8 vectors a row: 1.9% faster at
+  /// D=64, interleaved A/B).
+  mlir::Value
+  tree(mlir::ArrayRef<mlir::Value> values,
+       mlir::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+
+  /// e = exp(x) (a scalar or 16 lanes), 0 where x < ln FLT_MIN.
+  mlir::Value flushTiny(mlir::Value x, mlir::Value e);
+
+  static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+  bool scalefExp;
+  MaskTiles masks;
+  float scale;
+  mlir::func::FuncOp parent;
+  mlir::Region &scoreMod, &maskMod;
+  size_t numScoreCaptures;
+  mlir::SmallVector<mlir::Value>
+      captures;           // score_mod's, then mask_mod's (tensors)
+  size_t captureBase = 0; // where their buffers start in task args
+  int64_t B, H, Sq, D, Hkv, Skv, Dv, tiles;
+};
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_CPU_FLASHCOMMON_H

@@ -1,0 +1,255 @@
+// The flash-attention CPU forward (see FlashForward.h and FlashAttention.h).
+#include "codegen/cpu/FlashForward.h"
+#include "codegen/cpu/FlashAttention.h"
+
+#include "codegen/cpu/WidenRegion.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace attnc {
+
+std::pair<Value, Value> FlashForward::build() {
+  Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
+        v = bufferOf(op.getValue());
+  Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
+  Value o = alloc({B, H, Sq, Dv}, elementOf(op.getOutput())),
+        l = alloc({B, H, Sq});
+  // K and V as the products' B operands: K^T in key tiles, or on AMX K
+  // and V in bf16 pairs (VNNI).
+  SmallVector<Value> captured = {q, Value(), v, o, l};
+  if (amx)
+    std::tie(captured[1], captured[2]) = pairedKeysAndValues(k, v);
+  else
+    std::tie(captured[1], captured[2]) =
+        std::pair(transposed(k, blockTiles, (kPrefetchRows + D - 1) / D),
+                  chunkedValues(v, kPrefetchRows));
+  if (lengths)
+    captured.push_back(lengths);
+  appendCaptures(captured);
+  int64_t groups = (qTiles + groupTiles - 1) / groupTiles;
+  parallelTasks(
+      parent, "__attnc_flash_forward", captured, B * H * groups,
+      [&](ArrayRef<Value>) {
+        // Per query tile of the group: O, the running max and sum, and
+        // the packed rows of Q, times the scale (the products give scaled
+        // scores: no multiply per score); per step: P and the rescaling
+        // factors.
+        // On AMX: Q's rows in bf16, and per step P in bf16 and P V.
+        SmallVector<Value> buffers = {scratchBuffer({groupTiles, rows, Dv}),
+                                      scratchBuffer({rows, blockTiles * kCols}),
+                                      scratchBuffer({groupTiles, rows}),
+                                      scratchBuffer({groupTiles, rows}),
+                                      scratchBuffer({rows})};
+        if (!amx)
+          buffers.push_back(scratchBuffer({groupTiles, D, rows}));
+        else
+          buffers.append({scratchBuffer({groupTiles, rows, D}, bf16),
+                          scratchBuffer({rows, blockTiles * kCols}, bf16),
+                          scratchBuffer({rows, Dv})});
+        return buffers;
+      },
+      [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+        Value group = arith::RemUIOp::create(b, t, idx(groups));
+        Value bh = arith::DivUIOp::create(b, t, idx(groups));
+        task(args, scratch, arith::DivUIOp::create(b, bh, idx(H)),
+             arith::RemUIOp::create(b, bh, idx(H)), group);
+      });
+  return {tensorOf(o, op.getOutput().getType()),
+          tensorOf(l, op.getLse().getType())};
+}
+
+FlashForward::TileState FlashForward::stateOf(ArrayRef<Value> scratch,
+                                              Value t) {
+  return {t, view(scratch[0], t), view(scratch[2], t), view(scratch[3], t),
+          view(scratch[5], t)};
+}
+
+void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
+                        Value h, Value group) {
+  Value q = args[0], o = args[3], l = args[4];
+  Value lengths = captureBase > 5 ? args[5] : Value();
+  int64_t width = blockTiles * kCols;
+  Value first = arith::MulIOp::create(b, group, idx(groupTiles));
+  Value count = arith::MinUIOp::create(
+      b, idx(groupTiles), arith::SubIOp::create(b, idx(qTiles), first));
+  auto tileOf = [&](Value t) {
+    return queryTile(lengths, bi, h, arith::AddIOp::create(b, first, t), width);
+  };
+  loop(idx(0), count, 1, [&](Value t) {
+    TileState st = stateOf(scratch, t);
+    zero(st.oBuf);
+    if (amx)
+      copyRows(q, bi, h, tileOf(t).i0, st.qPacked);
+    else
+      packRows(q, bi, h, tileOf(t).i0, Sq - 1, st.qPacked, scale);
+    loop(0, rows, [&](Value r) {
+      memref::StoreOp::create(b, f(kNegInf), st.maxBuf, r);
+      memref::StoreOp::create(b, f(0.0f), st.sumBuf, r);
+    });
+  });
+  // Tiles' key ranges grow with their rows: the first tile's start and
+  // the last one's end bound the group's.
+  Value jStart = tileOf(idx(0)).keys.start;
+  Value jEnd = tileOf(arith::SubIOp::create(b, count, idx(1))).keys.end;
+  loop(jStart, jEnd, width, [&](Value j0) {
+    loop(idx(0), count, 1, [&](Value t) {
+      QueryTile qt = tileOf(t);
+      Value sees = masks.seesKeyBlock(b, qt.keys, j0);
+      auto ifOp = scf::IfOp::create(b, sees, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      keyBlock(args, scratch, stateOf(scratch, t), qt, bi, h, j0);
+    });
+  });
+  // O = oBuf / l and LSE = m + log l for the rows that exist; a row that
+  // saw no key gets O = 0 and LSE = -inf.
+  loop(idx(0), count, 1, [&](Value t) {
+    TileState st = stateOf(scratch, t);
+    Value oBuf = st.oBuf, maxBuf = st.maxBuf, sumBuf = st.sumBuf;
+    Value i0 = tileOf(t).i0;
+    forRows(i0, [&](Value r, Value i) {
+      auto ifOp = scf::IfOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
+          /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value m = memref::LoadOp::create(b, maxBuf, r),
+            sum = memref::LoadOp::create(b, sumBuf, r);
+      Value empty =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sum, f(0.0f));
+      Value inv = splat(arith::SelectOp::create(
+          b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sum)));
+      loop(idx(0), idx(Dv), kLanes, [&](Value c) {
+        Value x = vector::LoadOp::create(b, vec, oBuf, ValueRange{r, c});
+        storeVector(arith::MulFOp::create(b, x, inv), o,
+                    ValueRange{bi, h, i, c});
+      });
+      Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, sum));
+      memref::StoreOp::create(
+          b, arith::SelectOp::create(b, empty, f(kNegInf), lse), l,
+          ValueRange{bi, h, i});
+    });
+  });
+}
+
+void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
+                            const TileState &st, const QueryTile &qt, Value bi,
+                            Value h, Value j0) {
+  Value kt = args[1], v = args[2];
+  Value pBuf = scratch[1], alphaBuf = scratch[4];
+  Value oBuf = st.oBuf, maxBuf = st.maxBuf, sumBuf = st.sumBuf,
+        qPacked = st.qPacked;
+  Value g = qt.g, i0 = qt.i0;
+  int64_t width = blockTiles * kCols, n = width / kLanes;
+  // The block's scores, tile by tile; a tile no row sees (past the end,
+  // on the causal diagonal) is skipped: the masks drop its lanes.
+  Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
+  if (amx)
+    amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf);
+  else
+    loop(0, blockTiles, [&](Value t) {
+      // A loop, not blockTiles copies of the product (JIT compile time).
+      Value col = arith::MulIOp::create(b, t, idx(kCols));
+      auto ifOp = scf::IfOp::create(
+          b,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                arith::AddIOp::create(b, j0, col), qt.keys.end),
+          /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      storeTile(tileProduct(qPacked, {}, kt, bi, g,
+                            arith::AddIOp::create(b, tile0, t), kPrefetchRows),
+                pBuf, col);
+    });
+  Value whole =
+      masks.isWhole(b, qt.limit, i0, rows, j0, width, /*existsOnly=*/false);
+  forRows(i0, [&](Value r, Value i) {
+    MaskTiles::RowRange range =
+        masks.rowRange(b, qt.limit, i, /*existsOnly=*/false);
+    SmallVector<Value> in =
+        keyMaskUnlessWhole(whole, j0, range.lo, range.hi, width);
+    Value negInf = splat(f(kNegInf));
+    SmallVector<Value> s;
+    for (int64_t w = 0; w < n; ++w) {
+      Value x =
+          vector::LoadOp::create(b, vec, pBuf, ValueRange{r, idx(w * kLanes)});
+      Scores sc = scoresOf(args.slice(captureBase, captures.size()), x, in[w],
+                           bi, h, range.row, j0, w, /*prescaled=*/!amx);
+      s.push_back(arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
+    }
+    Value blockMax = tree(s, [&](Value x, Value y) { return maxOf(x, y); });
+    Value mOld = memref::LoadOp::create(b, maxBuf, r);
+    Value m = maxOf(mOld, maxOfLanes(blockMax));
+    // While a row has seen no key, m = -inf: subtract 0 instead so that
+    // exp gives 0, never NaN.
+    Value safe = arith::SelectOp::create(
+        b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf)),
+        f(0.0f), m);
+    // Flushed too: a denormal alpha would make O's rescale denormal.
+    Value shift = arith::SubFOp::create(b, mOld, safe);
+    Value alpha = flushTiny(shift, math::ExpOp::create(b, shift));
+    // P for the step's P V: f32 for the FMA product, bf16 straight into
+    // the A tile's rows on AMX.
+    SmallVector<Value> p;
+    for (int64_t w = 0; w < n; ++w) {
+      p.push_back(expVector(arith::SubFOp::create(b, s[w], splat(safe))));
+      storeVector(p.back(), amx ? scratch[6] : pBuf,
+                  ValueRange{r, idx(w * kLanes)});
+    }
+    Value pSum = tree(p, [&](Value x, Value y) {
+      return arith::AddFOp::create(b, x, y).getResult();
+    });
+    // reassoc: a tree reduction instead of 16 dependent adds.
+    Value blockSum =
+        vector::ReductionOp::create(b, vector::CombiningKind::ADD, pSum,
+                                    Value(), arith::FastMathFlags::reassoc);
+    Value sum = arith::AddFOp::create(
+        b,
+        arith::MulFOp::create(b, memref::LoadOp::create(b, sumBuf, r), alpha),
+        blockSum);
+    memref::StoreOp::create(b, m, maxBuf, r);
+    memref::StoreOp::create(b, sum, sumBuf, r);
+    memref::StoreOp::create(b, alpha, alphaBuf, r);
+  });
+  if (amx) {
+    amxUpdate(scratch, oBuf, v, bi, g, tile0);
+    return;
+  }
+  // Keys past the tile's have p = 0: no row sees them.
+  Value valid = arith::MinUIOp::create(
+      b, idx(width), arith::SubIOp::create(b, qt.keys.end, j0));
+  rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf, kPrefetchRows);
+}
+
+bool canLowerToFlashCpu(attn::AttentionOp op) {
+  return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
+         canWidenRegion(op.getMaskMod()) &&
+         shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
+}
+
+FailureOr<FlashForwardResult> lowerToFlashForward(RewriterBase &rewriter,
+                                                  attn::AttentionOp op,
+                                                  attn::CpuPlanAttr plan,
+                                                  int64_t vectorBits) {
+  if (!canLowerToFlashCpu(op))
+    return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
+  if (plan.getAmx())
+    op->getContext()
+        ->getLoadedDialect<attn::AttnDialect>()
+        ->getUsesAmxAttrHelper()
+        .setAttr(op->getParentOfType<ModuleOp>(), rewriter.getUnitAttr());
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  auto [output, lse] = FlashForward(b, op, plan, vectorBits).build();
+  rewriter.replaceOp(op, ValueRange{output, lse});
+  return FlashForwardResult{output, lse};
+}
+
+} // namespace attnc

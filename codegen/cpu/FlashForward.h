@@ -1,0 +1,97 @@
+// The flash-attention CPU forward of attn.attention (FlashForward.cpp), with
+// its products on AMX tiles where the plan says so (FlashForwardAmx.cpp):
+// an online softmax over the plan's key steps, never an Sq x Skv buffer.
+// Private to the CPU lowering; FlashAttention.h is the interface.
+#ifndef ATTNC_CODEGEN_CPU_FLASHFORWARD_H
+#define ATTNC_CODEGEN_CPU_FLASHFORWARD_H
+
+#include "codegen/cpu/FlashCommon.h"
+#include "dialect/AttnAttrs.h"
+#include "dialect/AttnOps.h"
+
+#include <utility>
+
+namespace attnc {
+
+class FlashForward : public FlashCommon {
+public:
+  FlashForward(mlir::ImplicitLocOpBuilder &b, attn::AttentionOp op,
+               attn::CpuPlanAttr plan, int64_t vectorBits)
+      : FlashCommon(b, op, plan.getRows(), vectorBits), op(op),
+        amx(plan.getAmx()), bf16(b.getBF16Type()),
+        blockTiles(plan.getKeyBlock() / kCols), qTiles((Sq + rows - 1) / rows),
+        groupTiles(std::min(qTiles, plan.getQueryBlock() / rows)) {}
+
+  std::pair<mlir::Value, mlir::Value> build();
+
+private:
+  /// The state of one query tile: views of the group's scratch buffers.
+  struct TileState {
+    mlir::Value t, oBuf, maxBuf, sumBuf, qPacked;
+  };
+  TileState stateOf(mlir::ArrayRef<mlir::Value> scratch, mlir::Value t);
+
+  /// The query tiles [first, first + count) of group `group` of (bi, h):
+  /// the key blocks some tile sees are visited once, each by every tile
+  /// that sees it, so that a block read from L2 serves the whole group.
+  void task(mlir::ArrayRef<mlir::Value> args,
+            mlir::ArrayRef<mlir::Value> scratch, mlir::Value bi, mlir::Value h,
+            mlir::Value group);
+
+  /// One step of the online softmax: query tile `qt` (state `st`) over the
+  /// keys [j0, j0 + width).
+  void keyBlock(mlir::ArrayRef<mlir::Value> args,
+                mlir::ArrayRef<mlir::Value> scratch, const TileState &st,
+                const QueryTile &qt, mlir::Value bi, mlir::Value h,
+                mlir::Value j0);
+
+  //===--------------------------------------------------------------------===//
+  // AMX: the products on 16 x 16 f32 tiles, bf16 operands with pairs of
+  // the reduction dimension side by side (tdpbf16ps's VNNI layout); the
+  // softmax stays on AVX-512.
+  //===--------------------------------------------------------------------===//
+
+  /// K as [B, Hkv, 16-key tile, D / 2, 32] with (d, d + 1) pairs of a key
+  /// side by side, V as [B, Hkv, 32-key tile, 16, 2 Dv] with (j, j + 1)
+  /// pairs side by side; zeros past Skv.
+  std::pair<mlir::Value, mlir::Value> pairedKeysAndValues(mlir::Value k,
+                                                          mlir::Value v);
+
+  /// rows[r, :] = q[bi, h, min(i0 + r, Sq - 1), :] (bf16, a tile's A).
+  void copyRows(mlir::Value q, mlir::Value bi, mlir::Value h, mlir::Value i0,
+                mlir::Value rowsBuf);
+
+  /// pBuf[16, 32 blockTiles] = the query tile's rows (bf16, [G, 16, D])
+  /// times the keys of the step from 32-key tile `tile`: 2 blockTiles
+  /// 16 x 16 tiles, 4 at a time (with A and B: AMX has 8 tile registers),
+  /// D / 32 products each.
+  void amxScores(mlir::Value qRows, mlir::Value t, mlir::Value kp,
+                 mlir::Value bi, mlir::Value g, mlir::Value tile,
+                 mlir::Value pBuf);
+
+  /// O = alpha O + P V for the step's P (bf16, written by the softmax)
+  /// and V's 32-key tiles from `tile` (pairs): P V on tiles of 16 columns,
+  /// the rescale on AVX-512.
+  void amxUpdate(mlir::ArrayRef<mlir::Value> scratch, mlir::Value oBuf,
+                 mlir::Value vp, mlir::Value bi, mlir::Value g,
+                 mlir::Value tile);
+
+  attn::AttentionOp op;
+  bool amx; // the products on AMX tiles
+  mlir::Type bf16;
+  int64_t blockTiles; // 32-key tiles per online-softmax step
+  int64_t qTiles;     // query tiles per (batch, head)
+  int64_t groupTiles; // query tiles per task
+  // The products stream K^T's and V's rows from L2, 128 bytes each per
+  // step: prefetching the row 16 steps ahead ran the forward 2-2.5%
+  // faster at S = 2048, D = 128 and 1-3% at D = 64 (interleaved A/B, 2
+  // threads; 8, 32 and 64 rows ahead of V gained less). The backward's
+  // operands are per-block copies and gained nothing from it.
+  static constexpr int64_t kPrefetchRows = 16;
+  /// The rows and keys of an AMX tile of f32 scores.
+  static constexpr int64_t kAmxRows = attn::CpuPlanAttr::kAmxRows;
+};
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_CPU_FLASHFORWARD_H
