@@ -440,6 +440,76 @@ TEST(ReferenceBackward, CallbacksRunOncePerVisibleInOrder) {
 }
 
 //===----------------------------------------------------------------------===//
+// The graph-form pieces: scores, mask, softmax, apply
+//===----------------------------------------------------------------------===//
+
+TEST(ReferencePieces, HandComputedScoresAndApplyWithGqa) {
+  // Two query heads share one kv head.
+  const AttentionShape s{1, 2, 1, 1, 2, 2, 1};
+  const double q[] = {1, 2, 3, -1}, k[] = {1, 0, 0, 1}, v[] = {2, 4};
+  double scores[4];
+  computeScores(s, q, k, scores);
+  EXPECT_EQ(std::vector<double>(scores, scores + 4),
+            (std::vector<double>{1, 2, 3, -1}));
+  const double p[] = {0.25, 0.75, 1, 0};
+  double o[2];
+  applyProbabilities(s, p, v, o);
+  EXPECT_DOUBLE_EQ(o[0], 0.25 * 2 + 0.75 * 4);
+  EXPECT_DOUBLE_EQ(o[1], 2.0);
+}
+
+TEST(ReferencePieces, MaskScoresFillsHiddenEntries) {
+  MaskSpec mask;
+  mask.causal = true;
+  double scores[] = {1, 2, 3, 4};
+  maskScores(1, 1, 2, 2, mask, -kInf, scores);
+  EXPECT_EQ(std::vector<double>(scores, scores + 4),
+            (std::vector<double>{1, -kInf, 3, 4}));
+  const int64_t lengths[] = {1};
+  MaskSpec byLength;
+  byLength.lengths = lengths;
+  maskScores(1, 1, 2, 2, byLength, 0.0, scores);
+  EXPECT_EQ(std::vector<double>(scores, scores + 4),
+            (std::vector<double>{1, 0, 3, 0}));
+}
+
+TEST(ReferencePieces, SoftmaxRowsHandComputedAndFullyMaskedRow) {
+  double scores[] = {0, std::log(3.0), 5, -kInf, -kInf, -kInf};
+  softmaxRows(3, 2, scores);
+  EXPECT_DOUBLE_EQ(scores[0], 0.25);
+  EXPECT_DOUBLE_EQ(scores[1], 0.75);
+  EXPECT_EQ(scores[2], 1.0);
+  EXPECT_EQ(scores[3], 0.0);
+  // Every key masked: P = 0, not NaN.
+  EXPECT_EQ(scores[4], 0.0);
+  EXPECT_EQ(scores[5], 0.0);
+}
+
+TEST(ReferencePieces, ComposedMatchAttentionForward) {
+  // GQA, causal on a rectangle, and a batch whose length empties its rows.
+  const AttentionShape s{2, 4, 2, 3, 5, 3, 2};
+  const int64_t lengths[] = {4, 0};
+  MaskSpec mask;
+  mask.causal = true;
+  mask.lengths = lengths;
+  const double scale = 0.7;
+  Inputs in = randomInputs(s, 1100);
+  std::vector<double> expected(oSize(s));
+  attentionForward(s, scale, mask, ScoreMod(), in.q.data(), in.k.data(),
+                   in.v.data(), expected.data(), nullptr);
+  std::vector<double> scores(s.B * s.H * s.Sq * s.Skv), o(oSize(s), 7.0);
+  computeScores(s, in.q.data(), in.k.data(), scores.data());
+  for (double &x : scores)
+    x *= scale;
+  maskScores(s.B, s.H, s.Sq, s.Skv, mask, -kInf, scores.data());
+  softmaxRows(s.B * s.H * s.Sq, s.Skv, scores.data());
+  applyProbabilities(s, scores.data(), in.v.data(), o.data());
+  EXPECT_LT(maxRelativeError(o.data(), expected.data(), o.size()), 1e-14);
+  for (size_t i = o.size() / 2; i < o.size(); ++i)
+    EXPECT_EQ(o[i], 0.0);
+}
+
+//===----------------------------------------------------------------------===//
 // Projection and merge
 //===----------------------------------------------------------------------===//
 

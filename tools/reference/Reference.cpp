@@ -196,6 +196,62 @@ void attentionBackward(const AttentionShape &s, double scale,
   }
 }
 
+void computeScores(const AttentionShape &s, const double *q, const double *k,
+                   double *scores) {
+  checkShape(s);
+  const int64_t group = s.H / s.Hkv;
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t i = 0; i < s.Sq; ++i)
+        for (int64_t j = 0; j < s.Skv; ++j) {
+          double acc = 0.0;
+          for (int64_t d = 0; d < s.D; ++d)
+            acc += q[((b * s.H + h) * s.Sq + i) * s.D + d] *
+                   k[((b * s.Hkv + h / group) * s.Skv + j) * s.D + d];
+          scores[((b * s.H + h) * s.Sq + i) * s.Skv + j] = acc;
+        }
+}
+
+void maskScores(int64_t B, int64_t H, int64_t Sq, int64_t Skv,
+                const MaskSpec &mask, double fill, double *scores) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Sq; ++i)
+        for (int64_t j = 0; j < Skv; ++j)
+          if (!isVisible(mask, b, h, i, j))
+            scores[((b * H + h) * Sq + i) * Skv + j] = fill;
+}
+
+void softmaxRows(int64_t rows, int64_t cols, double *scores) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double *row = scores + r * cols;
+    double rowMax = kNegInf, sum = 0.0;
+    for (int64_t j = 0; j < cols; ++j)
+      rowMax = std::max(rowMax, row[j]);
+    // exp(-inf - -inf) would be NaN: a row masked throughout sums to 0.
+    for (int64_t j = 0; j < cols; ++j)
+      sum += rowMax == kNegInf ? 0.0 : std::exp(row[j] - rowMax);
+    for (int64_t j = 0; j < cols; ++j)
+      row[j] = sum == 0.0 ? 0.0 : std::exp(row[j] - rowMax) / sum;
+  }
+}
+
+void applyProbabilities(const AttentionShape &s, const double *p,
+                        const double *v, double *o) {
+  checkShape(s);
+  const int64_t group = s.H / s.Hkv;
+  std::fill(o, o + s.B * s.H * s.Sq * s.Dv, 0.0);
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t i = 0; i < s.Sq; ++i)
+        for (int64_t j = 0; j < s.Skv; ++j) {
+          const double w = p[((b * s.H + h) * s.Sq + i) * s.Skv + j];
+          for (int64_t d = 0; d < s.Dv; ++d)
+            o[((b * s.H + h) * s.Sq + i) * s.Dv + d] +=
+                w * v[((b * s.Hkv + h / group) * s.Skv + j) * s.Dv + d];
+        }
+}
+
 void projection(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
                 const double *x, const double *w, double *out) {
   const int64_t hd = H * D;

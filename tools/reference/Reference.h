@@ -77,6 +77,31 @@ void attentionBackward(const AttentionShape &shape, double scale,
                        const double *q, const double *k, const double *v,
                        const double *dO, double *dQ, double *dK, double *dV);
 
+/// The pieces of attention as the graph-form ops compute them, for specs
+/// that spell attention out (attn.scores, attn.mask, attn.softmax,
+/// attn.apply). Composed as softmaxRows(maskScores(scale * computeScores))
+/// then applyProbabilities, they give attentionForward's O.
+
+/// scores[b,h,i,j] = sum_d q[b,h,i,d] * k[b,h/(H/Hkv),j,d], unscaled;
+/// scores is [B, H, Sq, Skv] and overwritten. Shape's Dv is not read.
+void computeScores(const AttentionShape &shape, const double *q,
+                   const double *k, double *scores);
+
+/// Sets scores[b,h,i,j] ([B, H, Sq, Skv]) to `fill` (-inf before a softmax,
+/// 0 for a gradient) wherever `mask` hides key j from query i.
+void maskScores(int64_t B, int64_t H, int64_t Sq, int64_t Skv,
+                const MaskSpec &mask, double fill, double *scores);
+
+/// Replaces each of the `rows` rows of `cols` scores by its softmax. A row
+/// with no score above -inf (every key masked) becomes 0, not NaN, as
+/// attentionForward's fully masked rows do.
+void softmaxRows(int64_t rows, int64_t cols, double *scores);
+
+/// o[b,h,i,dv] = sum_j p[b,h,i,j] * v[b,h/(H/Hkv),j,dv]; p is
+/// [B, H, Sq, Skv], o [B, H, Sq, Dv] and overwritten. Shape's D is not read.
+void applyProbabilities(const AttentionShape &shape, const double *p,
+                        const double *v, double *o);
+
 /// out[b,h,s,d] = sum_e x[b,s,e] * w[e, h*D+d]; x [B,S,E], w [E,H*D],
 /// out [B,H,S,D].
 void projection(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
