@@ -297,18 +297,9 @@ interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs,
         .Case([&](attn::ScoresOp s) {
           auto q = shapeOf(s.getQuery()), k = shapeOf(s.getKey());
           HostTensor out = zeros({q[0], q[1], q[2], k[2]});
-          const auto &Q = env[s.getQuery()].data, &K = env[s.getKey()].data;
-          int64_t group = q[1] / k[1];
-          for (int64_t b = 0; b < q[0]; ++b)
-            for (int64_t h = 0; h < q[1]; ++h)
-              for (int64_t i = 0; i < q[2]; ++i)
-                for (int64_t j = 0; j < k[2]; ++j) {
-                  double acc = 0;
-                  for (int64_t d = 0; d < q[3]; ++d)
-                    acc += Q[((b * q[1] + h) * q[2] + i) * q[3] + d] *
-                           K[((b * k[1] + h / group) * k[2] + j) * k[3] + d];
-                  out.data[((b * q[1] + h) * q[2] + i) * k[2] + j] = acc;
-                }
+          ref::computeScores({q[0], q[1], k[1], q[2], k[2], q[3], /*Dv=*/0},
+                             env[s.getQuery()].data.data(),
+                             env[s.getKey()].data.data(), out.data.data());
           env[s.getResult()] = std::move(out);
         })
         .Case([&](attn::ScaleOp s) {
@@ -346,44 +337,24 @@ interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs,
             return;
           }
           HostTensor out = env[m.getScores()];
-          auto shape = out.shape;
-          size_t n = 0;
-          for (int64_t b = 0; b < shape[0]; ++b)
-            for (int64_t h = 0; h < shape[1]; ++h)
-              for (int64_t i = 0; i < shape[2]; ++i)
-                for (int64_t j = 0; j < shape[3]; ++j, ++n)
-                  if (!ref::isVisible((*mask)->spec, b, h, i, j))
-                    out.data[n] = m.getZeroFill() ? 0.0 : negInf;
+          ref::maskScores(out.shape[0], out.shape[1], out.shape[2],
+                          out.shape[3], (*mask)->spec,
+                          m.getZeroFill() ? 0.0 : negInf, out.data.data());
           env[m.getResult()] = std::move(out);
         })
         .Case([&](attn::SoftmaxOp s) {
           HostTensor out = env[s.getScores()];
-          int64_t cols = out.shape[3];
-          for (size_t row = 0; row < out.data.size(); row += cols) {
-            double m = negInf, sum = 0;
-            for (int64_t j = 0; j < cols; ++j)
-              m = std::max(m, out.data[row + j]);
-            for (int64_t j = 0; j < cols; ++j)
-              sum += m == negInf ? 0 : std::exp(out.data[row + j] - m);
-            for (int64_t j = 0; j < cols; ++j)
-              out.data[row + j] = sum == 0 ? 0 : std::exp(out.data[row + j] - m) / sum;
-          }
+          ref::softmaxRows(out.shape[0] * out.shape[1] * out.shape[2],
+                           out.shape[3], out.data.data());
           env[s.getResult()] = std::move(out);
         })
         .Case([&](attn::ApplyOp a) {
           auto p = shapeOf(a.getProbs()), v = shapeOf(a.getValue());
           HostTensor out = zeros({p[0], p[1], p[2], v[3]});
-          const auto &P = env[a.getProbs()].data, &V = env[a.getValue()].data;
-          int64_t group = p[1] / v[1];
-          for (int64_t b = 0; b < p[0]; ++b)
-            for (int64_t h = 0; h < p[1]; ++h)
-              for (int64_t i = 0; i < p[2]; ++i)
-                for (int64_t j = 0; j < p[3]; ++j) {
-                  double w = P[((b * p[1] + h) * p[2] + i) * p[3] + j];
-                  for (int64_t d = 0; d < v[3]; ++d)
-                    out.data[((b * p[1] + h) * p[2] + i) * v[3] + d] +=
-                        w * V[((b * v[1] + h / group) * v[2] + j) * v[3] + d];
-                }
+          ref::applyProbabilities({p[0], p[1], v[1], p[2], p[3], /*D=*/0, v[3]},
+                                  env[a.getProbs()].data.data(),
+                                  env[a.getValue()].data.data(),
+                                  out.data.data());
           env[a.getResult()] = std::move(out);
         })
         .Case([&](attn::AttentionOp a) {
