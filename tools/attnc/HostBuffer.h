@@ -4,8 +4,8 @@
 #define ATTNC_TOOLS_ATTNC_HOSTBUFFER_H
 
 #include "attnc/jit.h"
-#include "tools/attnc/Interpreter.h"
 #include "tools/reference/Reference.h"
+#include "tools/reference/SpecInterpreter.h"
 
 #include <cstring>
 #include <random>

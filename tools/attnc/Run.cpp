@@ -4,9 +4,9 @@
 #include "attnc/jit.h"
 #include "codegen/Spec.h"
 #include "tools/attnc/HostBuffer.h"
-#include "tools/attnc/Interpreter.h"
 #include "tools/attnc/LoadedSpec.h"
 #include "tools/reference/Reference.h"
+#include "tools/reference/SpecInterpreter.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"

@@ -1,5 +1,5 @@
-// The float64 interpreter of attn specs (see Interpreter.h).
-#include "tools/attnc/Interpreter.h"
+// The float64 interpreter of attn specs (see SpecInterpreter.h).
+#include "tools/reference/SpecInterpreter.h"
 
 #include "dialect/AttnOps.h"
 #include "tools/reference/Reference.h"

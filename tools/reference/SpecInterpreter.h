@@ -1,7 +1,8 @@
 // A float64 interpreter of attn specs: the reference `attnc run` checks
-// compiled kernels against, for any spec (regions included).
-#ifndef ATTNC_TOOLS_ATTNC_INTERPRETER_H
-#define ATTNC_TOOLS_ATTNC_INTERPRETER_H
+// compiled kernels against, for any spec (regions included). The maths is
+// Reference.h's; this file maps ops and regions onto it.
+#ifndef ATTNC_TOOLS_REFERENCE_SPECINTERPRETER_H
+#define ATTNC_TOOLS_REFERENCE_SPECINTERPRETER_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -27,4 +28,4 @@ interpretSpec(mlir::func::FuncOp func, const std::vector<HostTensor> &inputs,
 
 } // namespace attnc
 
-#endif // ATTNC_TOOLS_ATTNC_INTERPRETER_H
+#endif // ATTNC_TOOLS_REFERENCE_SPECINTERPRETER_H
