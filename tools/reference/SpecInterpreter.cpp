@@ -21,8 +21,8 @@ namespace {
 /// integers are both held as doubles (exact for the integers specs use).
 class RegionEvaluator {
 public:
-  RegionEvaluator(Region &region, ArrayRef<const HostTensor *> captures)
-      : block(region.front()), captures(captures) {}
+  RegionEvaluator(Region &region, std::vector<const HostTensor *> captures)
+      : block(region.front()), captures(std::move(captures)) {}
 
   /// Checks once that every op can be evaluated.
   LogicalResult check() {
@@ -190,7 +190,7 @@ private:
   }
 
   Block &block;
-  ArrayRef<const HostTensor *> captures;
+  std::vector<const HostTensor *> captures;
   DenseMap<Value, double> values;
 };
 
@@ -206,47 +206,8 @@ HostTensor zeros(std::vector<int64_t> shape) {
   return {std::move(shape), std::vector<double>(n, 0.0)};
 }
 
-/// The named mask conditions and mask_mod of attn.mask/attn.attention.
-struct MaskEvaluator {
-  ref::MaskSpec spec;
-  std::vector<int64_t> lengths;
-  std::unique_ptr<RegionEvaluator> maskMod;
-};
-
-template <typename OpTy>
-FailureOr<std::unique_ptr<MaskEvaluator>>
-makeMask(OpTy op, DenseMap<Value, HostTensor> &env, ValueRange maskCaptures,
-         std::vector<const HostTensor *> &captureStorage) {
-  auto mask = std::make_unique<MaskEvaluator>();
-  mask->spec.causal = op.getCausal();
-  if (std::optional<int64_t> w = op.getWindow())
-    mask->spec.window = *w;
-  if (Value len = op.getLengths()) {
-    for (double l : env[len].data)
-      mask->lengths.push_back(int64_t(l));
-    mask->spec.lengths = mask->lengths.data();
-  }
-  if (!op.getMaskMod().empty()) {
-    for (Value c : maskCaptures)
-      captureStorage.push_back(&env[c]);
-    mask->maskMod =
-        std::make_unique<RegionEvaluator>(op.getMaskMod(), captureStorage);
-    if (failed(mask->maskMod->check()))
-      return failure();
-    RegionEvaluator *region = mask->maskMod.get();
-    mask->spec.maskMod = [region](int64_t b, int64_t h, int64_t i,
-                                  int64_t j) {
-      return region->evaluate({double(b), double(h), double(i), double(j)}) !=
-             0;
-    };
-  }
-  return mask;
-}
-
-} // namespace
-
 /// Rounds `t` to f16 or bf16 values when `type` has that element type.
-static void roundTo(Type type, HostTensor &t) {
+void roundTo(Type type, HostTensor &t) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor ||
       !(tensor.getElementType().isF16() || tensor.getElementType().isBF16()))
@@ -262,162 +223,237 @@ static void roundTo(Type type, HostTensor &t) {
   }
 }
 
+/// The named mask conditions and mask_mod of attn.mask/attn.attention.
+struct MaskEvaluator {
+  ref::MaskSpec spec;
+  std::vector<int64_t> lengths;
+  std::unique_ptr<RegionEvaluator> maskMod;
+};
+
+/// One run of a function body: the value of every tensor defined so far,
+/// and one step per op kind, each emitting a located error when it cannot
+/// evaluate its op.
+class FunctionInterpreter {
+public:
+  FunctionInterpreter(func::FuncOp func,
+                      const std::vector<HostTensor> &inputs) {
+    for (auto [arg, input] : llvm::zip(func.getArguments(), inputs))
+      env[arg] = input;
+  }
+
+  LogicalResult evaluate(Operation &op) {
+    return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+        .Case<attn::ProjectionOp, attn::MergeOp, attn::ScoresOp, attn::ScaleOp,
+              attn::ScoreModOp, attn::MaskOp, attn::SoftmaxOp, attn::ApplyOp,
+              attn::AttentionOp, arith::ConstantOp>(
+            [&](auto concrete) { return evaluateOp(concrete); })
+        .Default([](Operation *other) {
+          return other->emitOpError("cannot be evaluated by attnc run");
+        });
+  }
+
+  /// Rounds the f16/bf16 results of `op` as the spec stores them.
+  void roundResults(Operation &op) {
+    for (Value result : op.getResults())
+      roundTo(result.getType(), env[result]);
+  }
+
+  std::vector<HostTensor> valuesOf(ValueRange values) {
+    std::vector<HostTensor> tensors;
+    for (Value v : values)
+      tensors.push_back(env[v]);
+    return tensors;
+  }
+
+private:
+  LogicalResult evaluateOp(attn::ProjectionOp p) {
+    auto x = shapeOf(p.getInput()), r = shapeOf(p.getResult());
+    HostTensor out = zeros(r);
+    ref::projection(x[0], x[1], x[2], r[1], r[3], env[p.getInput()].data.data(),
+                    env[p.getWeight()].data.data(), out.data.data());
+    env[p.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::MergeOp m) {
+    auto o = shapeOf(m.getInput()), r = shapeOf(m.getResult());
+    HostTensor out = zeros(r);
+    ref::merge(o[0], o[1], o[2], o[3], r[2], env[m.getInput()].data.data(),
+               env[m.getWeight()].data.data(), out.data.data());
+    env[m.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::ScoresOp s) {
+    auto q = shapeOf(s.getQuery()), k = shapeOf(s.getKey());
+    HostTensor out = zeros({q[0], q[1], q[2], k[2]});
+    ref::computeScores({q[0], q[1], k[1], q[2], k[2], q[3], /*Dv=*/0},
+                       env[s.getQuery()].data.data(),
+                       env[s.getKey()].data.data(), out.data.data());
+    env[s.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::ScaleOp s) {
+    HostTensor out = env[s.getScores()];
+    double factor = double(float(s.getEffectiveFactor()));
+    for (double &x : out.data)
+      x *= factor;
+    env[s.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::ScoreModOp s) {
+    FailureOr<std::unique_ptr<RegionEvaluator>> region =
+        regionOf(s.getBody(), s.getCaptures());
+    if (failed(region))
+      return failure();
+    HostTensor out = env[s.getScores()];
+    auto shape = out.shape;
+    size_t n = 0;
+    for (int64_t b = 0; b < shape[0]; ++b)
+      for (int64_t h = 0; h < shape[1]; ++h)
+        for (int64_t i = 0; i < shape[2]; ++i)
+          for (int64_t j = 0; j < shape[3]; ++j, ++n)
+            out.data[n] = (*region)->evaluate(
+                {out.data[n], double(b), double(h), double(i), double(j)});
+    env[s.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::MaskOp m) {
+    FailureOr<std::unique_ptr<MaskEvaluator>> mask = maskOf(m, m.getCaptures());
+    if (failed(mask))
+      return failure();
+    const double fill =
+        m.getZeroFill() ? 0.0 : -std::numeric_limits<double>::infinity();
+    HostTensor out = env[m.getScores()];
+    ref::maskScores(out.shape[0], out.shape[1], out.shape[2], out.shape[3],
+                    (*mask)->spec, fill, out.data.data());
+    env[m.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::SoftmaxOp s) {
+    HostTensor out = env[s.getScores()];
+    ref::softmaxRows(out.shape[0] * out.shape[1] * out.shape[2], out.shape[3],
+                     out.data.data());
+    env[s.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::ApplyOp a) {
+    auto p = shapeOf(a.getProbs()), v = shapeOf(a.getValue());
+    HostTensor out = zeros({p[0], p[1], p[2], v[3]});
+    ref::applyProbabilities({p[0], p[1], v[1], p[2], p[3], /*D=*/0, v[3]},
+                            env[a.getProbs()].data.data(),
+                            env[a.getValue()].data.data(), out.data.data());
+    env[a.getResult()] = std::move(out);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::AttentionOp a) {
+    auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
+         v = shapeOf(a.getValue());
+    FailureOr<std::unique_ptr<MaskEvaluator>> mask =
+        maskOf(a, a.getMaskCaptures());
+    if (failed(mask))
+      return failure();
+    ref::ScoreMod mod;
+    std::unique_ptr<RegionEvaluator> scoreMod;
+    if (!a.getScoreMod().empty()) {
+      FailureOr<std::unique_ptr<RegionEvaluator>> region =
+          regionOf(a.getScoreMod(), a.getScoreCaptures());
+      if (failed(region))
+        return failure();
+      scoreMod = std::move(*region);
+      mod.apply = [r = scoreMod.get()](double s, int64_t b, int64_t h,
+                                       int64_t i, int64_t j) {
+        return r->evaluate({s, double(b), double(h), double(i), double(j)});
+      };
+    }
+    HostTensor out = zeros({q[0], q[1], q[2], v[3]}),
+               lse = zeros({q[0], q[1], q[2]});
+    ref::attentionForward(
+        {q[0], q[1], k[1], q[2], k[2], q[3], v[3]},
+        double(float(a.getEffectiveScale())), (*mask)->spec, mod,
+        env[a.getQuery()].data.data(), env[a.getKey()].data.data(),
+        env[a.getValue()].data.data(), out.data.data(), lse.data.data());
+    env[a.getOutput()] = std::move(out);
+    env[a.getLse()] = std::move(lse);
+    return success();
+  }
+
+  LogicalResult evaluateOp(arith::ConstantOp c) {
+    auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+    if (!dense)
+      return c.emitOpError("cannot be evaluated by attnc run");
+    HostTensor t = zeros(shapeOf(c.getResult()));
+    size_t n = 0;
+    if (isa<FloatType>(dense.getElementType()))
+      for (APFloat f : dense.getValues<APFloat>())
+        t.data[n++] = f.convertToDouble();
+    else
+      for (APInt i : dense.getValues<APInt>())
+        t.data[n++] = double(i.getSExtValue());
+    env[c.getResult()] = std::move(t);
+    return success();
+  }
+
+  /// The evaluator of a score_mod/mask_mod region reading `captures`.
+  FailureOr<std::unique_ptr<RegionEvaluator>> regionOf(Region &region,
+                                                       ValueRange captures) {
+    std::vector<const HostTensor *> tensors;
+    for (Value c : captures)
+      tensors.push_back(&env[c]);
+    auto evaluator = std::make_unique<RegionEvaluator>(region, tensors);
+    if (failed(evaluator->check()))
+      return failure();
+    return evaluator;
+  }
+
+  template <typename OpTy>
+  FailureOr<std::unique_ptr<MaskEvaluator>> maskOf(OpTy op,
+                                                   ValueRange maskCaptures) {
+    auto mask = std::make_unique<MaskEvaluator>();
+    mask->spec.causal = op.getCausal();
+    if (std::optional<int64_t> w = op.getWindow())
+      mask->spec.window = *w;
+    if (Value len = op.getLengths()) {
+      for (double l : env[len].data)
+        mask->lengths.push_back(int64_t(l));
+      mask->spec.lengths = mask->lengths.data();
+    }
+    if (!op.getMaskMod().empty()) {
+      FailureOr<std::unique_ptr<RegionEvaluator>> region =
+          regionOf(op.getMaskMod(), maskCaptures);
+      if (failed(region))
+        return failure();
+      mask->maskMod = std::move(*region);
+      mask->spec.maskMod = [r = mask->maskMod.get()](int64_t b, int64_t h,
+                                                     int64_t i, int64_t j) {
+        return r->evaluate({double(b), double(h), double(i), double(j)}) != 0;
+      };
+    }
+    return mask;
+  }
+
+  DenseMap<Value, HostTensor> env;
+};
+
+} // namespace
+
 FailureOr<std::vector<HostTensor>>
 interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs,
               bool roundResults) {
-  DenseMap<Value, HostTensor> env;
-  for (auto [arg, input] : llvm::zip(func.getArguments(), inputs))
-    env[arg] = input;
-  const double negInf = -std::numeric_limits<double>::infinity();
-
+  FunctionInterpreter interpreter(func, inputs);
   for (Operation &op : func.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      std::vector<HostTensor> results;
-      for (Value v : ret.getOperands())
-        results.push_back(env[v]);
-      return results;
-    }
-    LogicalResult ok = success();
-    llvm::TypeSwitch<Operation *>(&op)
-        .Case([&](attn::ProjectionOp p) {
-          auto x = shapeOf(p.getInput()), r = shapeOf(p.getResult());
-          HostTensor out = zeros(r);
-          ref::projection(x[0], x[1], x[2], r[1], r[3],
-                          env[p.getInput()].data.data(),
-                          env[p.getWeight()].data.data(), out.data.data());
-          env[p.getResult()] = std::move(out);
-        })
-        .Case([&](attn::MergeOp m) {
-          auto o = shapeOf(m.getInput()), r = shapeOf(m.getResult());
-          HostTensor out = zeros(r);
-          ref::merge(o[0], o[1], o[2], o[3], r[2], env[m.getInput()].data.data(),
-                     env[m.getWeight()].data.data(), out.data.data());
-          env[m.getResult()] = std::move(out);
-        })
-        .Case([&](attn::ScoresOp s) {
-          auto q = shapeOf(s.getQuery()), k = shapeOf(s.getKey());
-          HostTensor out = zeros({q[0], q[1], q[2], k[2]});
-          ref::computeScores({q[0], q[1], k[1], q[2], k[2], q[3], /*Dv=*/0},
-                             env[s.getQuery()].data.data(),
-                             env[s.getKey()].data.data(), out.data.data());
-          env[s.getResult()] = std::move(out);
-        })
-        .Case([&](attn::ScaleOp s) {
-          HostTensor out = env[s.getScores()];
-          double factor = double(float(s.getEffectiveFactor()));
-          for (double &x : out.data)
-            x *= factor;
-          env[s.getResult()] = std::move(out);
-        })
-        .Case([&](attn::ScoreModOp s) {
-          std::vector<const HostTensor *> captures;
-          for (Value c : s.getCaptures())
-            captures.push_back(&env[c]);
-          RegionEvaluator region(s.getBody(), captures);
-          if (failed(region.check())) {
-            ok = failure();
-            return;
-          }
-          HostTensor out = env[s.getScores()];
-          auto shape = out.shape;
-          size_t n = 0;
-          for (int64_t b = 0; b < shape[0]; ++b)
-            for (int64_t h = 0; h < shape[1]; ++h)
-              for (int64_t i = 0; i < shape[2]; ++i)
-                for (int64_t j = 0; j < shape[3]; ++j, ++n)
-                  out.data[n] = region.evaluate(
-                      {out.data[n], double(b), double(h), double(i), double(j)});
-          env[s.getResult()] = std::move(out);
-        })
-        .Case([&](attn::MaskOp m) {
-          std::vector<const HostTensor *> storage;
-          auto mask = makeMask(m, env, m.getCaptures(), storage);
-          if (failed(mask)) {
-            ok = failure();
-            return;
-          }
-          HostTensor out = env[m.getScores()];
-          ref::maskScores(out.shape[0], out.shape[1], out.shape[2],
-                          out.shape[3], (*mask)->spec,
-                          m.getZeroFill() ? 0.0 : negInf, out.data.data());
-          env[m.getResult()] = std::move(out);
-        })
-        .Case([&](attn::SoftmaxOp s) {
-          HostTensor out = env[s.getScores()];
-          ref::softmaxRows(out.shape[0] * out.shape[1] * out.shape[2],
-                           out.shape[3], out.data.data());
-          env[s.getResult()] = std::move(out);
-        })
-        .Case([&](attn::ApplyOp a) {
-          auto p = shapeOf(a.getProbs()), v = shapeOf(a.getValue());
-          HostTensor out = zeros({p[0], p[1], p[2], v[3]});
-          ref::applyProbabilities({p[0], p[1], v[1], p[2], p[3], /*D=*/0, v[3]},
-                                  env[a.getProbs()].data.data(),
-                                  env[a.getValue()].data.data(),
-                                  out.data.data());
-          env[a.getResult()] = std::move(out);
-        })
-        .Case([&](attn::AttentionOp a) {
-          auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
-               v = shapeOf(a.getValue());
-          std::vector<const HostTensor *> storage, scoreCaptures;
-          auto mask = makeMask(a, env, a.getMaskCaptures(), storage);
-          if (failed(mask)) {
-            ok = failure();
-            return;
-          }
-          ref::ScoreMod mod;
-          std::unique_ptr<RegionEvaluator> region;
-          if (!a.getScoreMod().empty()) {
-            for (Value c : a.getScoreCaptures())
-              scoreCaptures.push_back(&env[c]);
-            region = std::make_unique<RegionEvaluator>(a.getScoreMod(),
-                                                       scoreCaptures);
-            if (failed(region->check())) {
-              ok = failure();
-              return;
-            }
-            RegionEvaluator *r = region.get();
-            mod.apply = [r](double s, int64_t b, int64_t h, int64_t i,
-                            int64_t j) {
-              return r->evaluate({s, double(b), double(h), double(i), double(j)});
-            };
-          }
-          HostTensor out = zeros({q[0], q[1], q[2], v[3]}),
-                     lse = zeros({q[0], q[1], q[2]});
-          ref::attentionForward({q[0], q[1], k[1], q[2], k[2], q[3], v[3]},
-                                double(float(a.getEffectiveScale())),
-                                (*mask)->spec, mod, env[a.getQuery()].data.data(),
-                                env[a.getKey()].data.data(),
-                                env[a.getValue()].data.data(), out.data.data(),
-                                lse.data.data());
-          env[a.getOutput()] = std::move(out);
-          env[a.getLse()] = std::move(lse);
-        })
-        .Case([&](arith::ConstantOp c) {
-          auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
-          if (!dense) {
-            ok = c.emitOpError("cannot be evaluated by attnc run");
-            return;
-          }
-          HostTensor t = zeros(shapeOf(c.getResult()));
-          size_t n = 0;
-          if (isa<FloatType>(dense.getElementType()))
-            for (APFloat f : dense.getValues<APFloat>())
-              t.data[n++] = f.convertToDouble();
-          else
-            for (APInt i : dense.getValues<APInt>())
-              t.data[n++] = double(i.getSExtValue());
-          env[c.getResult()] = std::move(t);
-        })
-        .Default([&](Operation *other) {
-          ok = other->emitOpError("cannot be evaluated by attnc run");
-        });
-    if (failed(ok))
+    if (auto ret = dyn_cast<func::ReturnOp>(op))
+      return interpreter.valuesOf(ret.getOperands());
+    if (failed(interpreter.evaluate(op)))
       return failure();
     if (roundResults)
-      for (Value result : op.getResults())
-        roundTo(result.getType(), env[result]);
+      interpreter.roundResults(op);
   }
   return failure();
 }
