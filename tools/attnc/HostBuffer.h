@@ -7,8 +7,11 @@
 #include "tools/reference/Reference.h"
 #include "tools/reference/SpecInterpreter.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <string>
+#include <vector>
 
 namespace attnc {
 
@@ -94,15 +97,38 @@ struct Buffer {
   }
 };
 
+/// Uniform in [-1, 1), from the top 53 bits of one draw.
+inline double randomUniform(std::mt19937_64 &rng) {
+  return double(rng() >> 11) / double(1ull << 53) * 2 - 1;
+}
+
+/// The largest dimension of any argument of `entry` (at least 1): the
+/// bound of random integer inputs, so that lengths and ids stay in range.
+inline int64_t largestDimension(const jit::EntryPoint &entry) {
+  int64_t largest = 1;
+  for (const jit::TensorSpec &arg : entry.args)
+    for (int64_t d : arg.shape)
+      largest = std::max(largest, d);
+  return largest;
+}
+
 /// Random inputs: floats uniform in [-1, 1); integers (lengths, ids)
 /// uniform in [0, maxInt].
 inline void fillRandomInput(Buffer &buffer, std::mt19937_64 &rng,
                             int64_t maxInt) {
   for (double &x : buffer.values.data)
-    x = isFloat(buffer.spec.dtype)
-            ? double(rng() >> 11) / double(1ull << 53) * 2 - 1
-            : double(rng() % uint64_t(maxInt + 1));
+    x = isFloat(buffer.spec.dtype) ? randomUniform(rng)
+                                   : double(rng() % uint64_t(maxInt + 1));
   buffer.pack();
+}
+
+/// Calls entry point `name` of `module` on the bytes of `buffers`.
+inline jit::Result callWith(const jit::Module &module, const std::string &name,
+                            std::vector<Buffer> &buffers) {
+  std::vector<void *> pointers;
+  for (Buffer &buffer : buffers)
+    pointers.push_back(buffer.bytes.data());
+  return module.callUnchecked(name, pointers);
 }
 
 } // namespace attnc
