@@ -16,7 +16,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <immintrin.h>
 #include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
@@ -80,59 +79,41 @@ double forwardFlops(mlir::func::FuncOp func) {
 }
 
 /// One thread's FMA throughput (FLOP/s) over `seconds`: 16 independent
-/// accumulator chains, as wide as the CPU allows.
-__attribute__((target("avx512f"))) double fmaRateAvx512(double seconds) {
-  __m512 acc[16];
+/// accumulator chains of Lanes floats. Inlined into a function that sets the
+/// target, so that `acc * a + b` is one vector FMA of that width.
+template <int Lanes>
+[[gnu::always_inline]] inline double fmaRate(double seconds) {
+  typedef float Vector __attribute__((vector_size(4 * Lanes)));
+  Vector acc[16];
   for (int i = 0; i < 16; ++i)
-    acc[i] = _mm512_set1_ps(float(i));
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    acc[i] = Vector{} + float(i);
+  const Vector a = Vector{} + 0.999999f, b = Vector{} + 1e-7f;
   int64_t iterations = 0;
   auto start = Clock::now();
   double elapsed = 0;
   while (elapsed < seconds) {
     for (int r = 0; r < 1000; ++r)
       for (int i = 0; i < 16; ++i)
-        acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+        acc[i] = acc[i] * a + b;
     iterations += 1000;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
   float sink = 0;
   for (int i = 0; i < 16; ++i)
-    sink += _mm512_reduce_add_ps(acc[i]);
+    for (int lane = 0; lane < Lanes; ++lane)
+      sink += acc[i][lane];
   volatile float keep = sink;
   (void)keep;
-  return double(iterations) * 16 * 16 * 2 / elapsed;
+  return double(iterations) * 16 * Lanes * 2 / elapsed;
+}
+
+__attribute__((target("avx512f"))) double fmaRateAvx512(double seconds) {
+  return fmaRate<16>(seconds);
 }
 
 __attribute__((target("avx2,fma"))) double fmaRateAvx2(double seconds) {
-  __m256 acc[16];
-  for (int i = 0; i < 16; ++i)
-    acc[i] = _mm256_set1_ps(float(i));
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  int64_t iterations = 0;
-  auto start = Clock::now();
-  double elapsed = 0;
-  while (elapsed < seconds) {
-    for (int r = 0; r < 1000; ++r)
-      for (int i = 0; i < 16; ++i)
-        acc[i] = _mm256_fmadd_ps(acc[i], a, b);
-    iterations += 1000;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  }
-  float lanes[8], sink = 0;
-  for (int i = 0; i < 16; ++i) {
-    _mm256_storeu_ps(lanes, acc[i]);
-    for (float x : lanes)
-      sink += x;
-  }
-  volatile float keep = sink;
-  (void)keep;
-  return double(iterations) * 16 * 8 * 2 / elapsed;
+  return fmaRate<8>(seconds);
 }
-
-/// The machine's f32 FMA peak on `threads` threads, in GFLOP/s: the best of
-/// three probes, since a shared VM's neighbours only ever slow one down.
-double measurePeakGflops(int threads);
 
 double probePeakGflops(int threads) {
   bool avx512 = __builtin_cpu_supports("avx512f");
@@ -153,6 +134,8 @@ double probePeakGflops(int threads) {
   return total / 1e9;
 }
 
+/// The machine's f32 FMA peak on `threads` threads, in GFLOP/s: the best of
+/// three probes, since a shared VM's neighbours only ever slow one down.
 double measurePeakGflops(int threads) {
   double best = 0;
   for (int probe = 0; probe < 3; ++probe)
@@ -214,6 +197,130 @@ template <typename Fn> Timing timeCalls(int reps, Fn call) {
   return t;
 }
 
+/// The threads the kernels will run on: `requested` when given, which the
+/// runtime's pool then reads from ATTNC_NUM_THREADS when it starts; else
+/// ATTNC_NUM_THREADS; else one per core.
+int resolveThreads(int requested) {
+  if (requested > 0) {
+    setenv("ATTNC_NUM_THREADS", std::to_string(requested).c_str(), 1);
+    return requested;
+  }
+  const char *env = getenv("ATTNC_NUM_THREADS");
+  int n = env ? atoi(env) : 0;
+  return n >= 1 ? n : int(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/// The arguments of one entry point: random inputs and touched outputs, as
+/// the kernel's bytes only.
+struct Arguments {
+  std::vector<Buffer> buffers;
+  std::vector<void *> pointers;
+};
+
+Arguments makeArguments(const jit::EntryPoint &entry, std::mt19937_64 &rng) {
+  int64_t largest = largestDimension(entry);
+  Arguments arguments;
+  arguments.buffers.reserve(entry.args.size());
+  for (const jit::TensorSpec &arg : entry.args) {
+    arguments.buffers.emplace_back(arg);
+    Buffer &buffer = arguments.buffers.back();
+    if (!arg.isOutput)
+      fillRandomInput(buffer, rng, largest);
+    // Only the kernel's bytes are needed: drop the float64 copy.
+    std::vector<double>().swap(buffer.values.data);
+    // Touch the outputs now, so that the kernel's first call does not
+    // count their pages as its own.
+    if (arg.isOutput)
+      std::fill(buffer.bytes.begin(), buffer.bytes.end(), 0);
+  }
+  for (Buffer &buffer : arguments.buffers)
+    arguments.pointers.push_back(buffer.bytes.data());
+  return arguments;
+}
+
+/// What attnc bench measured of a spec's first kernel.
+struct Measurements {
+  std::string spec, kernel;
+  int threads = 0, reps = 0;
+  double compileMs = 0, flops = 0, peakGflops = 0, peakRssMb = 0;
+  Timing forward; // @f
+  bool haveBackward = false;
+  Timing fwd, bwd; // <f>_fwd and <f>_bwd, when haveBackward
+
+  double forwardGflops() const {
+    return flops / (forward.medianMs * 1e-3) / 1e9;
+  }
+  double bothMs() const { return fwd.medianMs + bwd.medianMs; }
+  /// A backward costs 2.5 forwards by the FLOP convention.
+  double bothGflops() const { return 3.5 * flops / (bothMs() * 1e-3) / 1e9; }
+  double bothExtraMb() const { return std::max(fwd.extraMb, bwd.extraMb); }
+};
+
+/// Times @f and, with a backward, <f>_fwd and <f>_bwd, each on its own
+/// random arguments. Returns the statuses the calls returned, ORed.
+int32_t timeKernels(const jit::Module &module, int reps, Measurements &m) {
+  std::mt19937_64 rng(1);
+  int32_t status = 0;
+  auto time = [&](const std::string &name, Arguments &arguments) {
+    return timeCalls(reps, [&] {
+      status |= module.callUnchecked(name, arguments.pointers).status;
+    });
+  };
+  Arguments f = makeArguments(*module.find(m.kernel), rng);
+  m.forward = time(m.kernel, f);
+  if (m.haveBackward) {
+    Arguments fwd = makeArguments(*module.find(m.kernel + "_fwd"), rng);
+    Arguments bwd = makeArguments(*module.find(m.kernel + "_bwd"), rng);
+    m.fwd = time(m.kernel + "_fwd", fwd);
+    m.bwd = time(m.kernel + "_bwd", bwd);
+  }
+  return status;
+}
+
+void printJson(const Measurements &m, llvm::raw_ostream &outs) {
+  const double peak = m.peakGflops;
+  outs << "{\"spec\": \"" << m.spec << "\", \"kernel\": \"" << m.kernel
+       << "\", \"threads\": " << m.threads
+       << ", \"compile_ms\": " << llvm::format("%.1f", m.compileMs)
+       << ", \"peak_gflops\": " << llvm::format("%.1f", peak)
+       << ", \"forward\": {\"median_ms\": "
+       << llvm::format("%.3f", m.forward.medianMs)
+       << ", \"gflops\": " << llvm::format("%.2f", m.forwardGflops())
+       << ", \"fraction\": "
+       << llvm::format("%.4f", peak > 0 ? m.forwardGflops() / peak : 0.0)
+       << ", \"peak_rss_mb\": " << llvm::format("%.1f", m.peakRssMb)
+       << ", \"extra_mb\": " << llvm::format("%.1f", m.forward.extraMb) << "}";
+  if (m.haveBackward)
+    outs << ", \"forward_backward\": {\"median_ms\": "
+         << llvm::format("%.3f", m.bothMs())
+         << ", \"gflops\": " << llvm::format("%.2f", m.bothGflops())
+         << ", \"fraction\": "
+         << llvm::format("%.4f", peak > 0 ? m.bothGflops() / peak : 0.0)
+         << ", \"peak_rss_mb\": " << llvm::format("%.1f", m.peakRssMb)
+         << ", \"extra_mb\": " << llvm::format("%.1f", m.bothExtraMb()) << "}";
+  outs << "}\n";
+}
+
+void printText(const Measurements &m, llvm::raw_ostream &outs) {
+  const double peak = m.peakGflops;
+  outs << "@" << m.kernel << " on " << m.threads << " thread(s), median of "
+       << m.reps << " (compiled in " << llvm::format("%.0f", m.compileMs)
+       << " ms)\n"
+       << "  measured FMA peak  " << llvm::format("%.1f", peak) << " GFLOP/s\n"
+       << "  forward            " << llvm::format("%9.3f", m.forward.medianMs)
+       << " ms  " << llvm::format("%8.2f", m.forwardGflops()) << " GFLOP/s  "
+       << llvm::format("%5.1f", peak > 0 ? 100 * m.forwardGflops() / peak : 0.0)
+       << "% of peak  +" << llvm::format("%.1f", m.forward.extraMb)
+       << " MB beyond inputs and outputs\n";
+  if (m.haveBackward)
+    outs << "  forward+backward   " << llvm::format("%9.3f", m.bothMs())
+         << " ms  " << llvm::format("%8.2f", m.bothGflops()) << " GFLOP/s  "
+         << llvm::format("%5.1f", peak > 0 ? 100 * m.bothGflops() / peak : 0.0)
+         << "% of peak  +" << llvm::format("%.1f", m.bothExtraMb()) << " MB\n";
+  outs << "  peak RSS           " << llvm::format("%.1f", m.peakRssMb)
+       << " MB\n";
+}
+
 } // namespace
 
 int benchSpec(const std::string &path, const BenchOptions &options,
@@ -226,18 +333,10 @@ int benchSpec(const std::string &path, const BenchOptions &options,
     errs << "attnc: error: --threads must be >= 1\n";
     return 1;
   }
-  // The runtime's pool reads ATTNC_NUM_THREADS when it starts.
-  if (options.threads > 0)
-    setenv("ATTNC_NUM_THREADS", std::to_string(options.threads).c_str(), 1);
-  int threads = options.threads > 0 ? options.threads
-                                    : [] {
-                                        const char *env =
-                                            getenv("ATTNC_NUM_THREADS");
-                                        int n = env ? atoi(env) : 0;
-                                        return n >= 1 ? n
-                                                      : int(sysconf(
-                                                            _SC_NPROCESSORS_ONLN));
-                                      }();
+  Measurements m;
+  m.spec = path;
+  m.reps = options.reps;
+  m.threads = resolveThreads(options.threads);
 
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!file) {
@@ -249,120 +348,33 @@ int benchSpec(const std::string &path, const BenchOptions &options,
   mlir::FailureOr<Spec> spec = loaded.parse();
   if (mlir::failed(spec))
     return 1;
-  const KernelSignature &kernel = spec->kernels.front();
-  auto func = spec->module->lookupSymbol<mlir::func::FuncOp>(kernel.name);
-  double flops = forwardFlops(func);
+  m.kernel = spec->kernels.front().name;
+  m.flops =
+      forwardFlops(spec->module->lookupSymbol<mlir::func::FuncOp>(m.kernel));
 
   jit::Options jitOptions;
   jitOptions.backward = options.backward;
   std::string error;
   auto start = Clock::now();
   auto module = jit::Module::compileFile(path, jitOptions, &error);
-  double compileMs =
+  m.compileMs =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!module) {
     errs << error;
     return 1;
   }
 
-  std::mt19937_64 rng(1);
-  auto makeBuffers = [&](const jit::EntryPoint &entry,
-                         std::vector<Buffer> &buffers,
-                         std::vector<void *> &pointers) {
-    int64_t largest = 1;
-    for (const jit::TensorSpec &arg : entry.args)
-      for (int64_t d : arg.shape)
-        largest = std::max(largest, d);
-    buffers.clear();
-    buffers.reserve(entry.args.size());
-    for (const jit::TensorSpec &arg : entry.args) {
-      buffers.emplace_back(arg);
-      if (!arg.isOutput)
-        fillRandomInput(buffers.back(), rng, largest);
-      // Only the kernel's bytes are needed: drop the float64 copy.
-      std::vector<double>().swap(buffers.back().values.data);
-      // Touch the outputs now, so that the kernel's first call does not
-      // count their pages as its own.
-      if (arg.isOutput)
-        std::fill(buffers.back().bytes.begin(), buffers.back().bytes.end(), 0);
-    }
-    pointers.clear();
-    for (Buffer &buffer : buffers)
-      pointers.push_back(buffer.bytes.data());
-  };
-
-  double peak = measurePeakGflops(threads);
-  std::vector<Buffer> fBuffers, fwdBuffers, bwdBuffers;
-  std::vector<void *> fPointers, fwdPointers, bwdPointers;
-  makeBuffers(*module->find(kernel.name), fBuffers, fPointers);
-  int32_t status = 0;
-  Timing forward = timeCalls(options.reps, [&] {
-    status |= module->callUnchecked(kernel.name, fPointers).status;
-  });
-
-  bool haveBackward = options.backward && module->find(kernel.name + "_bwd");
-  Timing fwd, bwd;
-  if (haveBackward) {
-    makeBuffers(*module->find(kernel.name + "_fwd"), fwdBuffers, fwdPointers);
-    makeBuffers(*module->find(kernel.name + "_bwd"), bwdBuffers, bwdPointers);
-    fwd = timeCalls(options.reps, [&] {
-      status |= module->callUnchecked(kernel.name + "_fwd", fwdPointers).status;
-    });
-    bwd = timeCalls(options.reps, [&] {
-      status |= module->callUnchecked(kernel.name + "_bwd", bwdPointers).status;
-    });
-  }
-  if (status != 0) {
+  m.peakGflops = measurePeakGflops(m.threads);
+  m.haveBackward = options.backward && module->find(m.kernel + "_bwd");
+  if (int32_t status = timeKernels(*module, options.reps, m)) {
     errs << "attnc: error: a kernel returned status " << status << "\n";
     return 1;
   }
-
-  double fwdGflops = flops / (forward.medianMs * 1e-3) / 1e9;
-  double bothMs = fwd.medianMs + bwd.medianMs;
-  double bothGflops = 3.5 * flops / (bothMs * 1e-3) / 1e9;
-  double rss = peakRssMb();
-  if (options.json) {
-    outs << "{\"spec\": \"" << path << "\", \"kernel\": \"" << kernel.name
-         << "\", \"threads\": " << threads << ", \"compile_ms\": "
-         << llvm::format("%.1f", compileMs)
-         << ", \"peak_gflops\": " << llvm::format("%.1f", peak)
-         << ", \"forward\": {\"median_ms\": "
-         << llvm::format("%.3f", forward.medianMs)
-         << ", \"gflops\": " << llvm::format("%.2f", fwdGflops)
-         << ", \"fraction\": "
-         << llvm::format("%.4f", peak > 0 ? fwdGflops / peak : 0.0)
-         << ", \"peak_rss_mb\": " << llvm::format("%.1f", rss)
-         << ", \"extra_mb\": " << llvm::format("%.1f", forward.extraMb) << "}";
-    if (haveBackward)
-      outs << ", \"forward_backward\": {\"median_ms\": "
-           << llvm::format("%.3f", bothMs)
-           << ", \"gflops\": " << llvm::format("%.2f", bothGflops)
-           << ", \"fraction\": "
-           << llvm::format("%.4f", peak > 0 ? bothGflops / peak : 0.0)
-           << ", \"peak_rss_mb\": " << llvm::format("%.1f", rss)
-           << ", \"extra_mb\": "
-           << llvm::format("%.1f", std::max(fwd.extraMb, bwd.extraMb)) << "}";
-    outs << "}\n";
-    return 0;
-  }
-  outs << "@" << kernel.name << " on " << threads << " thread(s), median of "
-       << options.reps << " (compiled in " << llvm::format("%.0f", compileMs)
-       << " ms)\n"
-       << "  measured FMA peak  " << llvm::format("%.1f", peak)
-       << " GFLOP/s\n"
-       << "  forward            " << llvm::format("%9.3f", forward.medianMs)
-       << " ms  " << llvm::format("%8.2f", fwdGflops) << " GFLOP/s  "
-       << llvm::format("%5.1f", peak > 0 ? 100 * fwdGflops / peak : 0.0)
-       << "% of peak  +" << llvm::format("%.1f", forward.extraMb)
-       << " MB beyond inputs and outputs\n";
-  if (haveBackward)
-    outs << "  forward+backward   " << llvm::format("%9.3f", bothMs)
-         << " ms  " << llvm::format("%8.2f", bothGflops) << " GFLOP/s  "
-         << llvm::format("%5.1f", peak > 0 ? 100 * bothGflops / peak : 0.0)
-         << "% of peak  +"
-         << llvm::format("%.1f", std::max(fwd.extraMb, bwd.extraMb))
-         << " MB\n";
-  outs << "  peak RSS           " << llvm::format("%.1f", rss) << " MB\n";
+  m.peakRssMb = peakRssMb();
+  if (options.json)
+    printJson(m, outs);
+  else
+    printText(m, outs);
   return 0;
 }
 
