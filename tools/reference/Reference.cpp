@@ -252,79 +252,95 @@ void applyProbabilities(const AttentionShape &s, const double *p,
         }
 }
 
-void projection(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
-                const double *x, const double *w, double *out) {
-  const int64_t hd = H * D;
+namespace {
+
+/// Where W(e, h, d) lives in a weight of [E, H*D] (a projection's) or
+/// [H*D, E] (a merge's), so that the four contractions of projections and
+/// merges, forward and backward, are written once.
+struct HeadLayout {
+  int64_t eStride, hdStride, D;
+  int64_t at(int64_t e, int64_t h, int64_t d) const {
+    return e * eStride + (h * D + d) * hdStride;
+  }
+};
+
+HeadLayout projectionLayout(int64_t H, int64_t D) { return {H * D, 1, D}; }
+HeadLayout mergeLayout(int64_t Dv, int64_t E) { return {1, E, Dv}; }
+
+/// out[b,h,s,d] = sum_e x[b,s,e] * W(e,h,d); x [B,S,E], out [B,H,S,D].
+void splitHeads(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+                const double *x, const double *w, HeadLayout layout,
+                double *out) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t s = 0; s < S; ++s)
         for (int64_t d = 0; d < D; ++d) {
           double acc = 0.0;
           for (int64_t e = 0; e < E; ++e)
-            acc += x[(b * S + s) * E + e] * w[e * hd + h * D + d];
+            acc += x[(b * S + s) * E + e] * w[layout.at(e, h, d)];
           out[((b * H + h) * S + s) * D + d] = acc;
         }
 }
 
-void projectionBackward(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
-                        const double *x, const double *w, const double *dOut,
-                        double *dX, double *dW) {
-  const int64_t hd = H * D;
+/// y[b,s,e] = sum_{h,d} o[b,h,s,d] * W(e,h,d), or y += that with
+/// `accumulate`; o [B,H,S,D], y [B,S,E].
+void joinHeads(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+               const double *o, const double *w, HeadLayout layout,
+               bool accumulate, double *y) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t e = 0; e < E; ++e) {
         double acc = 0.0;
         for (int64_t h = 0; h < H; ++h)
           for (int64_t d = 0; d < D; ++d)
-            acc += dOut[((b * H + h) * S + s) * D + d] * w[e * hd + h * D + d];
-        dX[(b * S + s) * E + e] += acc;
+            acc += o[((b * H + h) * S + s) * D + d] * w[layout.at(e, h, d)];
+        double &out = y[(b * S + s) * E + e];
+        out = accumulate ? out + acc : acc;
       }
+}
+
+/// dW(e,h,d) = sum_{b,s} x[b,s,e] * dHeads[b,h,s,d]; x [B,S,E],
+/// dHeads [B,H,S,D].
+void headWeightGradient(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+                        const double *x, const double *dHeads, double *dW,
+                        HeadLayout layout) {
   for (int64_t e = 0; e < E; ++e)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t d = 0; d < D; ++d) {
         double acc = 0.0;
         for (int64_t b = 0; b < B; ++b)
           for (int64_t s = 0; s < S; ++s)
-            acc += x[(b * S + s) * E + e] * dOut[((b * H + h) * S + s) * D + d];
-        dW[e * hd + h * D + d] = acc;
+            acc +=
+                x[(b * S + s) * E + e] * dHeads[((b * H + h) * S + s) * D + d];
+        dW[layout.at(e, h, d)] = acc;
       }
+}
+
+} // namespace
+
+void projection(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+                const double *x, const double *w, double *out) {
+  splitHeads(B, S, E, H, D, x, w, projectionLayout(H, D), out);
+}
+
+void projectionBackward(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,
+                        const double *x, const double *w, const double *dOut,
+                        double *dX, double *dW) {
+  joinHeads(B, S, E, H, D, dOut, w, projectionLayout(H, D),
+            /*accumulate=*/true, dX);
+  headWeightGradient(B, S, E, H, D, x, dOut, dW, projectionLayout(H, D));
 }
 
 void merge(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
            const double *o, const double *wo, double *y) {
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t s = 0; s < S; ++s)
-      for (int64_t e = 0; e < E; ++e) {
-        double acc = 0.0;
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t dv = 0; dv < Dv; ++dv)
-            acc += o[((b * H + h) * S + s) * Dv + dv] *
-                   wo[(h * Dv + dv) * E + e];
-        y[(b * S + s) * E + e] = acc;
-      }
+  joinHeads(B, S, E, H, Dv, o, wo, mergeLayout(Dv, E), /*accumulate=*/false, y);
 }
 
 void mergeBackward(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
                    const double *o, const double *wo, const double *dY,
                    double *dO, double *dWo) {
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t s = 0; s < S; ++s)
-        for (int64_t dv = 0; dv < Dv; ++dv) {
-          double acc = 0.0;
-          for (int64_t e = 0; e < E; ++e)
-            acc += dY[(b * S + s) * E + e] * wo[(h * Dv + dv) * E + e];
-          dO[((b * H + h) * S + s) * Dv + dv] = acc;
-        }
-  for (int64_t h = 0; h < H; ++h)
-    for (int64_t dv = 0; dv < Dv; ++dv)
-      for (int64_t e = 0; e < E; ++e) {
-        double acc = 0.0;
-        for (int64_t b = 0; b < B; ++b)
-          for (int64_t s = 0; s < S; ++s)
-            acc += o[((b * H + h) * S + s) * Dv + dv] * dY[(b * S + s) * E + e];
-        dWo[(h * Dv + dv) * E + e] = acc;
-      }
+  splitHeads(B, S, E, H, Dv, dY, wo, mergeLayout(Dv, E), dO);
+  headWeightGradient(B, S, E, H, Dv, dY, o, dWo, mergeLayout(Dv, E));
 }
 
 namespace {
