@@ -21,156 +21,156 @@ Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
                                    b.getFloatAttr(like.getType(), value));
 }
 
-/// Applies the rule of `op` (a clone, with forward operands and results),
-/// writing one adjoint per operand. Returns false when `op` has no rule.
-bool applyRule(OpBuilder &b, Location loc, Operation *op, Value g,
-               SmallVectorImpl<Value> &adjoints) {
-  adjoints.assign(op->getNumOperands(), Value());
-  auto mul = [&](Value x, Value y) {
+/// One adjoint per operand of an op; null where the operand takes none.
+using Adjoints = SmallVector<Value, 2>;
+
+/// The gradient rules: rule(op) builds, at the builder, the adjoints of the
+/// operands of `op` (a clone, with forward operands and result `r`) given
+/// the adjoint `g` of its result.
+class GradientRules {
+public:
+  GradientRules(OpBuilder &b, Location loc, Value g, Value r)
+      : b(b), loc(loc), g(g), r(r) {}
+
+  // Arithmetic.
+  Adjoints rule(arith::AddFOp) { return {g, g}; }
+  Adjoints rule(arith::SubFOp) { return {g, neg(g)}; }
+  Adjoints rule(arith::MulFOp o) {
+    return {mul(g, o.getRhs()), mul(g, o.getLhs())};
+  }
+  Adjoints rule(arith::DivFOp o) {
+    // d(a/b)/da = 1/b, d(a/b)/db = -(a/b)/b.
+    return {div(g, o.getRhs()), neg(div(mul(g, r), o.getRhs()))};
+  }
+  Adjoints rule(arith::NegFOp) { return {neg(g)}; }
+
+  // Elementary functions.
+  Adjoints rule(math::ExpOp) { return {mul(g, r)}; }
+  Adjoints rule(math::LogOp o) { return {div(g, o.getOperand())}; }
+  Adjoints rule(math::TanhOp) {
+    Value one = constantLike(b, loc, r, 1.0);
+    return {mul(g, sub(one, mul(r, r)))};
+  }
+  Adjoints rule(math::SqrtOp) {
+    Value half = constantLike(b, loc, r, 0.5);
+    return {div(mul(g, half), r)};
+  }
+  Adjoints rule(math::RsqrtOp) {
+    // d(x^-1/2) = -1/2 x^-3/2 = -r^3 / 2.
+    Value minusHalf = constantLike(b, loc, r, -0.5);
+    return {mul(g, mul(minusHalf, mul(r, mul(r, r))))};
+  }
+  Adjoints rule(math::Exp2Op) {
+    return {mul(g, mul(r, constantLike(b, loc, r, M_LN2)))};
+  }
+  Adjoints rule(math::Log2Op o) {
+    return {div(g, mul(o.getOperand(), constantLike(b, loc, r, M_LN2)))};
+  }
+  Adjoints rule(math::SinOp o) {
+    return {mul(g, math::CosOp::create(b, loc, o.getOperand()))};
+  }
+  Adjoints rule(math::CosOp o) {
+    return {neg(mul(g, math::SinOp::create(b, loc, o.getOperand())))};
+  }
+  Adjoints rule(math::ErfOp o) {
+    // 2 / sqrt(pi) exp(-x^2).
+    Value x = o.getOperand();
+    Value e = math::ExpOp::create(b, loc, neg(mul(x, x)));
+    return {mul(g, mul(constantLike(b, loc, r, M_2_SQRTPI), e))};
+  }
+
+  // Powers.
+  Adjoints rule(math::PowFOp o) {
+    // d(a^b)/da = b a^(b-1), d(a^b)/db = a^b ln a.
+    Value a = o.getLhs(), e = o.getRhs();
+    Value one = constantLike(b, loc, r, 1.0);
+    Value da = mul(e, math::PowFOp::create(b, loc, a, sub(e, one)));
+    return {mul(g, da), mul(g, mul(r, math::LogOp::create(b, loc, a)))};
+  }
+  Adjoints rule(math::FPowIOp o) {
+    // d(a^n)/da = n a^(n-1); the integer exponent has none.
+    Value n = o.getRhs();
+    Value m = arith::SubIOp::create(
+        b, loc, n,
+        arith::ConstantOp::create(b, loc, b.getIntegerAttr(n.getType(), 1)));
+    Value nf = arith::SIToFPOp::create(b, loc, r.getType(), n);
+    return {mul(g, mul(nf, math::FPowIOp::create(b, loc, o.getLhs(), m))),
+            Value()};
+  }
+
+  // Piecewise: the adjoint goes to one side.
+  Adjoints rule(math::AbsFOp o) {
+    Value zero = constantLike(b, loc, r, 0.0);
+    Value nonNegative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                              o.getOperand(), zero);
+    return {select(nonNegative, g, neg(g))};
+  }
+  /// maximumf/maxnumf (`firstIfTrue` OGE) and minimumf/minnumf (OLE): the
+  /// gradient goes to the operand that was selected (the first on ties).
+  Adjoints selectedOperandRule(Operation *o, arith::CmpFPredicate firstIfTrue) {
+    Value first = arith::CmpFOp::create(b, loc, firstIfTrue, o->getOperand(0),
+                                        o->getOperand(1));
+    Value zero = constantLike(b, loc, g, 0.0);
+    return {select(first, g, zero), select(first, zero, g)};
+  }
+  Adjoints rule(arith::SelectOp o) {
+    Value zero = constantLike(b, loc, g, 0.0);
+    return {Value(), select(o.getCondition(), g, zero),
+            select(o.getCondition(), zero, g)};
+  }
+
+  // Conversions.
+  Adjoints rule(arith::ExtFOp o) {
+    return {arith::TruncFOp::create(b, loc, o.getIn().getType(), g)};
+  }
+  Adjoints rule(arith::TruncFOp o) {
+    return {arith::ExtFOp::create(b, loc, o.getIn().getType(), g)};
+  }
+
+private:
+  Value mul(Value x, Value y) {
     return arith::MulFOp::create(b, loc, x, y).getResult();
-  };
-  auto div = [&](Value x, Value y) {
+  }
+  Value div(Value x, Value y) {
     return arith::DivFOp::create(b, loc, x, y).getResult();
-  };
-  auto neg = [&](Value x) { return arith::NegFOp::create(b, loc, x).getResult(); };
-  auto sub = [&](Value x, Value y) {
+  }
+  Value neg(Value x) { return arith::NegFOp::create(b, loc, x).getResult(); }
+  Value sub(Value x, Value y) {
     return arith::SubFOp::create(b, loc, x, y).getResult();
-  };
-  auto select = [&](Value c, Value x, Value y) {
+  }
+  Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y).getResult();
-  };
-  Value r = op->getNumResults() == 1 ? op->getResult(0) : Value();
-  return llvm::TypeSwitch<Operation *, bool>(op)
-      .Case([&](arith::AddFOp o) {
-        adjoints.assign({g, g});
-        return true;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Value g, r;
+};
+
+/// Applies the rule of `op` (a clone, with forward operands and results)
+/// given the adjoint `g` of its result. Returns std::nullopt when `op` has
+/// no rule.
+std::optional<Adjoints> applyRule(OpBuilder &b, Location loc, Operation *op,
+                                  Value g) {
+  GradientRules rules(b, loc, g,
+                      op->getNumResults() == 1 ? op->getResult(0) : Value());
+  return llvm::TypeSwitch<Operation *, std::optional<Adjoints>>(op)
+      .Case<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+            arith::NegFOp, math::ExpOp, math::LogOp, math::TanhOp, math::SqrtOp,
+            math::RsqrtOp, math::Exp2Op, math::Log2Op, math::SinOp, math::CosOp,
+            math::ErfOp, math::PowFOp, math::FPowIOp, math::AbsFOp,
+            arith::SelectOp, arith::ExtFOp, arith::TruncFOp>(
+          [&](auto o) { return rules.rule(o); })
+      .Case<arith::MaximumFOp, arith::MaxNumFOp>([&](Operation *o) {
+        return rules.selectedOperandRule(o, arith::CmpFPredicate::OGE);
       })
-      .Case([&](arith::SubFOp o) {
-        adjoints.assign({g, neg(g)});
-        return true;
-      })
-      .Case([&](arith::MulFOp o) {
-        adjoints.assign({mul(g, o.getRhs()), mul(g, o.getLhs())});
-        return true;
-      })
-      .Case([&](arith::DivFOp o) {
-        // d(a/b)/da = 1/b, d(a/b)/db = -(a/b)/b.
-        adjoints.assign({div(g, o.getRhs()), neg(div(mul(g, r), o.getRhs()))});
-        return true;
-      })
-      .Case([&](arith::NegFOp o) {
-        adjoints.assign({neg(g)});
-        return true;
-      })
-      .Case([&](math::ExpOp o) {
-        adjoints.assign({mul(g, r)});
-        return true;
-      })
-      .Case([&](math::LogOp o) {
-        adjoints.assign({div(g, o.getOperand())});
-        return true;
-      })
-      .Case([&](math::TanhOp o) {
-        Value one = constantLike(b, loc, r, 1.0);
-        adjoints.assign({mul(g, sub(one, mul(r, r)))});
-        return true;
-      })
-      .Case([&](math::SqrtOp o) {
-        Value half = constantLike(b, loc, r, 0.5);
-        adjoints.assign({div(mul(g, half), r)});
-        return true;
-      })
-      .Case([&](math::RsqrtOp o) {
-        // d(x^-1/2) = -1/2 x^-3/2 = -r^3 / 2.
-        Value minusHalf = constantLike(b, loc, r, -0.5);
-        adjoints.assign({mul(g, mul(minusHalf, mul(r, mul(r, r))))});
-        return true;
-      })
-      .Case([&](math::Exp2Op o) {
-        adjoints.assign({mul(g, mul(r, constantLike(b, loc, r, M_LN2)))});
-        return true;
-      })
-      .Case([&](math::Log2Op o) {
-        adjoints.assign(
-            {div(g, mul(o.getOperand(), constantLike(b, loc, r, M_LN2)))});
-        return true;
-      })
-      .Case([&](math::SinOp o) {
-        adjoints.assign({mul(g, math::CosOp::create(b, loc, o.getOperand()))});
-        return true;
-      })
-      .Case([&](math::CosOp o) {
-        adjoints.assign(
-            {neg(mul(g, math::SinOp::create(b, loc, o.getOperand())))});
-        return true;
-      })
-      .Case([&](math::ErfOp o) {
-        // 2 / sqrt(pi) exp(-x^2).
-        Value x = o.getOperand();
-        Value e = math::ExpOp::create(b, loc, neg(mul(x, x)));
-        adjoints.assign({mul(g, mul(constantLike(b, loc, r, M_2_SQRTPI), e))});
-        return true;
-      })
-      .Case([&](math::PowFOp o) {
-        // d(a^b)/da = b a^(b-1), d(a^b)/db = a^b ln a.
-        Value a = o.getLhs(), e = o.getRhs();
-        Value one = constantLike(b, loc, r, 1.0);
-        Value da = mul(e, math::PowFOp::create(b, loc, a, sub(e, one)));
-        adjoints.assign(
-            {mul(g, da), mul(g, mul(r, math::LogOp::create(b, loc, a)))});
-        return true;
-      })
-      .Case([&](math::FPowIOp o) {
-        // d(a^n)/da = n a^(n-1); the integer exponent has none.
-        Value n = o.getRhs();
-        Value m = arith::SubIOp::create(
-            b, loc, n,
-            arith::ConstantOp::create(b, loc,
-                                      b.getIntegerAttr(n.getType(), 1)));
-        Value nf = arith::SIToFPOp::create(b, loc, r.getType(), n);
-        adjoints.assign(
-            {mul(g, mul(nf, math::FPowIOp::create(b, loc, o.getLhs(), m))),
-             Value()});
-        return true;
-      })
-      .Case([&](math::AbsFOp o) {
-        Value zero = constantLike(b, loc, r, 0.0);
-        Value nonNegative = arith::CmpFOp::create(
-            b, loc, arith::CmpFPredicate::OGE, o.getOperand(), zero);
-        adjoints.assign({select(nonNegative, g, neg(g))});
-        return true;
-      })
-      .Case<arith::MaximumFOp, arith::MaxNumFOp, arith::MinimumFOp,
-            arith::MinNumFOp>([&](Operation *o) {
-        // The gradient goes to the operand that was selected (the first on
-        // ties).
-        bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(o);
-        Value first = arith::CmpFOp::create(
-            b, loc,
-            isMax ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OLE,
-            o->getOperand(0), o->getOperand(1));
-        Value zero = constantLike(b, loc, g, 0.0);
-        adjoints.assign({select(first, g, zero), select(first, zero, g)});
-        return true;
-      })
-      .Case([&](arith::SelectOp o) {
-        Value zero = constantLike(b, loc, g, 0.0);
-        adjoints.assign({Value(), select(o.getCondition(), g, zero),
-                    select(o.getCondition(), zero, g)});
-        return true;
-      })
-      .Case([&](arith::ExtFOp o) {
-        adjoints.assign({arith::TruncFOp::create(b, loc, o.getIn().getType(), g)});
-        return true;
-      })
-      .Case([&](arith::TruncFOp o) {
-        adjoints.assign({arith::ExtFOp::create(b, loc, o.getIn().getType(), g)});
-        return true;
+      .Case<arith::MinimumFOp, arith::MinNumFOp>([&](Operation *o) {
+        return rules.selectedOperandRule(o, arith::CmpFPredicate::OLE);
       })
       // Float results that do not depend on a differentiable value.
       .Case<arith::ConstantOp, arith::SIToFPOp, arith::UIToFPOp>(
-          [&](Operation *) { return true; })
-      .Default([&](Operation *) { return false; });
+          [&](Operation *o) { return Adjoints(o->getNumOperands(), Value()); })
+      .Default([](Operation *) { return std::nullopt; });
 }
 
 /// Whether the rule of `op` gives every operand its adjoint g, -g or a
@@ -212,9 +212,8 @@ LogicalResult checkDifferentiable(Region &region) {
     Block scratch;
     probe.setInsertionPointToStart(&scratch);
     Operation *clone = probe.clone(op);
-    SmallVector<Value> adjoints;
-    Value g = clone->getResult(0);
-    bool known = applyRule(probe, op.getLoc(), clone, g, adjoints);
+    bool known =
+        applyRule(probe, op.getLoc(), clone, clone->getResult(0)).has_value();
     // The scratch block's ops refer to each other only; drop them.
     for (Operation &dead : llvm::make_early_inc_range(llvm::reverse(scratch)))
       dead.erase();
@@ -249,7 +248,6 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
   };
   accumulate(yield.getValue(), seed);
 
-  SmallVector<Value> operandAdjoints;
   for (Operation &op : llvm::reverse(block.without_terminator())) {
     if (op.getNumResults() != 1)
       continue;
@@ -278,9 +276,8 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
       continue;
     }
     Operation *clone = forward.lookup(op.getResult(0)).getDefiningOp();
-    bool known = applyRule(b, loc, clone, g, operandAdjoints);
-    assert(known && "checkDifferentiable admits only ops with rules");
-    (void)known;
+    std::optional<Adjoints> operandAdjoints = applyRule(b, loc, clone, g);
+    assert(operandAdjoints && "checkDifferentiable admits only ops with rules");
     // An adjoint of 0 gives 0, whatever the derivative: a masked score
     // (P = 0) takes no gradient where the score_mod's derivative is inf or
     // NaN (an ALiBi bias through exp((i - j) / 2) for far keys, sqrt(i - j)
@@ -290,14 +287,14 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
     if (!passesAdjointThrough(&op)) {
       Value zeroIn = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, g,
                                            constantLike(b, loc, g, 0.0));
-      for (Value &contribution : operandAdjoints)
+      for (Value &contribution : *operandAdjoints)
         if (contribution)
           contribution = arith::SelectOp::create(
               b, loc, zeroIn, constantLike(b, loc, contribution, 0.0),
               contribution);
     }
     for (auto [operand, contribution] :
-         llvm::zip(op.getOperands(), operandAdjoints))
+         llvm::zip(op.getOperands(), *operandAdjoints))
       if (contribution && isa<FloatType>(operand.getType()))
         accumulate(operand, contribution);
   }
