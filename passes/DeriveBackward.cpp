@@ -185,44 +185,28 @@ private:
   DenseMap<Value, Value> adjoints;
 };
 
-LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
-  if (failed(checkDifferentiable(func)))
-    return failure();
-  // Resolve 1/sqrt(D) now: the backward recomputes a scale from a block
-  // argument when @f returns its scores, and there the default is unknown.
-  func.walk([](ScaleOp op) {
-    op.setFactorAttr(Builder(op).getF64FloatAttr(op.getEffectiveFactor()));
-  });
-  MLIRContext *ctx = module.getContext();
-  std::string fwdName = (func.getSymName() + "_fwd").str();
-  std::string bwdName = (func.getSymName() + "_bwd").str();
-  for (const std::string &name : {fwdName, bwdName})
-    if (SymbolTable::lookupSymbolIn(module, name))
-      return func.emitError() << "cannot derive @" << name
-                              << ": a symbol of that name exists";
-
-  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+/// What the backward reuses and @f does not return: projected Q/K/V and the
+/// O and LSE of fused attention. Never S or P.
+SmallVector<Value> savedValues(func::FuncOp func, func::ReturnOp ret) {
   llvm::SmallDenseSet<Value> returned(ret.getOperands().begin(),
                                       ret.getOperands().end());
-  // What the backward reuses and @f does not return: projected Q/K/V and the
-  // O and LSE of fused attention. Never S or P.
   SmallVector<Value> saved;
   for (Operation &op : func.getBody().getOps())
     if (isa<ProjectionOp, AttentionOp>(op))
       for (Value result : op.getResults())
         if (!returned.contains(result))
           saved.push_back(result);
+  return saved;
+}
 
-  OpBuilder b(ctx);
-  b.setInsertionPointAfter(func);
-
-  // @f_fwd: @f returning the saved values too; when nothing is saved, a
-  // call of @f. Either way the object holds one copy of the forward: when
-  // something is saved, @f becomes a call of @f_fwd at the end.
+/// Builds @f_fwd at `b`: @f returning the saved values too; when nothing is
+/// saved, a call of @f. Either way the object holds one copy of the
+/// forward: when something is saved, @f becomes a call of @f_fwd at the end.
+func::FuncOp buildForward(OpBuilder &b, func::FuncOp func, StringRef name,
+                          ArrayRef<Value> saved) {
   func::FuncOp fwd;
   if (saved.empty()) {
-    fwd = func::FuncOp::create(b, func.getLoc(), fwdName,
-                               func.getFunctionType());
+    fwd = func::FuncOp::create(b, func.getLoc(), name, func.getFunctionType());
     OpBuilder body = OpBuilder::atBlockBegin(fwd.addEntryBlock());
     auto call = func::CallOp::create(body, func.getLoc(), func,
                                      fwd.getArguments());
@@ -230,7 +214,7 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
   } else {
     IRMapping fwdMapping;
     fwd = cast<func::FuncOp>(func->clone(fwdMapping));
-    fwd.setSymName(fwdName);
+    fwd.setSymName(name);
     b.insert(fwd);
     auto fwdReturn =
         cast<func::ReturnOp>(fwd.getBody().front().getTerminator());
@@ -240,8 +224,9 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
     OpBuilder returnBuilder(fwdReturn);
     func::ReturnOp::create(returnBuilder, fwdReturn.getLoc(), fwdResults);
     fwdReturn.erase();
-    fwd.setFunctionType(FunctionType::get(
-        ctx, func.getArgumentTypes(), ValueRange(fwdResults).getTypes()));
+    fwd.setFunctionType(FunctionType::get(func.getContext(),
+                                          func.getArgumentTypes(),
+                                          ValueRange(fwdResults).getTypes()));
     fwd.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
   }
   // The size query attn-export-abi exports as @f_saved_bytes.
@@ -253,30 +238,42 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
   }
   fwd->setAttr(AttnDialect::SavedBytesAttrHelper::getNameStr(),
                b.getI64IntegerAttr(savedBytes));
+  return fwd;
+}
 
-  // @f_bwd(inputs, results, saved, d results) -> d inputs.
+/// @f_bwd(inputs, results, saved, d results) -> d inputs: a cotangent per
+/// float result, a gradient per float input.
+struct BackwardSignature {
+  FunctionType type;
+  SmallVector<unsigned> cotangentResults; // @f's results that take one
+  SmallVector<unsigned> gradientInputs;   // @f's arguments that get one
+};
+
+BackwardSignature backwardSignature(func::FuncOp func, ArrayRef<Value> saved) {
+  BackwardSignature signature;
   SmallVector<Type> bwdInputs(func.getArgumentTypes());
   llvm::append_range(bwdInputs, func.getResultTypes());
   for (Value value : saved)
     bwdInputs.push_back(value.getType());
-  SmallVector<unsigned> cotangentResults;
   for (auto [k, type] : llvm::enumerate(func.getResultTypes()))
     if (isFloatTensor(type)) {
-      cotangentResults.push_back(k);
+      signature.cotangentResults.push_back(k);
       bwdInputs.push_back(type);
     }
-  SmallVector<unsigned> gradientInputs;
   SmallVector<Type> bwdResults;
   for (auto [k, type] : llvm::enumerate(func.getArgumentTypes()))
     if (isFloatTensor(type)) {
-      gradientInputs.push_back(k);
+      signature.gradientInputs.push_back(k);
       bwdResults.push_back(type);
     }
-  auto bwd = func::FuncOp::create(b, func.getLoc(), bwdName,
-                                  FunctionType::get(ctx, bwdInputs, bwdResults));
-  Block *block = bwd.addEntryBlock();
-  b.setInsertionPointToStart(block);
+  signature.type = FunctionType::get(func.getContext(), bwdInputs, bwdResults);
+  return signature;
+}
 
+/// Maps @f's values into @f_bwd's `block`: inputs, results and saved
+/// values to its arguments, the rest recomputed at `b`.
+IRMapping recomputeForward(OpBuilder &b, func::FuncOp func, func::ReturnOp ret,
+                           ArrayRef<Value> saved, Block *block) {
   IRMapping forward;
   unsigned next = 0;
   for (BlockArgument arg : func.getArguments())
@@ -293,36 +290,76 @@ LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
     if (!llvm::all_of(op.getResults(),
                       [&](Value r) { return forward.contains(r); }))
       b.clone(op, forward);
+  return forward;
+}
+
+/// Builds @f_bwd at `b`: the recomputed forward, then the reverse sweep
+/// seeded with the cotangents, returning the float inputs' adjoints (zeros
+/// for an input nothing reaches).
+void buildBackward(OpBuilder &b, func::FuncOp func, StringRef name,
+                   ArrayRef<Value> saved) {
+  BackwardSignature signature = backwardSignature(func, saved);
+  auto bwd = func::FuncOp::create(b, func.getLoc(), name, signature.type);
+  Block *block = bwd.addEntryBlock();
+  b.setInsertionPointToStart(block);
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  IRMapping forward = recomputeForward(b, func, ret, saved, block);
 
   BackwardBuilder backward(b, forward);
-  for (unsigned k : cotangentResults)
+  unsigned next = func.getNumArguments() + func.getNumResults() + saved.size();
+  for (unsigned k : signature.cotangentResults)
     backward.accumulate(ret.getOperand(k), block->getArgument(next++));
-  for (Operation &op : llvm::reverse(func.getBody().front().without_terminator()))
+  for (Operation &op : llvm::reverse(body.without_terminator()))
     if (llvm::any_of(op.getResults(),
                      [&](Value r) { return backward.adjointOf(r); }))
       backward.applyRule(&op);
 
   SmallVector<Value> gradients;
-  for (unsigned k : gradientInputs) {
+  for (unsigned k : signature.gradientInputs) {
     Value g = backward.adjointOf(func.getArgument(k));
     gradients.push_back(
         g ? g : backward.zerosLike(func.getLoc(), func.getArgumentTypes()[k]));
   }
   func::ReturnOp::create(b, func.getLoc(), gradients);
+}
 
-  if (!saved.empty()) {
-    // @f = @f_fwd without the saved values (the cost: @f writes them to
-    // buffers it frees; the gain: one forward kernel to compile, not two).
-    Block &entry = func.getBody().front();
-    while (!entry.empty())
-      entry.back().erase();
-    OpBuilder body = OpBuilder::atBlockBegin(&entry);
-    auto call =
-        func::CallOp::create(body, func.getLoc(), fwd, entry.getArguments());
-    func::ReturnOp::create(
-        body, func.getLoc(),
-        call.getResults().take_front(func.getNumResults()));
-  }
+/// @f = @f_fwd without the saved values (the cost: @f writes them to
+/// buffers it frees; the gain: one forward kernel to compile, not two).
+void callForward(func::FuncOp func, func::FuncOp fwd) {
+  Block &entry = func.getBody().front();
+  while (!entry.empty())
+    entry.back().erase();
+  OpBuilder body = OpBuilder::atBlockBegin(&entry);
+  auto call =
+      func::CallOp::create(body, func.getLoc(), fwd, entry.getArguments());
+  func::ReturnOp::create(body, func.getLoc(),
+                         call.getResults().take_front(func.getNumResults()));
+}
+
+LogicalResult deriveFunction(ModuleOp module, func::FuncOp func) {
+  if (failed(checkDifferentiable(func)))
+    return failure();
+  // Resolve 1/sqrt(D) now: the backward recomputes a scale from a block
+  // argument when @f returns its scores, and there the default is unknown.
+  func.walk([](ScaleOp op) {
+    op.setFactorAttr(Builder(op).getF64FloatAttr(op.getEffectiveFactor()));
+  });
+  std::string fwdName = (func.getSymName() + "_fwd").str();
+  std::string bwdName = (func.getSymName() + "_bwd").str();
+  for (const std::string &name : {fwdName, bwdName})
+    if (SymbolTable::lookupSymbolIn(module, name))
+      return func.emitError()
+             << "cannot derive @" << name << ": a symbol of that name exists";
+
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  SmallVector<Value> saved = savedValues(func, ret);
+  OpBuilder b(module.getContext());
+  b.setInsertionPointAfter(func);
+  func::FuncOp fwd = buildForward(b, func, fwdName, saved);
+  buildBackward(b, func, bwdName, saved);
+  if (!saved.empty())
+    callForward(func, fwd);
   return success();
 }
 
