@@ -1,4 +1,4 @@
-// Passes of the code generator and the pipelines built from them.
+// Passes of the code generator.
 #ifndef ATTNC_CODEGEN_PASSES_H
 #define ATTNC_CODEGEN_PASSES_H
 
@@ -12,29 +12,6 @@ namespace attnc {
 
 #define GEN_PASS_REGISTRATION
 #include "codegen/Passes.h.inc"
-
-struct CpuPipelineOptions {
-  /// At most this many threads per parallel loop; 0: the runtime's default.
-  int64_t threads = 0;
-  /// The target's vector register width (vectorRegisterBits), for the
-  /// tile plans.
-  int64_t vectorBits = 512;
-  /// Whether the target has AMX bf16 tiles (hasAmxBf16): bf16 forward
-  /// kernels use them.
-  bool amx = false;
-};
-
-/// The CPU pipeline, from attn ops on tensors to the LLVM dialect, in
-/// stages that attnc-opt also exposes (attnc-cpu-bufferize,
-/// attnc-cpu-to-llvm, and attnc-cpu-pipeline for all of them, with the
-/// default options).
-void buildCpuBufferizePipeline(mlir::OpPassManager &pm,
-                               const CpuPipelineOptions &options = {});
-void buildCpuToLLVMPipeline(mlir::OpPassManager &pm,
-                            const CpuPipelineOptions &options = {});
-void buildCpuPipeline(mlir::OpPassManager &pm,
-                      const CpuPipelineOptions &options = {});
-void registerCpuPipelines();
 
 } // namespace attnc
 

@@ -7,27 +7,12 @@
 #include "mlir/AsmParser/AsmParserState.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
-#include "passes/Passes.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
 
 namespace attnc {
-
-void registerAttncDialects(DialectRegistry &registry) {
-  registry.insert<attn::AttnDialect>();
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-}
 
 namespace {
 
@@ -345,21 +330,8 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
   return spec;
 }
 
-LogicalResult fuseAttention(Spec &spec) {
-  PassManager pm(spec.module->getContext());
-  pm.addPass(createInlinerPass());
-  pm.addPass(createAttnFuse());
-  return pm.run(*spec.module);
-}
-
-LogicalResult deriveBackward(Spec &spec) {
+void appendDerivedSignatures(Spec &spec) {
   ModuleOp module = *spec.module;
-  PassManager pm(module.getContext());
-  pm.addPass(createInlinerPass());
-  pm.addPass(createAttnDeriveBackward());
-  if (failed(pm.run(module)))
-    return failure();
-
   auto argOf = [](Type type, std::string name, bool isOutput) {
     KernelArg arg;
     auto tensor = cast<RankedTensorType>(type);
@@ -428,7 +400,6 @@ LogicalResult deriveBackward(Spec &spec) {
     derived.push_back(std::move(backward));
   }
   llvm::append_range(spec.kernels, derived);
-  return success();
 }
 
 std::string cTypeOf(const std::string &dtype) {

@@ -35,9 +35,6 @@ struct Spec {
   std::vector<KernelSignature> kernels;
 };
 
-/// Registers every dialect, interface and translation the compiler uses.
-void registerAttncDialects(mlir::DialectRegistry &registry);
-
 /// Parses the main buffer of `sourceMgr`, verifies it and checks that every
 /// public function is a valid kernel (static tensors of supported types,
 /// C-identifier names, only spec-level ops). Diagnostics go to the context's
@@ -45,14 +42,10 @@ void registerAttncDialects(mlir::DialectRegistry &registry);
 mlir::FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr,
                                 mlir::MLIRContext &context);
 
-/// Inlines calls and runs attn-fuse: graph-form attention chains become
-/// attn.attention (the flash kernels). Run before deriveBackward.
-mlir::LogicalResult fuseAttention(Spec &spec);
-
-/// Runs attn-derive-backward (after inlining calls) and appends the
-/// signatures of every kernel's @f_fwd and @f_bwd to `spec.kernels`, named
-/// after @f's arguments: saved values are saved<k>, gradients d_<name>.
-mlir::LogicalResult deriveBackward(Spec &spec);
+/// After attn-derive-backward: appends the signatures of every kernel's
+/// @f_fwd and @f_bwd to `spec.kernels`, named after @f's arguments: saved
+/// values are saved<k>, gradients d_<name>.
+void appendDerivedSignatures(Spec &spec);
 
 /// The C type of a dtype ("float", "uint16_t", ...).
 std::string cTypeOf(const std::string &dtype);

@@ -1,16 +1,26 @@
-// Graph-level passes over the attn dialect.
+// Graph-level passes over the attn dialect, and the graph pipeline every
+// target's compile starts with.
 #ifndef ATTNC_PASSES_PASSES_H
 #define ATTNC_PASSES_PASSES_H
 
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace attnc {
+
+/// Which entry points of a spec a compile emits (attn-keep-entry-points).
+enum class EntryPoints { All, Forward, Backward };
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// The graph stage of every compile: with `fuse`, calls inlined and
+/// attention chains fused (attn-fuse); with `backward`, calls inlined and
+/// @f_fwd/@f_bwd derived (attn-derive-backward).
+void buildGraphPipeline(mlir::OpPassManager &pm, bool fuse, bool backward);
 
 } // namespace attnc
 

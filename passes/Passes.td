@@ -49,6 +49,27 @@ def AttnFuse : Pass<"attn-fuse", "mlir::ModuleOp"> {
   }];
 }
 
+def AttnKeepEntryPoints : Pass<"attn-keep-entry-points", "mlir::ModuleOp"> {
+  let summary = "Keep only the forward or only the backward entry points";
+  let description = [{
+    Runs after attn-derive-backward. For every public @f with derived @f_fwd
+    and @f_bwd, `entry-points=forward` erases @f_bwd and
+    `entry-points=backward` erases @f and @f_fwd, so that the two halves of
+    a spec compile separately (the JIT compiles them on two threads);
+    `all` (the default) keeps everything.
+  }];
+  let options = [
+    Option<"entryPoints", "entry-points", "attnc::EntryPoints",
+           /*default=*/"attnc::EntryPoints::All",
+           "Which entry points to keep",
+           [{::llvm::cl::values(
+             clEnumValN(attnc::EntryPoints::All, "all", "every entry point"),
+             clEnumValN(attnc::EntryPoints::Forward, "forward",
+                        "@f and @f_fwd"),
+             clEnumValN(attnc::EntryPoints::Backward, "backward", "@f_bwd"))}]>
+  ];
+}
+
 def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
   let summary = "Analyse masks and choose target-aware tile sizes";
   let description = [{

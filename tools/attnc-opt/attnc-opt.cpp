@@ -1,16 +1,12 @@
-// attnc-opt: runs attn and upstream passes on .mlir files (for lit tests).
-#include "codegen/Passes.h"
-#include "codegen/Spec.h"
-#include "passes/Passes.h"
+// attnc-opt: runs attn passes and attnc's pipelines on .mlir files (for lit
+// tests), with the same registration as attnc and the JIT.
+#include "codegen/Registration.h"
 
-#include "mlir/InitAllPasses.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
-  mlir::registerAllPasses();
-  attnc::registerAttncGraphPasses();
-  attnc::registerAttncCodegenPasses();
-  attnc::registerCpuPipelines();
+  attnc::registerAttncPasses();
   mlir::DialectRegistry registry;
   attnc::registerAttncDialects(registry);
   return mlir::asMainReturnCode(

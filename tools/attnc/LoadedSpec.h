@@ -3,6 +3,7 @@
 #ifndef ATTNC_TOOLS_ATTNC_LOADEDSPEC_H
 #define ATTNC_TOOLS_ATTNC_LOADEDSPEC_H
 
+#include "codegen/Registration.h"
 #include "codegen/Spec.h"
 
 #include "mlir/IR/Diagnostics.h"

@@ -1,13 +1,11 @@
 // attnc: the attention compiler driver (attnc compile ...).
+#include "codegen/Compile.h"
 #include "codegen/Header.h"
-#include "codegen/Passes.h"
-#include "codegen/Spec.h"
-#include "codegen/Target.h"
+#include "codegen/Registration.h"
 #include "tools/attnc/Bench.h"
 #include "tools/attnc/Run.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
@@ -73,6 +71,12 @@ cl::opt<unsigned> compileThreads(
     cl::init(0), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level 0-3"),
                            cl::init(3), cl::Prefix, cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<bool> printPipeline(
+    "print-pipeline",
+    cl::desc("Print the pass pipeline this compile runs (the options of "
+             "attnc-pipeline for this target, as attnc-opt "
+             "--pass-pipeline takes them) and stop"),
+    cl::sub(compileCommand), cl::cat(attncCategory));
 
 cl::SubCommand runCommand(
     "run", "JIT a spec, run it on random inputs and print the errors of the "
@@ -128,8 +132,21 @@ std::unique_ptr<ToolOutputFile> openOutput(StringRef path) {
 }
 
 int runCompile() {
-  if (optLevel > 3)
-    return fail("-O must be 0, 1, 2 or 3");
+  attnc::CompileOptions options;
+  options.triple = targetTriple;
+  options.cpu = cpuName;
+  options.optLevel = optLevel;
+  options.threads = compileThreads;
+  options.fuse = !noFuse;
+  options.backward = !noBackward;
+  // Check the target before any work, so that a bad --cpu fails fast.
+  auto compiler = attnc::Compiler::create(options);
+  if (!compiler)
+    return fail(toString(compiler.takeError()));
+  if (printPipeline) {
+    outs() << compiler->pipeline() << "\n";
+    return 0;
+  }
   auto buffer = MemoryBuffer::getFileOrSTDIN(inputFile, /*IsText=*/true);
   if (std::error_code ec = buffer.getError())
     return fail("cannot read '" + inputFile + "': " + ec.message());
@@ -142,30 +159,8 @@ int runCompile() {
   SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), SMLoc());
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-
-  FailureOr<attnc::Spec> spec = attnc::parseSpec(sourceMgr, context);
+  FailureOr<attnc::Spec> spec = compiler->lower(sourceMgr, context);
   if (failed(spec))
-    return 1;
-  if ((!noFuse && failed(attnc::fuseAttention(*spec))) ||
-      (!noBackward && failed(attnc::deriveBackward(*spec))))
-    return 1;
-
-  // Check the target before any work, so a bad --cpu fails fast.
-  attnc::TargetOptions targetOptions;
-  targetOptions.triple = targetTriple;
-  targetOptions.cpu = cpuName;
-  targetOptions.optLevel = optLevel;
-  auto machine = attnc::createTargetMachine(targetOptions);
-  if (!machine)
-    return fail(toString(machine.takeError()));
-
-  mlir::PassManager pm(&context);
-  attnc::CpuPipelineOptions pipelineOptions;
-  pipelineOptions.threads = compileThreads;
-  pipelineOptions.vectorBits = attnc::vectorRegisterBits(**machine);
-  pipelineOptions.amx = attnc::hasAmxBf16(**machine);
-  attnc::buildCpuPipeline(pm, pipelineOptions);
-  if (failed(pm.run(*spec->module)))
     return 1;
 
   std::string output = outputFile;
@@ -182,17 +177,16 @@ int runCompile() {
     return 1;
   if (emitKind == EmitKind::Mlir) {
     spec->module->print(out->os());
+    out->os() << "\n";
   } else {
     LLVMContext llvmContext;
-    auto llvmModule = attnc::translateToLLVMIR(*spec->module, llvmContext,
-                                               **machine, optLevel);
+    auto llvmModule = compiler->translate(*spec->module, llvmContext);
     if (!llvmModule)
       return fail(toString(llvmModule.takeError()));
     if (emitKind == EmitKind::Llvm) {
       (*llvmModule)->print(out->os(), nullptr);
-    } else if (Error error = attnc::emitMachineCode(
-                   **llvmModule, **machine, out->os(),
-                   emitKind == EmitKind::Asm)) {
+    } else if (Error error = compiler->emit(**llvmModule, out->os(),
+                                            emitKind == EmitKind::Asm)) {
       return fail(toString(std::move(error)));
     }
   }

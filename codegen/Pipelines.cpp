@@ -1,4 +1,6 @@
-// The CPU lowering pipeline, as registered pass pipelines.
+// The registered pipelines (see Pipelines.h).
+#include "codegen/Pipelines.h"
+
 #include "codegen/Passes.h"
 #include "passes/Passes.h"
 
@@ -28,7 +30,7 @@ static GreedyRewriteConfig structuredCleanup() {
 }
 
 void buildCpuBufferizePipeline(OpPassManager &pm,
-                               const CpuPipelineOptions &options) {
+                               const AttncPipelineOptions &options) {
   AttnPlanTilesOptions plan;
   plan.vectorBits = options.vectorBits;
   plan.amx = options.amx;
@@ -67,7 +69,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
 }
 
 void buildCpuToLLVMPipeline(OpPassManager &pm,
-                            const CpuPipelineOptions &options) {
+                            const AttncPipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // math.ipowi and math.fpowi as calls of generated functions (of scalars,
   // once per lane): LLVM has no integer power, and its powi takes a scalar
@@ -109,22 +111,55 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass(structuredCleanup()));
 }
 
-void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+void buildCpuPipeline(OpPassManager &pm, const AttncPipelineOptions &options) {
   buildCpuBufferizePipeline(pm, options);
   buildCpuToLLVMPipeline(pm, options);
 }
 
-void registerCpuPipelines() {
-  PassPipelineRegistration<>(
+void buildGraphStage(OpPassManager &pm, const AttncPipelineOptions &options) {
+  buildGraphPipeline(pm, options.fuse, options.backward);
+}
+
+void buildTargetStage(OpPassManager &pm, const AttncPipelineOptions &options) {
+  if (options.entryPoints != EntryPoints::All) {
+    AttnKeepEntryPointsOptions keep;
+    keep.entryPoints = options.entryPoints;
+    pm.addPass(createAttnKeepEntryPoints(keep));
+  }
+  switch (options.target) {
+  case CompileTarget::Cpu:
+    buildCpuPipeline(pm, options);
+    return;
+  }
+}
+
+void buildAttncPipeline(OpPassManager &pm,
+                        const AttncPipelineOptions &options) {
+  buildGraphStage(pm, options);
+  buildTargetStage(pm, options);
+}
+
+void registerAttncPipelines() {
+  PassPipelineRegistration<AttncPipelineOptions>(
+      "attnc-pipeline",
+      "What attnc compile runs: a spec's attn ops to the LLVM dialect of "
+      "its entry points, for `target`",
+      buildAttncPipeline);
+  PassPipelineRegistration<AttncPipelineOptions>(
+      "attnc-cpu-pipeline",
+      "The CPU stage of attnc-pipeline (fused attn ops to the LLVM dialect); "
+      "reads vector-bits, amx and threads",
+      buildCpuPipeline);
+  PassPipelineRegistration<AttncPipelineOptions>(
       "attnc-cpu-bufferize",
-      "attn ops -> linalg -> bufferized C entry points with status codes",
-      [](OpPassManager &pm) { buildCpuBufferizePipeline(pm); });
-  PassPipelineRegistration<>("attnc-cpu-to-llvm",
-                             "bufferized loops -> LLVM dialect",
-                             [](OpPassManager &pm) { buildCpuToLLVMPipeline(pm); });
-  PassPipelineRegistration<>("attnc-cpu-pipeline",
-                             "the whole CPU pipeline that attnc compile runs",
-                             [](OpPassManager &pm) { buildCpuPipeline(pm); });
+      "attn ops -> linalg -> bufferized C entry points with status codes "
+      "(the first half of attnc-cpu-pipeline)",
+      buildCpuBufferizePipeline);
+  PassPipelineRegistration<AttncPipelineOptions>(
+      "attnc-cpu-to-llvm",
+      "bufferized loops -> LLVM dialect (the second half of "
+      "attnc-cpu-pipeline)",
+      buildCpuToLLVMPipeline);
 }
 
 } // namespace attnc

@@ -1,0 +1,85 @@
+// The registered pass pipelines: one per target from a spec's attn ops to
+// the LLVM dialect (attnc-pipeline{target=cpu ...}, what `attnc compile`
+// and the JIT run through the compile library), and its CPU stages, so that
+// attnc-opt reproduces any stage of a compile for lit.
+#ifndef ATTNC_CODEGEN_PIPELINES_H
+#define ATTNC_CODEGEN_PIPELINES_H
+
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace attnc {
+
+/// The targets a spec compiles for. (The GPU back ends add theirs.)
+enum class CompileTarget { Cpu };
+
+/// The options of every attnc pipeline; a stage reads those of its stage.
+struct AttncPipelineOptions
+    : public mlir::PassPipelineOptions<AttncPipelineOptions> {
+  Option<CompileTarget> target{
+      *this, "target", llvm::cl::desc("The target the kernels run on"),
+      llvm::cl::init(CompileTarget::Cpu),
+      llvm::cl::values(clEnumValN(CompileTarget::Cpu, "cpu",
+                                  "CPU object code (attn-lower-cpu)"))};
+  // The graph stage (buildGraphPipeline, attn-keep-entry-points).
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Fuse attention chains (attn-fuse)"),
+                    llvm::cl::init(true)};
+  Option<bool> backward{
+      *this, "backward",
+      llvm::cl::desc("Derive @f_fwd and @f_bwd (attn-derive-backward)"),
+      llvm::cl::init(true)};
+  Option<EntryPoints> entryPoints{
+      *this, "entry-points",
+      llvm::cl::desc("Which entry points to emit (attn-keep-entry-points)"),
+      llvm::cl::init(EntryPoints::All),
+      llvm::cl::values(
+          clEnumValN(EntryPoints::All, "all", "every entry point"),
+          clEnumValN(EntryPoints::Forward, "forward", "@f and @f_fwd"),
+          clEnumValN(EntryPoints::Backward, "backward", "@f_bwd"))};
+  // The CPU stage.
+  Option<int64_t> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("The target's vector register width: 512, 256 or 128"),
+      llvm::cl::init(512)};
+  Option<bool> amx{*this, "amx",
+                   llvm::cl::desc("The target has AMX bf16 tiles (and the "
+                                  "OS grants them): bf16 forwards use them"),
+                   llvm::cl::init(false)};
+  Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("At most this many threads per parallel loop (0: the "
+                     "runtime's default, ATTNC_NUM_THREADS or one per core)"),
+      llvm::cl::init(0)};
+};
+
+/// The whole compile of `options.target`: the graph stage, the entry points
+/// kept, then the target's lowering to the LLVM dialect.
+void buildAttncPipeline(mlir::OpPassManager &pm,
+                        const AttncPipelineOptions &options);
+
+/// The stages (the compile library runs them one after the other and reads
+/// the derived kernels' signatures in between).
+void buildGraphStage(mlir::OpPassManager &pm,
+                     const AttncPipelineOptions &options);
+void buildTargetStage(mlir::OpPassManager &pm,
+                      const AttncPipelineOptions &options);
+
+/// The CPU lowering, from attn ops on tensors to the LLVM dialect, and its
+/// two halves: attn ops -> linalg -> bufferized C entry points with status
+/// codes, then loops -> LLVM dialect.
+void buildCpuPipeline(mlir::OpPassManager &pm,
+                      const AttncPipelineOptions &options);
+void buildCpuBufferizePipeline(mlir::OpPassManager &pm,
+                               const AttncPipelineOptions &options);
+void buildCpuToLLVMPipeline(mlir::OpPassManager &pm,
+                            const AttncPipelineOptions &options);
+
+/// Registers attnc-pipeline, attnc-cpu-pipeline, attnc-cpu-bufferize and
+/// attnc-cpu-to-llvm.
+void registerAttncPipelines();
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_PIPELINES_H

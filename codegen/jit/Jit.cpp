@@ -1,0 +1,374 @@
+// The attnc JIT (see include/attnc/jit.h): spec -> object (the same pipeline
+// as attnc compile) -> ORC LLJIT, with an in-memory and an on-disk cache of
+// the objects.
+#include "attnc/jit.h"
+
+#include "attnc/runtime.h"
+#include "codegen/jit/JitInternal.h"
+
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace attnc::jit {
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+int64_t TensorSpec::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t TensorSpec::numBytes() const {
+  int64_t size = dtype == DType::F32 || dtype == DType::I32 ? 4
+                 : dtype == DType::I64                      ? 8
+                                                            : 2;
+  return numElements() * size;
+}
+
+namespace {
+
+void initializeLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Calling an entry point with N pointer arguments
+//===----------------------------------------------------------------------===//
+
+constexpr size_t kMaxArgs = 64;
+
+template <size_t... I>
+int32_t callWith(void *function, void *const *args, std::index_sequence<I...>) {
+  using Fn = int32_t (*)(decltype((void)I, (void *)nullptr)...);
+  return reinterpret_cast<Fn>(function)(args[I]...);
+}
+
+template <size_t N>
+int32_t dispatch(void *function, void *const *args, size_t n) {
+  if constexpr (N > kMaxArgs) {
+    return -1;
+  } else {
+    if (n == N)
+      return callWith(function, args, std::make_index_sequence<N>());
+    return dispatch<N + 1>(function, args, n);
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+struct Module::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::vector<EntryPoint> entryPoints;
+  std::vector<void *> functions; // parallel to entryPoints
+  bool fromDiskCache = false;
+};
+
+Module::Module(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Module::~Module() = default;
+
+namespace {
+
+std::mutex memoryCacheMutex;
+std::map<std::string, std::weak_ptr<const Module>> &memoryCache() {
+  static auto *cache = new std::map<std::string, std::weak_ptr<const Module>>();
+  return *cache;
+}
+
+} // namespace
+
+/// Loads an object into a fresh LLJIT and resolves every entry point.
+static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
+                                          std::string &error) {
+  initializeLLVM();
+  auto impl = std::make_unique<Module::Impl>();
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) {
+    error = llvm::toString(jit.takeError());
+    return nullptr;
+  }
+  // Kernels call malloc, free, memset and libm from this process.
+  auto generator =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          (*jit)->getDataLayout().getGlobalPrefix());
+  if (!generator) {
+    error = llvm::toString(generator.takeError());
+    return nullptr;
+  }
+  (*jit)->getMainJITDylib().addGenerator(std::move(*generator));
+  // The runtime is linked into this library: hand its entry points to the
+  // JIT directly rather than hoping the process exports them.
+  llvm::orc::MangleAndInterner mangle((*jit)->getExecutionSession(),
+                                      (*jit)->getDataLayout());
+  llvm::orc::SymbolMap runtime;
+  auto addRuntimeSymbol = [&](const char *name, auto *address) {
+    runtime[mangle(name)] =
+        llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(address),
+                                     llvm::JITSymbolFlags::Exported);
+  };
+  addRuntimeSymbol("attnc_parallel_for", &attnc_parallel_for);
+  addRuntimeSymbol("attnc_parallel_for_threads", &attnc_parallel_for_threads);
+  addRuntimeSymbol("attnc_num_threads", &attnc_num_threads);
+  addRuntimeSymbol("attnc_set_num_threads", &attnc_set_num_threads);
+  addRuntimeSymbol("attnc_status_string", &attnc_status_string);
+  addRuntimeSymbol("attnc_amx_init", &attnc_amx_init);
+  addRuntimeSymbol("_mlir_memref_to_llvm_alloc", &_mlir_memref_to_llvm_alloc);
+  addRuntimeSymbol("_mlir_memref_to_llvm_free", &_mlir_memref_to_llvm_free);
+  if (llvm::Error e = (*jit)->getMainJITDylib().define(
+          llvm::orc::absoluteSymbols(std::move(runtime)))) {
+    error = llvm::toString(std::move(e));
+    return nullptr;
+  }
+  for (const std::string &object : compiled.objects)
+    if (llvm::Error e = (*jit)->addObjectFile(
+            llvm::MemoryBuffer::getMemBufferCopy(object))) {
+      error = llvm::toString(std::move(e));
+      return nullptr;
+    }
+  for (const EntryPoint &entry : compiled.entryPoints) {
+    if (entry.args.size() > kMaxArgs) {
+      error = "entry point '" + entry.name + "' has more than 64 tensors";
+      return nullptr;
+    }
+    auto address = (*jit)->lookup(entry.name);
+    if (!address) {
+      error = llvm::toString(address.takeError());
+      return nullptr;
+    }
+    impl->functions.push_back(address->toPtr<void *>());
+  }
+  impl->entryPoints = std::move(compiled.entryPoints);
+  impl->jit = std::move(*jit);
+  return impl;
+}
+
+/// Compiles with diagnostics located in `sourceName`.
+/// The spec with Options::sizes substituted for its `${NAME}` placeholders;
+/// false (and the message) for a placeholder without a value.
+static bool substituteSizes(std::string_view text, const Options &options,
+                            std::string &out, std::string &error) {
+  out.clear();
+  size_t pos = 0;
+  while (true) {
+    size_t open = text.find("${", pos);
+    if (open == std::string_view::npos)
+      break;
+    size_t close = text.find('}', open);
+    std::string name(text.substr(open + 2, close == std::string_view::npos
+                                               ? std::string_view::npos
+                                               : close - open - 2));
+    auto it = options.sizes.find(name);
+    if (close == std::string_view::npos || it == options.sizes.end()) {
+      size_t line = 1 + std::count(text.begin(), text.begin() + open, '\n');
+      error = "line " + std::to_string(line) + ": size placeholder '${" + name +
+              (close == std::string_view::npos ? "" : "}") +
+              "' has no value in Options::sizes";
+      return false;
+    }
+    out.append(text.substr(pos, open - pos));
+    out += std::to_string(it->second);
+    pos = close + 1;
+  }
+  out.append(text.substr(pos));
+  return true;
+}
+
+static std::shared_ptr<const Module> compileNamed(std::string_view templateText,
+                                                  llvm::StringRef sourceName,
+                                                  const Options &options,
+                                                  std::string *error) {
+  std::string substituted, message;
+  if (!substituteSizes(templateText, options, substituted, message)) {
+    if (error)
+      *error = message;
+    return nullptr;
+  }
+  std::string_view specText = substituted;
+  std::string key = cacheKey(specText, options);
+  {
+    std::lock_guard<std::mutex> lock(memoryCacheMutex);
+    auto it = memoryCache().find(key);
+    if (it != memoryCache().end())
+      if (std::shared_ptr<const Module> module = it->second.lock())
+        return module;
+  }
+
+  CompiledObject compiled;
+  std::string directory = options.diskCache ? cacheDirectory(options) : "";
+  bool cached = loadFromDiskCache(directory, key, compiled);
+  if (!cached) {
+    initializeLLVM();
+    if (!compileToObject(specText, sourceName, options, compiled, message)) {
+      if (error)
+        *error = message;
+      return nullptr;
+    }
+  }
+  std::unique_ptr<Module::Impl> impl = load(compiled, message);
+  if (!impl && cached) {
+    // An entry that decodes but does not load is not trusted: recompile.
+    cached = false;
+    message.clear();
+    if (compileToObject(specText, sourceName, options, compiled, message))
+      impl = load(compiled, message);
+  }
+  if (!impl) {
+    if (error)
+      *error = message;
+    return nullptr;
+  }
+  if (!cached && options.diskCache)
+    storeInDiskCache(directory, key, compiled);
+  impl->fromDiskCache = cached;
+
+  std::shared_ptr<const Module> module = Module::create(std::move(impl));
+  std::lock_guard<std::mutex> lock(memoryCacheMutex);
+  memoryCache()[key] = module;
+  return module;
+}
+
+std::shared_ptr<const Module> Module::create(std::unique_ptr<Impl> impl) {
+  return std::shared_ptr<const Module>(new Module(std::move(impl)));
+}
+
+std::shared_ptr<const Module> Module::compile(std::string_view specText,
+                                              const Options &options,
+                                              std::string *error) {
+  return compileNamed(specText, "spec.mlir", options, error);
+}
+
+std::shared_ptr<const Module> Module::compileFile(const std::string &path,
+                                                  const Options &options,
+                                                  std::string *error) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer) {
+    if (error)
+      *error = "cannot read '" + path + "': " + buffer.getError().message();
+    return nullptr;
+  }
+  return compileNamed((*buffer)->getBuffer().str(), path, options, error);
+}
+
+void clearMemoryCache() {
+  std::lock_guard<std::mutex> lock(memoryCacheMutex);
+  memoryCache().clear();
+}
+
+const std::vector<EntryPoint> &Module::entryPoints() const {
+  return impl->entryPoints;
+}
+
+const EntryPoint *Module::find(std::string_view name) const {
+  for (const EntryPoint &entry : impl->entryPoints)
+    if (entry.name == name)
+      return &entry;
+  return nullptr;
+}
+
+bool Module::fromDiskCache() const { return impl->fromDiskCache; }
+
+Result Module::callUnchecked(std::string_view name,
+                             const std::vector<void *> &buffers) const {
+  Result result;
+  const EntryPoint *entry = find(name);
+  if (!entry) {
+    result.error = "no entry point named '" + std::string(name) + "'";
+    return result;
+  }
+  if (buffers.size() != entry->args.size()) {
+    result.error = "'" + entry->name + "' takes " +
+                   std::to_string(entry->args.size()) + " tensors, got " +
+                   std::to_string(buffers.size());
+    return result;
+  }
+  void *function = impl->functions[entry - impl->entryPoints.data()];
+  result.status = dispatch<0>(function, buffers.data(), buffers.size());
+  return result;
+}
+
+static std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+Result Module::call(std::string_view name,
+                    const std::vector<TensorRef> &tensors) const {
+  Result result;
+  const EntryPoint *entry = find(name);
+  if (!entry) {
+    result.error = "no entry point named '" + std::string(name) + "'";
+    return result;
+  }
+  if (tensors.size() != entry->args.size()) {
+    result.error = "'" + entry->name + "' takes " +
+                   std::to_string(entry->args.size()) + " tensors, got " +
+                   std::to_string(tensors.size());
+    return result;
+  }
+  std::vector<void *> buffers;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const TensorSpec &spec = entry->args[k];
+    const TensorRef &tensor = tensors[k];
+    std::string where = "'" + entry->name + "' argument " + std::to_string(k) +
+                        " (" + spec.name + ")";
+    if (tensor.shape != spec.shape)
+      result.error = where + " must have shape " + shapeString(spec.shape) +
+                     ", got " + shapeString(tensor.shape);
+    else if (tensor.dtype != spec.dtype)
+      result.error = where + " must be " + dtypeName(spec.dtype) + ", got " +
+                     dtypeName(tensor.dtype);
+    else if (!tensor.data)
+      result.error = where + " is null";
+    if (!result.error.empty())
+      return result;
+    buffers.push_back(tensor.data);
+  }
+  return callUnchecked(name, buffers);
+}
+
+Result Module::forward(const std::vector<TensorRef> &tensors) const {
+  return call(impl->entryPoints.front().name, tensors);
+}
+
+Result Module::forwardWithSave(const std::vector<TensorRef> &tensors) const {
+  return call(impl->entryPoints.front().name + "_fwd", tensors);
+}
+
+Result Module::backward(const std::vector<TensorRef> &tensors) const {
+  return call(impl->entryPoints.front().name + "_bwd", tensors);
+}
+
+} // namespace attnc::jit
