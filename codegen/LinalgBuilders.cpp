@@ -1,5 +1,6 @@
 // Attention steps as linalg ops on tensors (see LinalgBuilders.h).
 #include "codegen/LinalgBuilders.h"
+#include "dialect/ShapeUtils.h"
 
 #include "dialect/AttnOps.h"
 
@@ -21,13 +22,6 @@ namespace {
 using utils::IteratorType;
 constexpr IteratorType kPar = IteratorType::parallel;
 constexpr IteratorType kRed = IteratorType::reduction;
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-Type elementTypeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
 
 /// A tensor of `shape` x `elementType` filled with `value`.
 Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,

@@ -1,5 +1,6 @@
 // Verifiers and helpers of the attn ops.
 #include "dialect/AttnOps.h"
+#include "dialect/ShapeUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -8,6 +9,8 @@
 
 using namespace mlir;
 using namespace attnc::attn;
+using attnc::elementTypeOf;
+using attnc::shapeOf;
 
 namespace {
 
@@ -27,16 +30,6 @@ LogicalResult verifyShape(Operation *op, Value value, int64_t rank,
       return op->emitOpError()
              << what << " must have every dimension >= 1, got " << type;
   return success();
-}
-
-ArrayRef<int64_t> shapeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getShape();
-}
-ArrayRef<int64_t> shapeOf(Type type) {
-  return cast<RankedTensorType>(type).getShape();
-}
-Type elementTypeOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getElementType();
 }
 
 /// Checks the expected shape of a result or operand, dimension by dimension.

@@ -27,7 +27,8 @@ inline mlir::Type elementTypeOf(mlir::Value value) {
 /// Whether a tensor (or memref) holds floats: f32, f16 and bf16 tensors
 /// have gradients, integer ones (lengths, ids) do not.
 inline bool isFloatTensor(mlir::Type type) {
-  return mlir::isa<mlir::FloatType>(elementTypeOf(type));
+  auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
+  return shaped && mlir::isa<mlir::FloatType>(shaped.getElementType());
 }
 inline bool isFloatTensor(mlir::Value value) {
   return isFloatTensor(value.getType());

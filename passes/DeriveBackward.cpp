@@ -1,4 +1,5 @@
 // attn-derive-backward: @f -> @f_fwd (saves what backward reuses) and @f_bwd.
+#include "dialect/ShapeUtils.h"
 #include "passes/Passes.h"
 #include "passes/ScalarGradients.h"
 
@@ -21,11 +22,6 @@ using namespace attnc;
 using namespace attnc::attn;
 
 namespace {
-
-bool isFloatTensor(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && isa<FloatType>(tensor.getElementType());
-}
 
 /// Rejects, with a located error, every op of @f that has no rule.
 LogicalResult checkDifferentiable(func::FuncOp func) {

@@ -2,6 +2,7 @@
 // attn.attention, so that the flash kernels (and the derived FlashAttention-2
 // backward) cover specs written in graph form.
 #include "passes/Fuse.h"
+#include "dialect/ShapeUtils.h"
 #include "passes/Passes.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -20,10 +21,6 @@ namespace {
 /// The producer of `value` as OpTy when `value` has no other use.
 template <typename OpTy> OpTy soleProducer(Value value) {
   return value.hasOneUse() ? value.getDefiningOp<OpTy>() : OpTy();
-}
-
-Type elementTypeOf(Value value) {
-  return cast<ShapedType>(value.getType()).getElementType();
 }
 
 struct FuseAttentionChain : OpRewritePattern<ApplyOp> {
@@ -108,7 +105,7 @@ FailureOr<AttentionOp> attnc::fuseAttentionChain(RewriterBase &rewriter,
     locs.push_back(op.getLoc());
   locs.append({softmax.getLoc(), apply.getLoc()});
 
-  auto qShape = cast<ShapedType>(q.getType()).getShape();
+  auto qShape = shapeOf(q);
   auto lseType = RankedTensorType::get({qShape[0], qShape[1], qShape[2]},
                                        rewriter.getF32Type());
   rewriter.setInsertionPoint(apply);

@@ -43,9 +43,9 @@ public:
           lse = bufferOf(op.getLse()), dO = bufferOf(op.getOutputGrad());
     Value dLse = op.getLseGrad() ? bufferOf(op.getLseGrad()) : Value();
     Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
-    Value dQ = alloc({B, H, Sq, D}, elementOf(op.getQuery())),
-          dK = alloc({B, Hkv, Skv, D}, elementOf(op.getKey())),
-          dV = alloc({B, Hkv, Skv, Dv}, elementOf(op.getValue()));
+    Value dQ = alloc({B, H, Sq, D}, elementTypeOf(op.getQuery())),
+          dK = alloc({B, Hkv, Skv, D}, elementTypeOf(op.getKey())),
+          dV = alloc({B, Hkv, Skv, Dv}, elementTypeOf(op.getValue()));
 
     int64_t qTiles = (Sq + rows - 1) / rows;
     int64_t kvTasks = B * Hkv * splits;
@@ -81,7 +81,7 @@ public:
     // captures' gradients (sums of terms that cancel: an ALiBi slope's
     // read errors of 0.2-1) need it from P and dP (with K^T and V^T
     // packed whole for it; the pass over key tiles packs its own tile).
-    bool narrowOutput = !elementOf(op.getOutput()).isF32();
+    bool narrowOutput = !elementTypeOf(op.getOutput()).isF32();
     Value delta = narrowOutput && !floatCaptures.empty()
                       ? exactRowDeltas(qT, transposed(k), transposed(v), dOT,
                                        lse, dLse, lengths)
@@ -677,8 +677,7 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
           tasks * cast<ShapedType>(capture.getType()).getNumElements();
   return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
          canWidenRegion(op.getMaskMod()) && partialFloats <= (1 << 24) &&
-         q[3] % KernelBuilder::kLanes == 0 &&
-         shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
+         q[3] % kLanes == 0 && shapeOf(op.getValue())[3] % kLanes == 0;
 }
 
 FailureOr<SmallVector<Value>> lowerToFlashBackward(RewriterBase &rewriter,

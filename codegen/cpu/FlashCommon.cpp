@@ -3,6 +3,7 @@
 
 #include "codegen/cpu/FastExp.h"
 #include "codegen/cpu/WidenRegion.h"
+#include "dialect/AttnAttrs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -13,6 +14,9 @@
 using namespace mlir;
 
 namespace attnc {
+
+// Plans count keys in the kernels' tiles.
+static_assert(KernelBuilder::kCols == attn::CpuPlanAttr::kKeyTile);
 
 void FlashCommon::forEachHead(
     StringRef name, ArrayRef<Value> captured, int64_t heads,
@@ -45,7 +49,7 @@ Value FlashCommon::transposed(Value memref, int64_t tileMultiple,
   std::string name;
   llvm::raw_string_ostream(name)
       << "__attnc_flash_transpose_" << shapeName(memref) << "x"
-      << elementOf(memref) << "_" << count;
+      << elementTypeOf(memref) << "_" << count;
   forEachHead(
       name, {memref, t}, Hkv,
       [&](ArrayRef<Value> args, Value bi, Value g) {
@@ -59,7 +63,7 @@ Value FlashCommon::chunkedValues(Value v, int64_t spareKeys) {
   Value t = alloc({B, Hkv, (Dv / kLanes + 1) / 2, Skv + spareKeys, 2 * kLanes});
   std::string name;
   llvm::raw_string_ostream(name)
-      << "__attnc_flash_chunk_" << shapeName(v) << "x" << elementOf(v);
+      << "__attnc_flash_chunk_" << shapeName(v) << "x" << elementTypeOf(v);
   forEachHead(
       name, {v, t}, Hkv,
       [&](ArrayRef<Value> args, Value bi, Value g) {

@@ -18,7 +18,7 @@ std::pair<Value, Value> FlashForward::build() {
   Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
         v = bufferOf(op.getValue());
   Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
-  Value o = alloc({B, H, Sq, Dv}, elementOf(op.getOutput())),
+  Value o = alloc({B, H, Sq, Dv}, elementTypeOf(op.getOutput())),
         l = alloc({B, H, Sq});
   // K and V as the products' B operands: K^T in key tiles, or on AMX K
   // and V in bf16 pairs (VNNI).
@@ -230,7 +230,7 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
 bool canLowerToFlashCpu(attn::AttentionOp op) {
   return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
          canWidenRegion(op.getMaskMod()) &&
-         shapeOf(op.getValue())[3] % KernelBuilder::kLanes == 0;
+         shapeOf(op.getValue())[3] % kLanes == 0;
 }
 
 FailureOr<FlashForwardResult> lowerToFlashForward(RewriterBase &rewriter,

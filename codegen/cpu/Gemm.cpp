@@ -194,7 +194,7 @@ public:
     Value x = bufferOf(op.getInput()), w = bufferOf(op.getWeight());
     ArrayRef<int64_t> y = shapeOf(op.getResult());
     int64_t B = y[0], H = y[1], S = y[2], D = y[3], E = shapeOf(x)[2];
-    Value out = alloc(y, elementOf(op.getResult()));
+    Value out = alloc(y, elementTypeOf(op.getResult()));
     product(
         B * S, H * D, E, x,
         [&](Value m, Value k) { return load(x, rowsAt(m, k, S)); }, w,
@@ -215,7 +215,7 @@ public:
     Value o = bufferOf(op.getInput()), w = bufferOf(op.getWeight());
     ArrayRef<int64_t> os = shapeOf(o);
     int64_t B = os[0], H = os[1], S = os[2], D = os[3], E = shapeOf(w)[1];
-    Value out = alloc(shapeOf(op.getResult()), elementOf(op.getResult()));
+    Value out = alloc(shapeOf(op.getResult()), elementTypeOf(op.getResult()));
     product(
         B * S, E, H * D, o,
         [&](Value m, Value k) { return load(o, headsAt(m, k, S, D)); }, w,
@@ -238,8 +238,8 @@ public:
           dy = bufferOf(op.getGrad());
     ArrayRef<int64_t> ys = shapeOf(dy);
     int64_t B = ys[0], H = ys[1], S = ys[2], D = ys[3], E = shapeOf(x)[2];
-    Value dx = alloc(shapeOf(x), elementOf(op.getInputGrad())),
-          dw = alloc(shapeOf(w), elementOf(op.getWeightGrad()));
+    Value dx = alloc(shapeOf(x), elementTypeOf(op.getInputGrad())),
+          dw = alloc(shapeOf(w), elementTypeOf(op.getWeightGrad()));
     auto loadDy = [&](Value m, Value n) {
       return load(dy, headsAt(m, n, S, D));
     };
@@ -271,8 +271,8 @@ public:
           dy = bufferOf(op.getGrad());
     ArrayRef<int64_t> os = shapeOf(o);
     int64_t B = os[0], H = os[1], S = os[2], D = os[3], E = shapeOf(w)[1];
-    Value dO = alloc(os, elementOf(op.getInputGrad())),
-          dw = alloc(shapeOf(w), elementOf(op.getWeightGrad()));
+    Value dO = alloc(os, elementTypeOf(op.getInputGrad())),
+          dw = alloc(shapeOf(w), elementTypeOf(op.getWeightGrad()));
     product(
         B * S, H * D, E, dy,
         [&](Value m, Value k) { return load(dy, rowsAt(m, k, S)); }, w,

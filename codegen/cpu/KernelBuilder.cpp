@@ -1,5 +1,6 @@
 // Building blocks of the flash-attention CPU kernels (see KernelBuilder.h).
 #include "codegen/cpu/KernelBuilder.h"
+#include "dialect/ShapeUtils.h"
 
 #include "dialect/AttnDialect.h"
 
@@ -49,10 +50,6 @@ Value KernelBuilder::scratchBuffer(ArrayRef<int64_t> shape, Type element) {
       b.getI64IntegerAttr(64));
 }
 
-Type KernelBuilder::elementOf(Value tensor) {
-  return cast<ShapedType>(tensor.getType()).getElementType();
-}
-
 Value KernelBuilder::f(float v) {
   return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
 }
@@ -83,10 +80,6 @@ Value KernelBuilder::maxOfLanes(Value v) {
     v = maxOf(lo, hi);
   }
   return vector::ExtractOp::create(b, v, 0);
-}
-
-static Type elementTypeOf(Value memref) {
-  return cast<MemRefType>(memref.getType()).getElementType();
 }
 
 Value KernelBuilder::loadF32(Value memref, ValueRange indices) {
@@ -167,7 +160,7 @@ SmallVector<Value> KernelBuilder::unroll(scf::ForOp loop, unsigned factor) {
 void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
                                function_ref<Value(Value, Value)> load,
                                Value panel) {
-  ArrayRef<int64_t> d = cast<MemRefType>(dst.getType()).getShape();
+  ArrayRef<int64_t> d = shapeOf(dst);
   int64_t width = d[d.size() - 2], padded = d[d.size() - 3] * kCols;
   Value first = idx(0), end = idx(padded);
   if (panel) {
@@ -199,7 +192,7 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
   // vector store rather than 16 scalar ones 128 bytes apart: with scalar
   // copies the transposes took 3.8% of a causal forward (S = 2048, D =
   // 64, perf), ~6 cycles per element.
-  ArrayRef<int64_t> s = cast<MemRefType>(src.getType()).getShape();
+  ArrayRef<int64_t> s = shapeOf(src);
   int64_t length = s[2], width = s[3];
   Value flat = memref::CollapseShapeOp::create(
       b, src, ArrayRef<ReassociationIndices>{{0, 1, 2, 3}});
@@ -226,7 +219,7 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
   Value headRow0 = arith::MulIOp::create(
       b, arith::AddIOp::create(b, arith::MulIOp::create(b, bi, idx(s[1])), g),
       idx(length));
-  int64_t panels = cast<MemRefType>(dst.getType()).getShape()[2];
+  int64_t panels = shapeOf(dst)[2];
   loop(0, panels, [&](Value p) {
     Value panel = tile ? arith::AddIOp::create(b, tile, p).getResult() : p;
     for (int64_t w = 0; w < 2; ++w) {
@@ -264,7 +257,7 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
 void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
                              int64_t lastRow, Value packed,
                              std::optional<float> scale) {
-  int64_t width = cast<MemRefType>(a.getType()).getShape()[3];
+  int64_t width = shapeOf(a)[3];
   // A loop per row: one address stream per loop (LLVM's loop strength
   // reduction slows down sharply with many).
   loop(0, rows, [&](Value r) {
@@ -283,7 +276,7 @@ void KernelBuilder::packTiles(Value a, Value dst, Value bi, Value h,
                               std::optional<float> scale) {
   auto type = cast<MemRefType>(dst.getType());
   ArrayRef<int64_t> d = type.getShape();
-  int64_t lastRow = cast<MemRefType>(a.getType()).getShape()[2] - 1;
+  int64_t lastRow = shapeOf(a)[2] - 1;
   loop(0, d[2], [&](Value t) {
     // dst[bi, h, t] as a [D, rows] memref, for packRows.
     SmallVector<OpFoldResult> offsets = {bi, h, t, b.getIndexAttr(0),
@@ -311,7 +304,7 @@ void KernelBuilder::accumulateTransposed(Value zt, Value c, Value packed,
   // D=64, 1 thread). Summed over 8 tiles, the backward ran 12-15% faster
   // (D=64, D=128 and causal; interleaved A/B). The order of the FMAs into
   // each sum is the same, so are the results.
-  int64_t width = cast<MemRefType>(zt.getType()).getShape()[1];
+  int64_t width = shapeOf(zt)[1];
   // The indices of zt's and c's row i, vector w.
   auto rowVector = [&](Value i, int64_t w) {
     return SmallVector<Value, 3>{block, i, idx(w * kLanes)};
@@ -383,7 +376,7 @@ SmallVector<Value> KernelBuilder::tileProduct(Value packed, ValueRange prefix,
                                               Value xt, Value bi, Value g,
                                               Value tile,
                                               int64_t prefetchAhead) {
-  auto shape = cast<MemRefType>(packed.getType()).getShape();
+  auto shape = shapeOf(packed);
   int64_t width = shape[shape.size() - 2];
   // Xt's tiles' rows one after another, [B, G, tiles * width, 32], for the
   // prefetches.

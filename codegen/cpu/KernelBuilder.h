@@ -5,6 +5,8 @@
 #ifndef ATTNC_CODEGEN_CPU_KERNELBUILDER_H
 #define ATTNC_CODEGEN_CPU_KERNELBUILDER_H
 
+#include "codegen/cpu/Lanes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -15,8 +17,7 @@ namespace attnc {
 
 class KernelBuilder {
 public:
-  static constexpr int64_t kLanes = 16; // one 512-bit vector of f32
-  static constexpr int64_t kCols = 32;  // keys per tile: two vectors
+  static constexpr int64_t kCols = 2 * kLanes; // keys per tile: two vectors
 
   KernelBuilder(mlir::ImplicitLocOpBuilder &b, int64_t rows);
 
@@ -32,8 +33,6 @@ public:
                     mlir::Type element = nullptr);
   mlir::Value scratchBuffer(llvm::ArrayRef<int64_t> shape,
                             mlir::Type element = nullptr);
-  /// The element type of a tensor.
-  static mlir::Type elementOf(mlir::Value tensor);
   mlir::Value f(float v);
   /// Broadcasts a scalar to 16 lanes.
   mlir::Value splat(mlir::Value scalar);

@@ -5,6 +5,8 @@
 // mix of per-lane and per-row values; elementwise ops widen one for one.
 #include "codegen/cpu/WidenRegion.h"
 
+#include "codegen/cpu/Lanes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -15,8 +17,6 @@
 using namespace mlir;
 
 namespace attnc {
-
-static constexpr int64_t kLanes = 16;
 
 static bool isLanes(Value v) { return isa<VectorType>(v.getType()); }
 

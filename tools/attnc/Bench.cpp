@@ -3,6 +3,7 @@
 
 #include "codegen/Spec.h"
 #include "dialect/AttnOps.h"
+#include "dialect/ShapeUtils.h"
 #include "tools/attnc/HostBuffer.h"
 #include "tools/attnc/LoadedSpec.h"
 
@@ -37,9 +38,6 @@ double peakRssMb() {
 /// 2 * M * N * K for projections and the output projection.
 double forwardFlops(mlir::func::FuncOp func) {
   double flops = 0;
-  auto shape = [](mlir::Value v) {
-    return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
-  };
   auto visiblePairs = [](int64_t sq, int64_t skv, bool causal,
                          std::optional<int64_t> window) {
     double pairs = 0;
@@ -55,23 +53,23 @@ double forwardFlops(mlir::func::FuncOp func) {
   };
   func.walk([&](mlir::Operation *op) {
     if (auto a = mlir::dyn_cast<attn::AttentionOp>(op)) {
-      auto q = shape(a.getQuery()), k = shape(a.getKey()),
-           v = shape(a.getValue());
+      auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
+           v = shapeOf(a.getValue());
       flops += double(q[0] * q[1]) *
                visiblePairs(q[2], k[2], a.getCausal(), a.getWindow()) * 2 *
                double(q[3] + v[3]);
     } else if (auto s = mlir::dyn_cast<attn::ScoresOp>(op)) {
-      auto q = shape(s.getQuery()), k = shape(s.getKey());
+      auto q = shapeOf(s.getQuery()), k = shapeOf(s.getKey());
       flops += 2.0 * q[0] * q[1] * q[2] * k[2] * q[3];
     } else if (auto a = mlir::dyn_cast<attn::ApplyOp>(op)) {
-      auto p = shape(a.getProbs()), v = shape(a.getValue());
+      auto p = shapeOf(a.getProbs()), v = shapeOf(a.getValue());
       flops += 2.0 * p[0] * p[1] * p[2] * p[3] * v[3];
     } else if (auto p = mlir::dyn_cast<attn::ProjectionOp>(op)) {
-      auto x = shape(p.getInput()), w = shape(p.getWeight());
+      auto x = shapeOf(p.getInput()), w = shapeOf(p.getWeight());
       flops += 2.0 * x[0] * x[1] * x[2] * w[1];
     } else if (auto m = mlir::dyn_cast<attn::MergeOp>(op)) {
-      auto w = shape(m.getWeight());
-      auto y = shape(m.getResult());
+      auto w = shapeOf(m.getWeight());
+      auto y = shapeOf(m.getResult());
       flops += 2.0 * y[0] * y[1] * w[0] * w[1];
     }
   });

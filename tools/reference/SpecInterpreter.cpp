@@ -2,6 +2,7 @@
 #include "tools/reference/SpecInterpreter.h"
 
 #include "dialect/AttnOps.h"
+#include "dialect/ShapeUtils.h"
 #include "tools/reference/Reference.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -194,16 +195,11 @@ private:
   DenseMap<Value, double> values;
 };
 
-std::vector<int64_t> shapeOf(Value v) {
-  auto s = cast<RankedTensorType>(v.getType()).getShape();
-  return std::vector<int64_t>(s.begin(), s.end());
-}
-
-HostTensor zeros(std::vector<int64_t> shape) {
+HostTensor zeros(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
-  return {std::move(shape), std::vector<double>(n, 0.0)};
+  return {shape.vec(), std::vector<double>(n, 0.0)};
 }
 
 /// Rounds `t` to f16 or bf16 values when `type` has that element type.
