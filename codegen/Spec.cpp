@@ -201,41 +201,128 @@ LogicalResult checkNoRecursion(ModuleOp module) {
   return success();
 }
 
-} // namespace
-
-FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
-  Spec spec;
-  AsmParserState asmState;
+/// The spec's module: the parsed one, or its top-level ops wrapped in one
+/// as the parser would; verified.
+FailureOr<OwningOpRef<ModuleOp>> parseModule(llvm::SourceMgr &sourceMgr,
+                                             MLIRContext &context,
+                                             AsmParserState &asmState) {
   Block block;
   ParserConfig config(&context, /*verifyAfterParse=*/false);
   if (failed(parseAsmSourceFile(sourceMgr, &block, config, &asmState)))
     return failure();
+  OwningOpRef<ModuleOp> module;
   if (!llvm::hasSingleElement(block) || !isa<ModuleOp>(block.front())) {
     if (block.empty())
-      return emitError(
-          FileLineColLoc::get(
-              &context,
-              sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())
-                  ->getBufferIdentifier(),
-              1, 1),
-          "the spec is empty");
-    // Top-level ops without a module: wrap them as the parser would.
+      return emitError(FileLineColLoc::get(
+                           &context,
+                           sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())
+                               ->getBufferIdentifier(),
+                           1, 1),
+                       "the spec is empty");
     OpBuilder b(&context);
-    auto module = ModuleOp::create(b, block.front().getLoc());
-    module.getBody()->getOperations().splice(
-        module.getBody()->begin(), block.getOperations());
-    spec.module = module;
+    module = ModuleOp::create(b, block.front().getLoc());
+    module->getBody()->getOperations().splice(module->getBody()->begin(),
+                                              block.getOperations());
   } else {
-    auto module = cast<ModuleOp>(block.front());
-    module->remove();
-    spec.module = module;
+    module = cast<ModuleOp>(block.front());
+    (*module)->remove();
   }
-  if (failed(verify(*spec.module)))
+  if (failed(verify(*module)))
     return failure();
+  return module;
+}
 
-  if (failed(checkNoRecursion(*spec.module)))
+/// Private helpers are called with the same kinds of tensors as kernels.
+LogicalResult checkHelperTypes(func::FuncOp func) {
+  KernelArg ignored;
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+    if (failed(checkKernelType(
+            func.getArgument(i).getLoc(), type,
+            "argument " + Twine(i) + " of @" + func.getSymName(), ignored)))
+      return failure();
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
+    if (failed(checkKernelType(
+            func.getLoc(), type,
+            "result " + Twine(i) + " of @" + func.getSymName(), ignored)))
+      return failure();
+  return success();
+}
+
+/// The entry point of public `func`: its name checked, its arguments
+/// named after their SSA names in the source and its results after the
+/// values it returns (unique, C identifiers).
+FailureOr<KernelSignature> kernelSignature(func::FuncOp func,
+                                           AsmParserState &asmState) {
+  KernelSignature kernel;
+  kernel.name = func.getSymName().str();
+  if (!isCIdentifier(kernel.name) || kernel.name.rfind("__attnc", 0) == 0)
+    return func.emitError() << "kernel name '" << kernel.name
+                            << "' must be a C identifier not starting "
+                               "with __attnc";
+  if (isReservedInHeader(kernel.name) || isReservedSymbol(kernel.name))
+    return func.emitError()
+           << "kernel name '" << kernel.name
+           << "' is reserved (a C/C++ keyword or type, or a C library "
+              "function kernels call); rename the function";
+  llvm::StringSet<> used;
+  auto unique = [&](std::string name) {
+    std::string candidate = name;
+    for (int k = 1; !used.insert(candidate).second; ++k)
+      candidate = name + "_" + std::to_string(k);
+    return candidate;
+  };
+  const AsmParserState::BlockDefinition *blockDef =
+      asmState.getBlockDef(&func.getBody().front());
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    KernelArg arg;
+    if (failed(checkKernelType(func.getArgument(i).getLoc(), type,
+                               "argument " + Twine(i) + " of @" + kernel.name,
+                               arg)))
+      return failure();
+    std::string fallback = "arg" + std::to_string(i);
+    arg.name = fallback;
+    if (blockDef && i < blockDef->arguments.size())
+      arg.name = identifierFrom(blockDef->arguments[i].loc, fallback);
+    arg.name = unique(arg.name);
+    kernel.args.push_back(std::move(arg));
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
+    KernelArg arg;
+    arg.isOutput = true;
+    if (failed(checkKernelType(func.getLoc(), type,
+                               "result " + Twine(i) + " of @" + kernel.name,
+                               arg)))
+      return failure();
+    std::string fallback = "result" + std::to_string(i);
+    arg.name = fallback;
+    Value returned = ret.getOperand(i);
+    if (Operation *def = returned.getDefiningOp())
+      if (const AsmParserState::OperationDefinition *opDef =
+              asmState.getOpDef(def))
+        if (!opDef->resultGroups.empty() &&
+            opDef->resultGroups.size() == def->getNumResults()) {
+          arg.name = identifierFrom(
+              opDef->resultGroups[cast<OpResult>(returned).getResultNumber()]
+                  .definition.loc,
+              fallback);
+        }
+    arg.name = unique(arg.name);
+    kernel.args.push_back(std::move(arg));
+  }
+  return kernel;
+}
+
+} // namespace
+
+FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
+  AsmParserState asmState;
+  FailureOr<OwningOpRef<ModuleOp>> module =
+      parseModule(sourceMgr, context, asmState);
+  if (failed(module) || failed(checkNoRecursion(**module)))
     return failure();
-  bool anyKernel = false;
+  Spec spec;
+  spec.module = std::move(*module);
   for (Operation &op : spec.module->getBody()->getOperations()) {
     auto func = dyn_cast<func::FuncOp>(op);
     if (!func)
@@ -247,84 +334,16 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
     if (failed(checkBody(func)))
       return failure();
     if (!func.isPublic()) {
-      // Private helpers are called with the same kinds of tensors.
-      KernelArg ignored;
-      for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
-        if (failed(checkKernelType(func.getArgument(i).getLoc(), type,
-                                   "argument " + Twine(i) + " of @" +
-                                       func.getSymName(),
-                                   ignored)))
-          return failure();
-      for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
-        if (failed(checkKernelType(func.getLoc(), type,
-                                   "result " + Twine(i) + " of @" +
-                                       func.getSymName(),
-                                   ignored)))
-          return failure();
+      if (failed(checkHelperTypes(func)))
+        return failure();
       continue;
     }
-    anyKernel = true;
-    KernelSignature kernel;
-    kernel.name = func.getSymName().str();
-    if (!isCIdentifier(kernel.name) || kernel.name.rfind("__attnc", 0) == 0)
-      return func.emitError() << "kernel name '" << kernel.name
-                              << "' must be a C identifier not starting "
-                                 "with __attnc";
-    if (isReservedInHeader(kernel.name) || isReservedSymbol(kernel.name))
-      return func.emitError()
-             << "kernel name '" << kernel.name
-             << "' is reserved (a C/C++ keyword or type, or a C library "
-                "function kernels call); rename the function";
-    llvm::StringSet<> used;
-    auto unique = [&](std::string name) {
-      std::string candidate = name;
-      for (int k = 1; !used.insert(candidate).second; ++k)
-        candidate = name + "_" + std::to_string(k);
-      return candidate;
-    };
-    const AsmParserState::BlockDefinition *blockDef =
-        asmState.getBlockDef(&func.getBody().front());
-    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
-      KernelArg arg;
-      if (failed(checkKernelType(func.getArgument(i).getLoc(), type,
-                                 "argument " + Twine(i) + " of @" +
-                                     kernel.name,
-                                 arg)))
-        return failure();
-      std::string fallback = "arg" + std::to_string(i);
-      arg.name = fallback;
-      if (blockDef && i < blockDef->arguments.size())
-        arg.name = identifierFrom(blockDef->arguments[i].loc, fallback);
-      arg.name = unique(arg.name);
-      kernel.args.push_back(std::move(arg));
-    }
-    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-    for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
-      KernelArg arg;
-      arg.isOutput = true;
-      if (failed(checkKernelType(func.getLoc(), type,
-                                 "result " + Twine(i) + " of @" + kernel.name,
-                                 arg)))
-        return failure();
-      std::string fallback = "result" + std::to_string(i);
-      arg.name = fallback;
-      Value returned = ret.getOperand(i);
-      if (Operation *def = returned.getDefiningOp())
-        if (const AsmParserState::OperationDefinition *opDef =
-                asmState.getOpDef(def))
-          if (!opDef->resultGroups.empty() &&
-              opDef->resultGroups.size() == def->getNumResults()) {
-            arg.name = identifierFrom(
-                opDef->resultGroups[cast<OpResult>(returned).getResultNumber()]
-                    .definition.loc,
-                fallback);
-          }
-      arg.name = unique(arg.name);
-      kernel.args.push_back(std::move(arg));
-    }
-    spec.kernels.push_back(std::move(kernel));
+    FailureOr<KernelSignature> kernel = kernelSignature(func, asmState);
+    if (failed(kernel))
+      return failure();
+    spec.kernels.push_back(std::move(*kernel));
   }
-  if (!anyKernel)
+  if (spec.kernels.empty())
     return emitError(spec.module->getLoc(),
                      "the spec has no public function to compile");
   return spec;

@@ -1,0 +1,201 @@
+// The FlashAttention-2 CPU backward of attn.attention_grad in one pass over
+// key blocks (FlashBackward.cpp): dK/dV per key block, dQ into one f32 copy
+// per split of the key blocks summed in order, so that every gradient has a
+// fixed order of accumulation; what float score captures add to it, their
+// gradients and the score_mod's reverse sweep, in FlashBackwardCaptures.cpp.
+// Private to the CPU lowering; FlashAttention.h is the interface.
+#ifndef ATTNC_CODEGEN_CPU_FLASHBACKWARD_H
+#define ATTNC_CODEGEN_CPU_FLASHBACKWARD_H
+
+#include "codegen/cpu/FlashCommon.h"
+#include "dialect/AttnAttrs.h"
+#include "dialect/AttnOps.h"
+
+#include "mlir/IR/Region.h"
+
+#include <memory>
+#include <utility>
+
+namespace attnc {
+
+class FlashBackward : public FlashCommon {
+public:
+  FlashBackward(mlir::ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
+                attn::CpuPlanAttr plan, int64_t vectorBits)
+      : FlashCommon(b, op, plan.getRows(), vectorBits),
+        blockTiles(plan.getKeyBlock() / kCols), op(op),
+        splits(plan.getSplits()) {
+    for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
+      if (isFloatTensor(capture))
+        floatCaptures.push_back(k);
+    if (!scoreMod.empty())
+      buildAdjointBlock();
+  }
+
+  mlir::SmallVector<mlir::Value> build();
+
+private:
+  /// Delta[b, h, i] = rowsum(dO * O) - dLSE (the dLSE term of the LSE's own
+  /// gradient folds in here).
+  mlir::Value rowDeltas(mlir::Value o, mlir::Value dO, mlir::Value dLse);
+
+  /// P = exp(S' - LSE) on the lanes the masks keep, else 0 (a row with no
+  /// visible key has LSE = -inf: the select keeps P = 0).
+  mlir::Value recomputedP(const Scores &sc, mlir::Value lse);
+
+  /// rowDeltas as rowsum(P * dP) - dLSE, with P and dP recomputed from the
+  /// packed Q, dO, K^T and V^T tiles (two of the backward's products once
+  /// more) rather than from O in its narrow type: one task per (batch, head,
+  /// query tile) over the key tiles its rows see.
+  mlir::Value exactRowDeltas(mlir::Value qT, mlir::Value kt, mlir::Value vt,
+                             mlir::Value dOT, mlir::Value lse, mlir::Value dLse,
+                             mlir::Value lengths);
+
+  /// rowDeltas for one (batch, head); args: O, dO, Delta[, dLSE].
+  void rowDeltasOfHead(mlir::ArrayRef<mlir::Value> args, mlir::Value bi,
+                       mlir::Value h);
+
+  /// P = exp(S' - LSE) and dS = P * (dP - Delta) * dS'/dS of the
+  /// rows x 32 tile of rows i0.. and key tile t of the block (keys from
+  /// j0) into pBuf and dsBuf (0 outside each row's [lo, hi); rows past Sq
+  /// see no key, so that they add no capture gradient); the task's rows of
+  /// the float captures' partial gradients receive theirs. `common`: qT,
+  /// K, V, dOT, lse, delta; `rest`: pBuf, dsBuf, the block's K^T and V^T
+  /// ([1, 1, tiles, D or Dv, 32]), bi, h, j0, i0, limit, task, t.
+  void probabilities(mlir::ArrayRef<mlir::Value> common,
+                     mlir::ArrayRef<mlir::Value> caps,
+                     mlir::ArrayRef<mlir::Value> partials,
+                     mlir::ArrayRef<mlir::Value> rest);
+
+  /// accumulateTransposed(args[0..2], {args[3], args[4]}, args[5..8])
+  /// as a call of one function per operand types: dK's and dV's (D = Dv)
+  /// share it, which took mha_causal's JIT work from 1.93 to 1.81 G
+  /// instructions (the backward ran as fast: 4 process pairs).
+  void callAccumulateTransposed(mlir::ArrayRef<mlir::Value> args);
+
+  /// Zeros the rows of split `split`'s dQ copy for the heads of KV head g.
+  void zeroCopies(mlir::Value copies, mlir::Value split, mlir::Value bi,
+                  mlir::Value g);
+
+  /// The key blocks of blockTiles key tiles each.
+  int64_t keyBlocks() const { return (tiles + blockTiles - 1) / blockTiles; }
+
+  /// The query rows [first, end) that can see key tile t (keys from jt on;
+  /// first a multiple of rows).
+  std::pair<mlir::Value, mlir::Value> rowsSeeing(mlir::Value jt);
+
+  /// One key block of a dK/dV task: its (batch, KV head), first key tile
+  /// and key, the keys it has (`valid`) and those some row sees (before
+  /// `seen`), the batch's key limit, the task's arguments and scratch.
+  struct KeyBlock {
+    mlir::ArrayRef<mlir::Value> args, scratch;
+    mlir::Value bi, g, split, task, tile0, j0, valid, limit, seen;
+    // P, dS, dK^T and dV^T in key tiles ([tiles, chunk rows, 32], [tiles,
+    // D or Dv, 32]), the block's K^T and V^T tiles and K's column chunks.
+    mlir::Value pBuf() const { return scratch[0]; }
+    mlir::Value dsBuf() const { return scratch[1]; }
+    mlir::Value dkBuf() const { return scratch[2]; }
+    mlir::Value dvBuf() const { return scratch[3]; }
+    mlir::Value ktTile() const { return scratch[4]; }
+    mlir::Value vtTile() const { return scratch[5]; }
+    mlir::Value kChunks() const { return scratch[6]; }
+  };
+
+  /// The dK and dV rows of key block `block` of (bi, g), and its dS K terms
+  /// of dQ into split `split`'s copy; `task` owns a partial row of the
+  /// capture gradients.
+  void keyBlockTask(mlir::ArrayRef<mlir::Value> args,
+                    mlir::ArrayRef<mlir::Value> scratch, mlir::Value bi,
+                    mlir::Value g, mlir::Value block, mlir::Value split,
+                    mlir::Value task);
+
+  /// Zeros the block's dK^T and dV^T and packs its K^T and V^T tiles and
+  /// K's column chunks.
+  KeyBlock startKeyBlock(mlir::ArrayRef<mlir::Value> args,
+                         mlir::ArrayRef<mlir::Value> scratch, mlir::Value bi,
+                         mlir::Value g, mlir::Value block, mlir::Value split,
+                         mlir::Value task);
+
+  /// The first key of the block's key tile t.
+  mlir::Value tileStart(const KeyBlock &kb, mlir::Value t);
+
+  /// Whether some row may see the key tile from jt (the key lengths).
+  mlir::Value tileSeen(const KeyBlock &kb, mlir::Value jt);
+
+  /// P and dS of the query tiles [c0, cEnd) of head h over the block's key
+  /// tiles, into the chunk's rows of pBuf and dsBuf.
+  void chunkProbabilities(const KeyBlock &kb, mlir::Value h, mlir::Value c0,
+                          mlir::Value cEnd);
+
+  /// dQ += dS K for the query tiles [c0, cEnd) of head h, into the split's
+  /// copy: a column chunk of K at a time over the chunk's query tiles (the
+  /// other way round, each tile over all of K's chunks, ran the backward 9%
+  /// slower at S = 2048, D = 128: interleaved A/B).
+  void chunkQueryGrads(const KeyBlock &kb, mlir::Value h, mlir::Value c0,
+                       mlir::Value cEnd);
+
+  /// dV^T += dO^T P and dK^T += Q^T dS per key tile, over the query tiles
+  /// [c0, cEnd) of head h that see it.
+  void chunkKeyGrads(const KeyBlock &kb, mlir::Value h, mlir::Value c0,
+                     mlir::Value cEnd);
+
+  /// The block's rows of dK and dV, from its dK^T and dV^T tiles.
+  void storeKeyGrads(const KeyBlock &kb);
+
+  /// dQ = scale dS K: the splits' copies summed in order, times the scale.
+  void sumQueryGradCopies(mlir::Value dqCopies, mlir::Value dQ);
+
+  /// Float captures' gradients: one partial row per task (zeroed here),
+  /// summed in task order afterwards (deterministic for any thread count).
+  mlir::SmallVector<mlir::Value> zeroedPartials(int64_t tasks);
+
+  /// The gradient of every score capture: its partials summed (sumPartials),
+  /// zeros for an integer capture, which has none.
+  mlir::SmallVector<mlir::Value>
+  captureGrads(mlir::ArrayRef<mlir::Value> partials);
+
+  /// The gradient of a capture: the rows of its partial buffer summed in
+  /// task order, in the capture's shape and element type.
+  mlir::Value sumPartials(mlir::Value partial, mlir::Value capture);
+
+  /// Adds the adjoints of the capture reads (adjoint block results after
+  /// the first: per read, the adjoint then the read's indices) to the
+  /// task's partial gradients; lanes outside `keep` add nothing. A read at
+  /// the same element in every lane (ALiBi's slopes[h]) adds one lane sum.
+  void accumulateCaptureGrads(mlir::ArrayRef<mlir::Value> partials,
+                              mlir::Value task,
+                              mlir::ArrayRef<mlir::Value> adjoints,
+                              mlir::Value keep);
+
+  /// Where float score capture `capture`'s partial buffer is among them.
+  size_t partialIndex(unsigned capture);
+
+  /// The score_mod's reverse sweep as scalar code in a block of its own:
+  /// (score, b, h, i, j, captures..., seed) -> (seed * d score_mod / d score,
+  /// then per read of a float capture: its adjoint and its indices), which
+  /// the kernel widens to 16 lanes like the region itself. The block ends
+  /// in a func.return only as a holder of these values (never verified).
+  void buildAdjointBlock();
+
+  /// The query tiles whose P and dS one pass of accumulateTransposed sums
+  /// into a key block's dK and dV (two [blockTiles, 8 tiles x rows, 32] f32
+  /// scratch buffers).
+  static constexpr int64_t kChunkTiles = 8;
+  const int64_t blockTiles; // key tiles per key block
+
+  attn::AttentionGradOp op;
+  int64_t splits; // the plan's dQ splits
+  std::unique_ptr<mlir::Region> adjointRegion;
+  mlir::Block *adjointBlock = nullptr;
+  struct CaptureRead {
+    unsigned capture; // among the score captures
+    size_t rank;      // the number of indices
+  };
+  mlir::SmallVector<CaptureRead> reads;
+  mlir::SmallVector<unsigned> floatCaptures; // score captures with a gradient
+  size_t partialBase = 0; // where their partial buffers start in task args
+};
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_CPU_FLASHBACKWARD_H
