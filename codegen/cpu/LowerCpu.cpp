@@ -45,9 +45,13 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       attnc::attn::TilePlanAttrInterface plan = attnc::attn::getTilePlan(op);
       auto cpu = dyn_cast_or_null<attnc::attn::CpuPlanAttr>(plan);
       if (!cpu) {
-        op->emitError() << "attn-lower-cpu needs a CPU tile plan "
-                           "(#attn.cpu_plan, from attn-plan-tiles), got "
-                        << (plan ? Attribute(plan) : Attribute());
+        InFlightDiagnostic diag = op->emitError()
+                                  << "attn-lower-cpu needs a CPU tile plan "
+                                     "(#attn.cpu_plan, from attn-plan-tiles)";
+        if (plan)
+          diag << ", got " << plan;
+        else
+          diag << "; the op has none";
         return WalkResult::interrupt();
       }
       plans[op] = cpu;
@@ -105,8 +109,12 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
         exps.push_back(op);
     });
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns,
-                                                [](StringRef) { return true; });
+    // Upstream's rsqrt approximation is AVX's vrsqrtps (x86vector): without
+    // AVX, LLVM cannot select it (it aborted on x86-64); math.rsqrt then
+    // becomes 1 / sqrt.
+    populateMathPolynomialApproximationPatterns(patterns, [&](StringRef name) {
+      return name != math::RsqrtOp::getOperationName() || vectorBits >= 256;
+    });
     if (failed(applyOpPatternsGreedily(exps, std::move(patterns))))
       return signalPassFailure();
   }

@@ -256,6 +256,43 @@ TEST(JitTest, CpuAndThreadOptions) {
       << error;
 }
 
+/// A score_mod with math.rsqrt on a CPU without AVX: upstream's rsqrt
+/// approximation is AVX's vrsqrtps, which LLVM could not select there (the
+/// compile aborted); it is 1 / sqrt instead, as exact as the AVX-512 code.
+TEST(JitTest, GenericCpuScoreModRsqrt) {
+  const std::string spec =
+      "func.func @k(%q: tensor<1x2x24x16xf32>) -> tensor<1x2x24x16xf32> {\n"
+      "  %o, %l = attn.attention %q, %q, %q causal : tensor<1x2x24x16xf32>, "
+      "tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32> -> tensor<1x2x24x16xf32>, "
+      "tensor<1x2x24xf32> score_mod {\n"
+      "  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
+      "    %one = arith.constant 1.0 : f32\n"
+      "    %s2 = arith.mulf %s, %s : f32\n"
+      "    %t = arith.addf %s2, %one : f32\n"
+      "    %r = math.rsqrt %t : f32\n"
+      "    %m = arith.mulf %s, %r : f32\n"
+      "    attn.yield %m : f32\n"
+      "  }\n  return %o : tensor<1x2x24x16xf32>\n}\n";
+  std::vector<float> q(2 * 24 * 16);
+  for (size_t i = 0; i < q.size(); ++i)
+    q[i] = float((i * 37) % 17) / 4.0f - 2.0f;
+  std::vector<std::vector<float>> outputs;
+  for (const char *cpu : {"native", "x86-64", "x86-64-v3"}) {
+    jit::Options options = testOptions();
+    options.cpu = cpu;
+    std::string error;
+    auto module = jit::Module::compile(spec, options, &error);
+    ASSERT_TRUE(module) << cpu << ": " << error;
+    std::vector<float> o(q.size());
+    ASSERT_TRUE(module->callUnchecked("k", {q.data(), o.data()}).ok()) << cpu;
+    outputs.push_back(o);
+  }
+  for (size_t c = 1; c < outputs.size(); ++c)
+    for (size_t i = 0; i < q.size(); ++i)
+      ASSERT_NEAR(outputs[c][i], outputs[0][i], 1e-5)
+          << "CPU " << c << " element " << i;
+}
+
 /// The backward accumulates every gradient in a fixed order: dQ over the
 /// key tiles of each split, the splits in order, dK/dV over query tiles and
 /// heads, the slopes' partial rows in task order. Any thread count gives
