@@ -66,7 +66,7 @@ def AttnLowerParallelCalls : Pass<"attn-lower-parallel-calls", "mlir::ModuleOp">
   let summary = "Run outlined task loops on the runtime's thread pool";
   let description = [{
     In the LLVM dialect: every call of an llvm.func marked
-    `attnc.parallel_tasks` (signature (ptr..., i64 begin = 0, i64 end))
+    `attn.parallel_tasks` (signature (ptr..., i64 begin = 0, i64 end))
     becomes `attnc_parallel_for(end, @f_packed, ctx)`, where ctx is an array
     of the pointer arguments and @f_packed(ctx, begin, end) unpacks them;
     with `threads` N > 0, `attnc_parallel_for_threads(end, @f_packed, ctx,

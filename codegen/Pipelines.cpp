@@ -84,7 +84,7 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.x86Vector = true; // vscalefps (codegen/cpu/FastExp.cpp)
-  vectorToLLVM.amx = true;       // tiles (codegen/cpu/FlashAttention.cpp)
+  vectorToLLVM.amx = true;       // tiles (codegen/cpu/FlashForwardAmx.cpp)
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   // Scratch through the runtime's block cache (runtime/Workspace.c).
