@@ -77,7 +77,6 @@ public:
                    bool assembly) const;
 
   const CompileOptions &getOptions() const { return options; }
-  llvm::TargetMachine &getTargetMachine() const { return *machine; }
 
   Compiler(Compiler &&);
   Compiler &operator=(Compiler &&);
