@@ -19,7 +19,16 @@ typedef enum attnc_status {
   ATTNC_STATUS_INTERNAL = 4,
   /* The kernel uses AMX tiles and the OS did not grant this process their
    * state (Linux arch_prctl ARCH_REQ_XCOMP_PERM); nothing was written. */
-  ATTNC_STATUS_NO_AMX = 5
+  ATTNC_STATUS_NO_AMX = 5,
+  /* No usable GPU: the driver library (libvulkan) could not be loaded, or
+   * it offers no device with what the kernels need. */
+  ATTNC_STATUS_NO_DEVICE = 6,
+  /* The GPU driver reported an error (device lost, a failed submission,
+   * shader or pipeline creation failed). */
+  ATTNC_STATUS_DEVICE_ERROR = 7,
+  /* A buffer argument is too small for the kernel, or belongs to another
+   * context; nothing was written. */
+  ATTNC_STATUS_BAD_BUFFER = 8
 } attnc_status;
 
 /* A static, human-readable description of a status code. */
