@@ -58,6 +58,8 @@ void Compiler::fillPipelineOptions(AttncPipelineOptions &pipeline) const {
   pipeline.entryPoints = options.entryPoints;
   pipeline.vectorBits = vectorBits;
   pipeline.amx = amx;
+  if (!options.spirvTargetEnv.empty())
+    pipeline.spirvTargetEnv = options.spirvTargetEnv;
   pipeline.threads = std::max<int64_t>(options.threads, 0);
 }
 

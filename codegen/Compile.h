@@ -31,7 +31,11 @@ namespace attnc {
 
 struct CompileOptions {
   CompileTarget target = CompileTarget::Cpu;
-  /// The target triple; empty: the host's.
+  /// Vulkan: the #spirv.target_env the kernels are compiled for; empty:
+  /// kDefaultVulkanTargetEnv.
+  std::string spirvTargetEnv;
+  /// The target triple of the CPU code (for GPU targets, the host code);
+  /// empty: the host's.
   std::string triple;
   /// "native": the host CPU and its features; else an LLVM CPU name.
   std::string cpu = "native";

@@ -23,8 +23,19 @@ constexpr llvm::StringLiteral kImplPrefix = "__attnc_impl_";
 
 struct AttnExportAbiPass
     : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (!gpuFinish.empty()) {
+      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+      finish = func::FuncOp::create(
+          b, module.getLoc(), gpuFinish,
+          FunctionType::get(&getContext(),
+                            {LLVM::LLVMPointerType::get(&getContext())},
+                            {b.getI32Type()}));
+      finish.setPrivate();
+    }
     SmallVector<func::FuncOp> entries;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isPublic() && !func.isExternal())
@@ -89,6 +100,7 @@ struct AttnExportAbiPass
   }
 
   func::FuncOp amxInit; // the runtime's attnc_amx_init, when needed
+  func::FuncOp finish;  // the GPU runtime's gpu-finish, for GPU targets
 
   LogicalResult exportEntry(func::FuncOp impl) {
     MLIRContext *ctx = &getContext();
@@ -98,7 +110,14 @@ struct AttnExportAbiPass
       return impl.emitError("attn-export-abi expects results passed as "
                             "out-parameters (run buffer-results-to-out-params "
                             "first)");
-    for (Type input : type.getInputs()) {
+    ArrayRef<Type> buffers = type.getInputs();
+    if (finish) {
+      if (buffers.empty() || !isa<LLVM::LLVMPointerType>(buffers.front()))
+        return impl.emitError("GPU kernels take the runtime context first "
+                              "(run attn-gpu-host-context first)");
+      buffers = buffers.drop_front();
+    }
+    for (Type input : buffers) {
       auto memref = dyn_cast<MemRefType>(input);
       if (!memref || !memref.hasStaticShape() ||
           !memref.getLayout().isIdentity())
@@ -137,6 +156,13 @@ struct AttnExportAbiPass
     Value anyNull = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     for (Value arg : block->getArguments()) {
+      if (isa<LLVM::LLVMPointerType>(arg.getType())) {
+        Value null = LLVM::ZeroOp::create(b, loc, arg.getType());
+        anyNull = arith::OrIOp::create(
+            b, loc, anyNull,
+            LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, arg, null));
+        continue;
+      }
       Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arg);
       Value isNull =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ptr, zero);
@@ -149,6 +175,16 @@ struct AttnExportAbiPass
                                status(nb, ATTNC_STATUS_NULL_ARGUMENT));
         },
         [&](OpBuilder &nb, Location) {
+          if (finish) {
+            // The work the implementation recorded runs, and its first
+            // error is the status.
+            func::CallOp::create(nb, loc, impl, block->getArguments());
+            scf::YieldOp::create(
+                nb, loc,
+                func::CallOp::create(nb, loc, finish, block->getArgument(0))
+                    .getResult(0));
+            return;
+          }
           if (!amxInit) {
             func::CallOp::create(nb, loc, impl, block->getArguments());
             scf::YieldOp::create(nb, loc, status(nb, ATTNC_STATUS_OK));

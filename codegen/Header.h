@@ -11,7 +11,8 @@ namespace attnc {
 /// Writes a header that compiles as C and C++ and declares every kernel with
 /// its shapes and dtypes in comments.
 void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
-                llvm::StringRef sourceName, llvm::raw_ostream &os);
+                llvm::StringRef sourceName, llvm::raw_ostream &os,
+                bool vulkan = false);
 
 } // namespace attnc
 

@@ -102,12 +102,142 @@ def AttnExportAbi : Pass<"attn-export-abi", "mlir::ModuleOp"> {
     implementation and returns ATTNC_STATUS_OK. Buffers are marked
     llvm.noalias (callers must not pass overlapping buffers). Every private
     function gets internal linkage, so only the entry points are exported.
+    With `gpu-finish` set (GPU targets), functions take the runtime's
+    context first (from attn-gpu-host-context): it is checked for null like
+    the buffers, and the entry point returns what the runtime function
+    `gpu-finish`(ctx) -> i32 returns after the implementation (Vulkan:
+    attnc_vk_finish, the first error of the work it recorded).
   }];
+  let options = [
+    Option<"gpuFinish", "gpu-finish", "std::string", /*default=*/"",
+           "GPU targets: functions take the runtime context first, and "
+           "entry points return this runtime function's status of it">
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
     "mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect"
   ];
+}
+
+//===----------------------------------------------------------------------===//
+// GPU targets
+//===----------------------------------------------------------------------===//
+
+def AttnLowerGpu : Pass<"attn-lower-gpu", "mlir::ModuleOp"> {
+  let summary = "Lower attn.attention(_grad) to target-neutral GPU flash kernels";
+  let description = [{
+    Every decision comes from the op's `attn.tile_plan` (#attn.gpu_plan,
+    from attn-plan-gpu-tiles; an op without one, whose tiles fit no
+    workgroup memory, keeps the unfused lowering). Each
+    attn.attention becomes one gpu.launch: a workgroup per (batch, head,
+    query block) whose threads stage K and V key blocks in workgroup memory
+    between barriers, compute the block's scores with each subgroup owning
+    whole query rows (lanes over keys, then over the value dimension), and
+    keep the online softmax's row maximum and sum with gpu.subgroup_reduce,
+    for any subgroup size. Key blocks the causal, window or length mask
+    empties are skipped and blocks it leaves whole skip the mask
+    (MaskTiles, as on the CPU). Each attn.attention_grad becomes the
+    FlashAttention-2 backward: a Delta kernel (rowsum(dO * O)), a kernel per
+    (batch, KV head, key block) accumulating dK and dV over the query rows
+    of every query head of its group, and one per (batch, head, query
+    block) for dQ (no atomics: deterministic); float score captures get
+    per-key partial gradients summed in key order by a kernel of their own.
+    Score_mod and mask_mod regions are evaluated per element, capture reads
+    as loads. Ops the kernels do not cover (capture partials over 64 MiB)
+    are left to attn-lower-to-linalg.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
+    "mlir::gpu::GPUDialect", "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect"
+  ];
+}
+
+def AttnGpuCopiesToLinalg : Pass<"attn-gpu-copies-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Host memref.copy ops as linalg.copy";
+  let description = [{
+    On GPU targets buffers live on the device: a memref.copy that
+    bufferization left in a host function (a result written to its
+    out-parameter) becomes a linalg.copy, which the parallel-loop mapping
+    turns into a kernel like every other linalg op.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def AttnGpuHostContext : Pass<"attn-gpu-host-context", "mlir::ModuleOp"> {
+  let summary = "Give every host function the GPU runtime context";
+  let description = [{
+    Runs after the host code's work became gpu.launch ops. Every function
+    with a body gets a first argument `!llvm.ptr` (the runtime context:
+    attnc_vk_context for Vulkan) and every call between them passes it on.
+    Every buffer a function allocates is released at its end (the
+    runtime defers the release until the work recorded before it is done).
+    Host ops left that touch buffers (sequential loop nests, such as
+    capture gradients accumulated in a fixed order) run in kernels of one
+    thread: correct anywhere, and slow. Rejects, with a located error, what
+    would still touch device memory from the host (a load whose value the
+    host uses) and allocations of dynamic size.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
+def AttnGpuSinkConstants : Pass<"attn-gpu-sink-constants", "mlir::ModuleOp"> {
+  let summary = "Clone the constants a gpu.launch body uses into it";
+  let description = [{
+    Before gpu-kernel-outlining: a constant defined outside a gpu.launch
+    and used inside it is cloned into the body, so that outlined kernels
+    take only buffers (gpu-launch-sink-index-computations leaves the
+    constants the launch's own sizes use, which Vulkan would have to pass
+    in buffers of their own).
+  }];
+}
+
+def AttnSpirvAttachTarget : Pass<"attn-spirv-attach-target", "mlir::ModuleOp"> {
+  let summary = "Attach a spirv.target_env to gpu.modules and entry point ABIs to kernels";
+  let description = [{
+    Sets `spirv.target_env` (parsed from `target-env`) on every gpu.module
+    and `spirv.entry_point_abi<workgroup_size = ...>` on every kernel, from
+    the constant block sizes of its launches (a kernel launched with
+    non-constant or differing block sizes is an error).
+  }];
+  let options = [
+    Option<"targetEnv", "target-env", "std::string",
+           /*default=*/"attnc::kDefaultVulkanTargetEnv",
+           "The #spirv.target_env attribute the kernels are compiled for">
+  ];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
+}
+
+def AttnSpirvBf16Storage : Pass<"attn-spirv-bf16-storage", "mlir::ModuleOp"> {
+  let summary = "bf16 buffers as i16 buffers, for SPIR-V";
+  let description = [{
+    SPIR-V has no bf16, and MLIR 22's SPIR-V type conversion turns bf16
+    into f32 (wrong code, not an error). Before outlining, every memref of
+    bf16 in the module (function signatures, allocations, views, kernel
+    operands) becomes a memref of i16 holding the same bits, and loads and
+    stores bitcast between i16 and bf16. With arith-emulate-unsupported-
+    floats and arith-expand{include-bf16} after it, no bf16 value is left
+    in the kernels; attn-spirv-attach-target rejects one that is.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def AttnVulkanLowerHost : Pass<"attn-vulkan-lower-host", "mlir::ModuleOp"> {
+  let summary = "Embed SPIR-V kernels and launch them through the Vulkan runtime";
+  let description = [{
+    After convert-gpu-to-spirv: every spirv.module is serialized into an
+    `llvm.mlir.global` of i32 words, and every gpu.launch_func of its
+    kernels becomes a call of the runtime's `attnc_vk_dispatch(ctx, words,
+    count, entry, groups x/y/z, buffers, bytes)`, with the context the
+    function's first argument (attn-gpu-host-context). Host memref.alloc
+    and memref.dealloc become `attnc_vk_scratch` and `attnc_vk_release`.
+    The gpu and spirv modules are erased. Results are LLVM-dialect values
+    behind unrealized casts, for the host's lowering to the LLVM dialect.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
 #endif // ATTNC_CODEGEN_PASSES_TD

@@ -4,13 +4,19 @@
 #include "codegen/Passes.h"
 #include "passes/Passes.h"
 
+#include "mlir/Conversion/GPUToSPIRV/GPUToSPIRVPass.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
@@ -29,6 +35,35 @@ static GreedyRewriteConfig structuredCleanup() {
   return config;
 }
 
+/// Tensors to buffers, every function's results as out-parameters.
+static void addBufferization(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createAttnElideResultCopies());
+}
+
+/// bufferization::buildBufferDeallocationPipeline, with canonicalizers
+/// that do not simplify regions (see structuredCleanup).
+static void addDeallocation(OpPassManager &pm) {
+  memref::ExpandReallocPassOptions expandRealloc;
+  expandRealloc.emitDeallocs = false;
+  pm.addPass(memref::createExpandReallocPass(expandRealloc));
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+}
+
 void buildCpuBufferizePipeline(OpPassManager &pm,
                                const AttncPipelineOptions &options) {
   AttnPlanTilesOptions plan;
@@ -43,29 +78,9 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass(structuredCleanup()));
   pm.addPass(createLinalgElementwiseOpFusionPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  pm.addPass(createAttnElideResultCopies());
+  addBufferization(pm);
   pm.addPass(createAttnExportAbi());
-  // bufferization::buildBufferDeallocationPipeline, with canonicalizers
-  // that do not simplify regions (see structuredCleanup).
-  memref::ExpandReallocPassOptions expandRealloc;
-  expandRealloc.emitDeallocs = false;
-  pm.addPass(memref::createExpandReallocPass(expandRealloc));
-  pm.addPass(createCanonicalizerPass(structuredCleanup()));
-  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
-  pm.addPass(createCanonicalizerPass(structuredCleanup()));
-  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
-  pm.addPass(bufferization::createLowerDeallocationsPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  addDeallocation(pm);
 }
 
 void buildCpuToLLVMPipeline(OpPassManager &pm,
@@ -116,6 +131,75 @@ void buildCpuPipeline(OpPassManager &pm, const AttncPipelineOptions &options) {
   buildCpuToLLVMPipeline(pm, options);
 }
 
+void buildGpuBufferizePipeline(OpPassManager &pm,
+                               const AttncPipelineOptions &options) {
+  pm.addPass(createAttnPlanGpuTiles());
+  pm.addPass(createAttnLowerGpu());
+  pm.addPass(createAttnLowerToLinalg());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  addBufferization(pm);
+  // Loops that yield the buffer they got (capture gradients accumulated
+  // in order) drop that result: run on the device, they have none.
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  // What the flash kernels leave on the host (projections, merges, their
+  // gradients, the unfused ops) becomes kernels too: upstream's parallel
+  // loops mapped to workgroups of 64 threads.
+  pm.addPass(createAttnGpuCopiesToLinalg());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(
+      createParallelLoopTilingPass({64}, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createAttnGpuHostContext());
+}
+
+void buildVulkanToSpirvPipeline(OpPassManager &pm,
+                                const AttncPipelineOptions &options) {
+  pm.addPass(createAttnSpirvBf16Storage());
+  pm.addPass(createAttnGpuSinkConstants());
+  pm.addPass(createGpuKernelOutliningPass());
+  // No bf16 may reach convert-gpu-to-spirv (attn-spirv-bf16-storage):
+  // arithmetic on it in f32, conversions to and from it as integer ops.
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  emulate.targetTypeStr = "f32";
+  kernels.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  kernels.addPass(arith::createArithExpandOpsPass(expand));
+  kernels.addPass(createCanonicalizerPass());
+  AttnSpirvAttachTargetOptions attach;
+  attach.targetEnv = options.spirvTargetEnv;
+  pm.addPass(createAttnSpirvAttachTarget(attach));
+  pm.addPass(createLowerAffinePass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertMathToSPIRVPass());
+  // It maps the kernels' memory spaces to storage classes itself (and only
+  // theirs: the host keeps plain memrefs).
+  pm.addPass(createConvertGPUToSPIRVPass(/*mapMemorySpace=*/true));
+  OpPassManager &spirvModule = pm.nest<spirv::ModuleOp>();
+  spirvModule.addPass(spirv::createSPIRVLowerABIAttributesPass());
+  spirvModule.addPass(spirv::createSPIRVUpdateVCEPass());
+  spirvModule.addPass(createCanonicalizerPass());
+}
+
+void buildVulkanPipeline(OpPassManager &pm,
+                         const AttncPipelineOptions &options) {
+  buildGpuBufferizePipeline(pm, options);
+  AttnExportAbiOptions exportAbi;
+  exportAbi.gpuFinish = "attnc_vk_finish";
+  pm.addPass(createAttnExportAbi(exportAbi));
+  // attn-gpu-host-context releases the device buffers (upstream's
+  // deallocation would also walk into the kernels, whose subgroup
+  // operations declare no memory effects).
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  buildVulkanToSpirvPipeline(pm, options);
+  pm.addPass(createAttnVulkanLowerHost());
+  buildCpuToLLVMPipeline(pm, options);
+}
+
 void buildGraphStage(OpPassManager &pm, const AttncPipelineOptions &options) {
   buildGraphPipeline(pm, options.fuse, options.backward);
 }
@@ -129,6 +213,9 @@ void buildTargetStage(OpPassManager &pm, const AttncPipelineOptions &options) {
   switch (options.target) {
   case CompileTarget::Cpu:
     buildCpuPipeline(pm, options);
+    return;
+  case CompileTarget::Vulkan:
+    buildVulkanPipeline(pm, options);
     return;
   }
 }
@@ -155,6 +242,21 @@ void registerAttncPipelines() {
       "attn ops -> linalg -> bufferized C entry points with status codes "
       "(the first half of attnc-cpu-pipeline)",
       buildCpuBufferizePipeline);
+  PassPipelineRegistration<AttncPipelineOptions>(
+      "attnc-vulkan-pipeline",
+      "The Vulkan stage of attnc-pipeline (fused attn ops to the LLVM "
+      "dialect of host code with SPIR-V kernels embedded); reads "
+      "spirv-target-env",
+      buildVulkanPipeline);
+  PassPipelineRegistration<AttncPipelineOptions>(
+      "attnc-gpu-bufferize",
+      "attn ops -> GPU kernels and linalg -> bufferized host functions "
+      "whose work is in gpu.launch ops (the GPU targets' first stage)",
+      buildGpuBufferizePipeline);
+  PassPipelineRegistration<AttncPipelineOptions>(
+      "attnc-vulkan-to-spirv",
+      "gpu.launch ops -> outlined kernels converted to spirv.module ops",
+      buildVulkanToSpirvPipeline);
   PassPipelineRegistration<AttncPipelineOptions>(
       "attnc-cpu-to-llvm",
       "bufferized loops -> LLVM dialect (the second half of "

@@ -5,14 +5,15 @@
 #ifndef ATTNC_CODEGEN_PIPELINES_H
 #define ATTNC_CODEGEN_PIPELINES_H
 
+#include "codegen/Passes.h"
 #include "passes/Passes.h"
 
 #include "mlir/Pass/PassOptions.h"
 
 namespace attnc {
 
-/// The targets a spec compiles for. (The GPU back ends add theirs.)
-enum class CompileTarget { Cpu };
+/// The targets a spec compiles for.
+enum class CompileTarget { Cpu, Vulkan };
 
 /// The options of every attnc pipeline; a stage reads those of its stage.
 struct AttncPipelineOptions
@@ -20,8 +21,12 @@ struct AttncPipelineOptions
   Option<CompileTarget> target{
       *this, "target", llvm::cl::desc("The target the kernels run on"),
       llvm::cl::init(CompileTarget::Cpu),
-      llvm::cl::values(clEnumValN(CompileTarget::Cpu, "cpu",
-                                  "CPU object code (attn-lower-cpu)"))};
+      llvm::cl::values(
+          clEnumValN(CompileTarget::Cpu, "cpu",
+                     "CPU object code (attn-lower-cpu)"),
+          clEnumValN(CompileTarget::Vulkan, "vulkan",
+                     "SPIR-V kernels (attn-lower-gpu) embedded in host code "
+                     "that runs them through the runtime's Vulkan part"))};
   // The graph stage (buildGraphPipeline, attn-keep-entry-points).
   Option<bool> fuse{*this, "fuse",
                     llvm::cl::desc("Fuse attention chains (attn-fuse)"),
@@ -52,6 +57,13 @@ struct AttncPipelineOptions
       llvm::cl::desc("At most this many threads per parallel loop (0: the "
                      "runtime's default, ATTNC_NUM_THREADS or one per core)"),
       llvm::cl::init(0)};
+  // The Vulkan stage.
+  Option<std::string> spirvTargetEnv{
+      *this, "spirv-target-env",
+      llvm::cl::desc("The #spirv.target_env the Vulkan kernels are compiled "
+                     "for (default: a Vulkan 1.1 device with subgroup "
+                     "arithmetic and 16-bit storage)"),
+      llvm::cl::init(kDefaultVulkanTargetEnv)};
 };
 
 /// The whole compile of `options.target`: the graph stage, the entry points
@@ -75,6 +87,19 @@ void buildCpuBufferizePipeline(mlir::OpPassManager &pm,
                                const AttncPipelineOptions &options);
 void buildCpuToLLVMPipeline(mlir::OpPassManager &pm,
                             const AttncPipelineOptions &options);
+
+/// The Vulkan lowering, from attn ops on tensors to the LLVM dialect of the
+/// host code with the SPIR-V kernels embedded, and its stages: attn ops ->
+/// GPU flash kernels and linalg -> bufferized host functions whose work is
+/// in gpu.launch ops (attnc-gpu-bufferize, shared by the GPU targets); the
+/// kernels outlined and converted to SPIR-V (attnc-vulkan-to-spirv); the
+/// host code calling the runtime, lowered to the LLVM dialect.
+void buildVulkanPipeline(mlir::OpPassManager &pm,
+                         const AttncPipelineOptions &options);
+void buildGpuBufferizePipeline(mlir::OpPassManager &pm,
+                               const AttncPipelineOptions &options);
+void buildVulkanToSpirvPipeline(mlir::OpPassManager &pm,
+                                const AttncPipelineOptions &options);
 
 /// Registers attnc-pipeline, attnc-cpu-pipeline, attnc-cpu-bufferize and
 /// attnc-cpu-to-llvm.

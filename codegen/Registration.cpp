@@ -20,6 +20,7 @@
 #include "mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -33,6 +34,7 @@
 #include "mlir/Dialect/SCF/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/TensorTilingInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/ValueBoundsOpInterfaceImpl.h"
@@ -61,11 +63,11 @@ void registerAttncDialects(DialectRegistry &registry) {
   // to the LLVM dialect.
   registry.insert<attn::AttnDialect, affine::AffineDialect, amx::AMXDialect,
                   arith::ArithDialect, bufferization::BufferizationDialect,
-                  cf::ControlFlowDialect, func::FuncDialect,
+                  cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
                   index::IndexDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
                   math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
-                  tensor::TensorDialect, ub::UBDialect, vector::VectorDialect,
-                  x86vector::X86VectorDialect>();
+                  spirv::SPIRVDialect, tensor::TensorDialect, ub::UBDialect,
+                  vector::VectorDialect, x86vector::X86VectorDialect>();
   // One-shot bufferization, buffer deallocation and the folds that ask for
   // value bounds, of those dialects' ops.
   affine::registerValueBoundsOpInterfaceExternalModels(registry);

@@ -107,4 +107,30 @@ def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
   ];
 }
 
+def AttnPlanGpuTiles : Pass<"attn-plan-gpu-tiles", "mlir::ModuleOp"> {
+  let summary = "Analyse masks and choose GPU tile sizes";
+  let description = [{
+    The GPU counterpart of attn-plan-tiles: the same mask analysis, then for
+    every attn.attention and attn.attention_grad the flash kernels cover
+    (attn-lower-gpu), `attn.tile_plan = #attn.gpu_plan<query_block = Q,
+    key_block = K, workgroup_size = W, subgroups = N>`: W invocations per
+    workgroup (N subgroups of the target's usual size, a hint: the kernels
+    read theirs at run time), and the largest Q (query rows per workgroup,
+    up to 16) and K (keys per online-softmax step, up to 32) whose tiles,
+    staged in workgroup memory as f32, fit in `shared-memory-bytes`. An op
+    no plan fits (very wide heads) gets none and keeps the unfused
+    lowering. An op that already carries a plan keeps it.
+  }];
+  let options = [
+    Option<"sharedMemoryBytes", "shared-memory-bytes", "int64_t",
+           /*default=*/"32768",
+           "Workgroup memory a kernel may use (Vulkan guarantees 16 KiB; "
+           "lavapipe and desktop GPUs have 32 KiB or more)">,
+    Option<"workgroupSize", "workgroup-size", "int64_t", /*default=*/"64",
+           "Invocations per workgroup">,
+    Option<"subgroupSize", "subgroup-size", "int64_t", /*default=*/"32",
+           "The target's usual subgroup size (the plan's subgroup count)">
+  ];
+}
+
 #endif // ATTNC_PASSES_PASSES_TD

@@ -20,6 +20,15 @@ config.substitutions.append(("%cc", config.c_compiler))
 # JIT caches of the tests stay in the build tree.
 config.environment["ATTNC_CACHE_DIR"] = os.path.join(config.attnc_obj_root, "test", "jit-cache")
 config.substitutions.append(("%attnc_src", config.attnc_src_root))
+# Vulkan kernels run on Mesa's lavapipe (a Vulkan device on the CPU) when
+# it is installed (tools/scripts/build.sh installs it): feature "vulkan".
+import glob
+lavapipe = sorted(glob.glob("/usr/share/vulkan/icd.d/lvp_icd*.json"))
+if lavapipe:
+    config.environment["VK_ICD_FILENAMES"] = lavapipe[0]
+    config.available_features.add("vulkan")
+# Shaders are compiled anew for each subgroup size the tests choose.
+config.environment["MESA_SHADER_CACHE_DISABLE"] = "true"
 config.substitutions.append(
     ("%attnc_runtime_include",
      os.path.join(config.attnc_src_root, "runtime", "include")))

@@ -4,6 +4,7 @@
 #include "attnc/jit.h"
 
 #include "attnc/runtime.h"
+#include "attnc/vulkan.h"
 #include "codegen/jit/JitInternal.h"
 
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -93,6 +94,13 @@ struct Module::Impl {
   std::vector<EntryPoint> entryPoints;
   std::vector<void *> functions; // parallel to entryPoints
   bool fromDiskCache = false;
+  Target target = Target::Cpu;
+  /// Target::Vulkan: the device context of checked calls, made on the
+  /// first one; the mutex gives it to one call at a time.
+  std::mutex vulkanMutex;
+  attnc_vk_context *vulkan = nullptr;
+  int vulkanStatus = -1; // of the context's creation; -1: not tried
+  ~Impl() { attnc_vk_context_destroy(vulkan); }
 };
 
 Module::Module(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -145,6 +153,10 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
   addRuntimeSymbol("attnc_amx_init", &attnc_amx_init);
   addRuntimeSymbol("_mlir_memref_to_llvm_alloc", &_mlir_memref_to_llvm_alloc);
   addRuntimeSymbol("_mlir_memref_to_llvm_free", &_mlir_memref_to_llvm_free);
+  addRuntimeSymbol("attnc_vk_dispatch", &attnc_vk_dispatch);
+  addRuntimeSymbol("attnc_vk_scratch", &attnc_vk_scratch);
+  addRuntimeSymbol("attnc_vk_release", &attnc_vk_release);
+  addRuntimeSymbol("attnc_vk_finish", &attnc_vk_finish);
   if (llvm::Error e = (*jit)->getMainJITDylib().define(
           llvm::orc::absoluteSymbols(std::move(runtime)))) {
     error = llvm::toString(std::move(e));
@@ -251,6 +263,7 @@ static std::shared_ptr<const Module> compileNamed(std::string_view templateText,
   if (!cached && options.diskCache)
     storeInDiskCache(directory, key, compiled);
   impl->fromDiskCache = cached;
+  impl->target = options.target;
 
   std::shared_ptr<const Module> module = Module::create(std::move(impl));
   std::lock_guard<std::mutex> lock(memoryCacheMutex);
@@ -306,10 +319,14 @@ Result Module::callUnchecked(std::string_view name,
     result.error = "no entry point named '" + std::string(name) + "'";
     return result;
   }
-  if (buffers.size() != entry->args.size()) {
-    result.error = "'" + entry->name + "' takes " +
-                   std::to_string(entry->args.size()) + " tensors, got " +
-                   std::to_string(buffers.size());
+  size_t expected =
+      entry->args.size() + (impl->target == Target::Vulkan ? 1 : 0);
+  if (buffers.size() != expected) {
+    result.error = "'" + entry->name + "' takes " + std::to_string(expected) +
+                   (impl->target == Target::Vulkan
+                        ? " arguments (the context, then a buffer per tensor)"
+                        : " tensors") +
+                   ", got " + std::to_string(buffers.size());
     return result;
   }
   void *function = impl->functions[entry - impl->entryPoints.data()];
@@ -356,7 +373,53 @@ Result Module::call(std::string_view name,
       return result;
     buffers.push_back(tensor.data);
   }
+  if (impl->target == Target::Vulkan)
+    return callOnVulkan(*entry, buffers);
   return callUnchecked(name, buffers);
+}
+
+/// A checked call on the module's Vulkan context: device buffers for every
+/// tensor, the inputs uploaded, the outputs downloaded.
+Result Module::callOnVulkan(const EntryPoint &entry,
+                            const std::vector<void *> &host) const {
+  Result result;
+  std::lock_guard<std::mutex> lock(impl->vulkanMutex);
+  if (impl->vulkanStatus < 0)
+    impl->vulkanStatus = attnc_vk_context_create(&impl->vulkan);
+  if (impl->vulkanStatus != ATTNC_STATUS_OK) {
+    result.status = impl->vulkanStatus;
+    return result;
+  }
+  std::vector<void *> args = {impl->vulkan};
+  auto release = [&] {
+    for (size_t k = 1; k < args.size(); ++k)
+      attnc_vk_buffer_destroy(static_cast<attnc_vk_buffer *>(args[k]));
+  };
+  for (size_t k = 0; k < entry.args.size(); ++k) {
+    const TensorSpec &spec = entry.args[k];
+    attnc_vk_buffer *buffer =
+        attnc_vk_buffer_create(impl->vulkan, spec.numBytes());
+    if (!buffer) {
+      release();
+      result.status = ATTNC_STATUS_OUT_OF_MEMORY;
+      return result;
+    }
+    args.push_back(buffer);
+    if (!spec.isOutput)
+      result.status = attnc_vk_upload(buffer, host[k], spec.numBytes());
+    if (result.status != ATTNC_STATUS_OK) {
+      release();
+      return result;
+    }
+  }
+  result = callUnchecked(entry.name, args);
+  for (size_t k = 0; k < entry.args.size() && result.ok(); ++k)
+    if (entry.args[k].isOutput)
+      result.status =
+          attnc_vk_download(static_cast<attnc_vk_buffer *>(args[k + 1]),
+                            host[k], entry.args[k].numBytes());
+  release();
+  return result;
 }
 
 Result Module::forward(const std::vector<TensorRef> &tensors) const {

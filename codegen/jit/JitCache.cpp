@@ -50,9 +50,9 @@ std::string cacheKey(std::string_view specText, const Options &options) {
   for (const auto &feature : llvm::sys::getHostCPUFeatures())
     if (feature.second)
       key << feature.first().str() << ",";
-  key << "\nO" << options.optLevel << " cpu=" << options.cpu
-      << " threads=" << options.threads << " backward=" << options.backward
-      << " fuse=" << options.fuse << "\n"
+  key << "\ntarget=" << int(options.target) << " O" << options.optLevel
+      << " cpu=" << options.cpu << " threads=" << options.threads
+      << " backward=" << options.backward << " fuse=" << options.fuse << "\n"
       << specText;
   return key.str();
 }

@@ -166,6 +166,8 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
                  std::vector<std::string> &objects,
                  std::vector<KernelSignature> *kernels, std::string &error) {
   CompileOptions compile;
+  compile.target = options.target == Target::Vulkan ? CompileTarget::Vulkan
+                                                    : CompileTarget::Cpu;
   compile.cpu = options.cpu;
   compile.optLevel = std::min(options.optLevel, 3u);
   compile.threads = options.threads;

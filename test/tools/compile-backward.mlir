@@ -1,24 +1,24 @@
 // RUN: rm -rf %t && split-file --leading-lines %s %t
-// RUN: attnc compile %t/layer.mlir --target=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t/layer.o --emit-header %t/layer.h
+// RUN: attnc compile %t/layer.mlir --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t/layer.o --emit-header %t/layer.h
 // RUN: llvm-nm %t/layer.o | FileCheck %s --check-prefix=NM
 // RUN: FileCheck %s --check-prefix=HEADER < %t/layer.h
 // The header with the derived entry points is valid C.
 // RUN: %cc -std=c99 -Wall -Wextra -Werror -pedantic -fsyntax-only -x c %t/layer.h
 //
 // --no-backward: only the spec's own entry point.
-// RUN: attnc compile %t/layer.mlir --target=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 --no-backward -o %t/forward.o --emit-header %t/forward.h
+// RUN: attnc compile %t/layer.mlir --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 --no-backward -o %t/forward.o --emit-header %t/forward.h
 // RUN: llvm-nm %t/forward.o | FileCheck %s --check-prefix=NM-FORWARD
 // RUN: FileCheck %s --check-prefix=HEADER-FORWARD < %t/forward.h
 //
 // A score_mod op without a gradient rule is a located error (and no output)
 // unless --no-backward; inside an inlined helper, the error also names the
 // call site.
-// RUN: not attnc compile %t/sin.mlir --target=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t/sin.o --emit-header %t/sin.h 2>&1 | FileCheck %s --check-prefix=SIN
+// RUN: not attnc compile %t/sin.mlir --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t/sin.o --emit-header %t/sin.h 2>&1 | FileCheck %s --check-prefix=SIN
 // RUN: not test -e %t/sin.o
 // RUN: not test -e %t/sin.h
-// RUN: attnc compile %t/sin.mlir --target=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 --no-backward -o %t/sin.o
+// RUN: attnc compile %t/sin.mlir --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 --no-backward -o %t/sin.o
 // RUN: llvm-nm %t/sin.o | FileCheck %s --check-prefix=NM-SIN
-// RUN: not attnc compile %t/cos-helper.mlir --target=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t/cos.o 2>&1 | FileCheck %s --check-prefix=COS
+// RUN: not attnc compile %t/cos-helper.mlir --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t/cos.o 2>&1 | FileCheck %s --check-prefix=COS
 
 // attnc compile inlines (the call of @project) and derives @layer_fwd and
 // @layer_bwd: the object defines all three and the header declares them.

@@ -1,7 +1,7 @@
-// RUN: attnc compile %s --emit=asm --target=x86_64-unknown-linux-gnu --cpu=x86-64 -o %t-generic.s
+// RUN: attnc compile %s --emit=asm --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -o %t-generic.s
 // RUN: FileCheck %s < %t-generic.s
 // RUN: FileCheck %s --check-prefix=GENERIC --implicit-check-not=ymm < %t-generic.s
-// RUN: attnc compile %s --emit=asm --target=x86_64-unknown-linux-gnu --cpu=x86-64-v3 -o %t.s
+// RUN: attnc compile %s --emit=asm --triple=x86_64-unknown-linux-gnu --cpu=x86-64-v3 -o %t.s
 // RUN: FileCheck %s < %t.s
 // RUN: FileCheck %s --check-prefix=AVX2 < %t.s
 

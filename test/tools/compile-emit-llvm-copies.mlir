@@ -1,4 +1,4 @@
-// RUN: attnc compile %s --emit=llvm --target=x86_64-unknown-linux-gnu --cpu=skylake-avx512 -O1 | FileCheck %s
+// RUN: attnc compile %s --emit=llvm --triple=x86_64-unknown-linux-gnu --cpu=skylake-avx512 -O1 | FileCheck %s
 
 // The kernels' element-by-element copies (K transposed into key tiles, the
 // packed query rows) reach LLVM with loop metadata that keeps its loop

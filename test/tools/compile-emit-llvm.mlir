@@ -1,5 +1,5 @@
-// RUN: attnc compile %s --emit=llvm --target=x86_64-unknown-linux-gnu --cpu=x86-64 | FileCheck %s --check-prefix=O3
-// RUN: attnc compile %s --emit=llvm --target=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t.ll
+// RUN: attnc compile %s --emit=llvm --triple=x86_64-unknown-linux-gnu --cpu=x86-64 | FileCheck %s --check-prefix=O3
+// RUN: attnc compile %s --emit=llvm --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t.ll
 // RUN: FileCheck %s --check-prefix=O0 < %t.ll
 
 // --emit=llvm writes LLVM IR for the target: the exported entry point

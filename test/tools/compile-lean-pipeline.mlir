@@ -1,5 +1,5 @@
-// RUN: attnc compile %s --emit=asm --target=x86_64-unknown-linux-gnu --cpu=sapphirerapids -O1 --no-backward | FileCheck %s
-// RUN: attnc compile %s --emit=llvm --target=x86_64-unknown-linux-gnu --cpu=sapphirerapids -O1 --no-backward | FileCheck %s --check-prefix=IR
+// RUN: attnc compile %s --emit=asm --triple=x86_64-unknown-linux-gnu --cpu=sapphirerapids -O1 --no-backward | FileCheck %s
+// RUN: attnc compile %s --emit=llvm --triple=x86_64-unknown-linux-gnu --cpu=sapphirerapids -O1 --no-backward | FileCheck %s --check-prefix=IR
 
 // -O1 is attnc's lean LLVM pipeline (codegen/Target.cpp). Its inliner puts
 // each outlined kernel into the task wrapper the thread pool calls, and its

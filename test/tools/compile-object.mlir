@@ -1,7 +1,7 @@
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: attnc compile %s --target=x86_64-unknown-linux-gnu --cpu=x86-64 -o %t/kernel.o
+// RUN: attnc compile %s --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -o %t/kernel.o
 // RUN: llvm-nm %t/kernel.o | FileCheck %s --check-prefix=O3
-// RUN: attnc compile %s --target=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t/kernel-O0.o
+// RUN: attnc compile %s --triple=x86_64-unknown-linux-gnu --cpu=x86-64 -O0 -o %t/kernel-O0.o
 // RUN: llvm-nm %t/kernel-O0.o | FileCheck %s --check-prefix=O0
 // RUN: llvm-readobj --file-headers %t/kernel.o | FileCheck %s --check-prefix=ELF
 // The llvm-nm lit finds is LLVM's (lit puts llvm_tools_dir on PATH).

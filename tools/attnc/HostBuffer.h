@@ -125,10 +125,13 @@ inline void fillRandomInput(Buffer &buffer, std::mt19937_64 &rng,
 /// Calls entry point `name` of `module` on the bytes of `buffers`.
 inline jit::Result callWith(const jit::Module &module, const std::string &name,
                             std::vector<Buffer> &buffers) {
-  std::vector<void *> pointers;
+  // Checked calls: they also run the kernels of GPU targets (copying the
+  // tensors to the device and back).
+  std::vector<jit::TensorRef> tensors;
   for (Buffer &buffer : buffers)
-    pointers.push_back(buffer.bytes.data());
-  return module.callUnchecked(name, pointers);
+    tensors.push_back(
+        {buffer.bytes.data(), buffer.spec.shape, buffer.spec.dtype});
+  return module.call(name, tensors);
 }
 
 } // namespace attnc

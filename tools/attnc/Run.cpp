@@ -1,6 +1,8 @@
 // attnc run (see Run.h).
 #include "tools/attnc/Run.h"
 
+#include "attnc/runtime.h"
+
 #include "attnc/jit.h"
 #include "codegen/Spec.h"
 #include "tools/attnc/HostBuffer.h"
@@ -166,8 +168,10 @@ private:
     jit::Result result = callWith(module, entry.name, buffers);
     if (!result.ok()) {
       errs << "attnc: error: @" << entry.name << " failed: "
-           << (result.error.empty() ? "status " + std::to_string(result.status)
-                                    : result.error)
+           << (result.error.empty()
+                   ? "status " + std::to_string(result.status) + " (" +
+                         attnc_status_string(result.status) + ")"
+                   : result.error)
            << "\n";
       return mlir::failure();
     }
@@ -325,6 +329,8 @@ int runSpec(const std::string &path, const RunOptions &options,
 
   jit::Options jitOptions;
   jitOptions.backward = options.backward;
+  if (options.vulkan)
+    jitOptions.target = jit::Target::Vulkan;
   std::string error;
   auto start = std::chrono::steady_clock::now();
   auto module = path == "-"

@@ -14,6 +14,7 @@ struct RunOptions {
   bool check = false;   // fail when an error exceeds its dtype's tolerance
   bool backward = true; // also check <f>_bwd
   uint64_t seed = 1;
+  bool vulkan = false; // run on a Vulkan device (--target=vulkan)
 };
 
 /// Returns the process exit code; diagnostics go to `errs`.

@@ -51,9 +51,28 @@ cl::opt<std::string> cpuName(
     cl::desc("Target CPU: 'native' (the host CPU and its features, default) "
              "or an LLVM CPU name such as x86-64, x86-64-v3, znver4"),
     cl::init("native"), cl::sub(compileCommand), cl::cat(attncCategory));
-cl::opt<std::string>
-    targetTriple("target", cl::desc("Target triple (default: the host)"),
-                 cl::value_desc("triple"), cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<attnc::CompileTarget> compileTarget(
+    "target", cl::desc("What the kernels run on"),
+    cl::init(attnc::CompileTarget::Cpu),
+    cl::values(clEnumValN(attnc::CompileTarget::Cpu, "cpu",
+                          "the CPU (default): vectorized object code"),
+               clEnumValN(attnc::CompileTarget::Vulkan, "vulkan",
+                          "a Vulkan 1.1+ GPU: SPIR-V kernels embedded in "
+                          "host code that calls libattnc_rt's Vulkan part "
+                          "(attnc/vulkan.h)")),
+    cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<std::string> targetTriple(
+    "triple",
+    cl::desc("Target triple of the CPU code (for --target=vulkan, of the "
+             "host code; default: the host)"),
+    cl::value_desc("triple"), cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<std::string> spirvTargetEnv(
+    "spirv-target-env",
+    cl::desc("--target=vulkan: the #spirv.target_env attribute the kernels "
+             "are compiled for (default: a Vulkan 1.1 device with subgroup "
+             "arithmetic and 16-bit storage)"),
+    cl::value_desc("attribute"), cl::sub(compileCommand),
+    cl::cat(attncCategory));
 cl::opt<bool> noBackward(
     "no-backward",
     cl::desc("Export only the forward entry points (no <f>_fwd/<f>_bwd); "
@@ -93,6 +112,13 @@ cl::opt<bool> runCheck("check",
 cl::opt<bool> runNoBackward("no-backward",
                             cl::desc("Check the forward entry points only"),
                             cl::sub(runCommand), cl::cat(attncCategory));
+cl::opt<attnc::CompileTarget> runTarget(
+    "target", cl::desc("What the kernels run on"),
+    cl::init(attnc::CompileTarget::Cpu),
+    cl::values(clEnumValN(attnc::CompileTarget::Cpu, "cpu", "this CPU"),
+               clEnumValN(attnc::CompileTarget::Vulkan, "vulkan",
+                          "a Vulkan device (ATTNC_VULKAN_DEVICE picks one)")),
+    cl::sub(runCommand), cl::cat(attncCategory));
 cl::opt<uint64_t> runSeed("seed", cl::desc("Seed of the random inputs"),
                           cl::init(1), cl::sub(runCommand),
                           cl::cat(attncCategory));
@@ -133,6 +159,8 @@ std::unique_ptr<ToolOutputFile> openOutput(StringRef path) {
 
 int runCompile() {
   attnc::CompileOptions options;
+  options.target = compileTarget;
+  options.spirvTargetEnv = spirvTargetEnv;
   options.triple = targetTriple;
   options.cpu = cpuName;
   options.optLevel = optLevel;
@@ -195,7 +223,8 @@ int runCompile() {
     std::unique_ptr<ToolOutputFile> header = openOutput(headerFile);
     if (!header)
       return 1;
-    attnc::emitHeader(spec->kernels, inputFile, header->os());
+    attnc::emitHeader(spec->kernels, inputFile, header->os(),
+                      compileTarget == attnc::CompileTarget::Vulkan);
     header->keep();
   }
   out->keep();
@@ -222,6 +251,7 @@ int main(int argc, char **argv) {
   if (runCommand) {
     attnc::RunOptions options;
     options.check = runCheck;
+    options.vulkan = runTarget == attnc::CompileTarget::Vulkan;
     options.backward = !runNoBackward;
     options.seed = runSeed;
     return attnc::runSpec(runInput, options, outs(), errs());

@@ -49,7 +49,20 @@ struct TensorRef {
   DType dtype = DType::F32;
 };
 
+/// What a module's kernels run on.
+enum class Target {
+  /// This process's CPU.
+  Cpu,
+  /// A Vulkan 1.1+ GPU through the runtime (attnc/vulkan.h). Each module
+  /// makes its own context on its first call (ATTNC_VULKAN_DEVICE picks
+  /// the device); call() and the checked calls copy host tensors to device
+  /// buffers and the outputs back, and return ATTNC_STATUS_NO_DEVICE when
+  /// there is no Vulkan device.
+  Vulkan,
+};
+
 struct Options {
+  Target target = Target::Cpu;
   /// LLVM optimization level 0-3: 1 is a lean pipeline for the kernels'
   /// IR (the scalar cleanups they need, codegen/Target.cpp), 2 and 3 are
   /// LLVM's default pipelines. The kernels reach LLVM vectorized and
@@ -115,6 +128,8 @@ public:
   Result call(std::string_view name,
               const std::vector<TensorRef> &tensors) const;
   /// Calls an entry point with raw buffers; only the count is checked.
+  /// For Target::Vulkan the raw arguments are the attnc_vk_context * first,
+  /// then one attnc_vk_buffer * per tensor.
   Result callUnchecked(std::string_view name,
                        const std::vector<void *> &buffers) const;
 
@@ -129,6 +144,8 @@ public:
 
 private:
   explicit Module(std::unique_ptr<Impl> impl);
+  Result callOnVulkan(const EntryPoint &entry,
+                      const std::vector<void *> &host) const;
   std::unique_ptr<Impl> impl;
 };
 

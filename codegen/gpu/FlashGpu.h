@@ -1,0 +1,39 @@
+// The target-neutral GPU flash-attention kernels of attn.attention and
+// attn.attention_grad: gpu.launch ops whose workgroups stage query rows and
+// key blocks in workgroup memory between barriers, keep the online
+// softmax's row statistics with subgroup reductions (any subgroup size:
+// each subgroup owns whole rows, its lanes stride over keys, then over the
+// value dimension) and skip the key blocks the named masks empty
+// (MaskTiles, as the CPU kernels do). Built before bufferization: inputs
+// through bufferization.to_buffer, results back through to_tensor.
+#ifndef ATTNC_CODEGEN_GPU_FLASHGPU_H
+#define ATTNC_CODEGEN_GPU_FLASHGPU_H
+
+#include "dialect/AttnAttrs.h"
+#include "dialect/AttnOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace attnc {
+
+/// Whether the GPU flash kernels cover `op`: every attn.attention, and
+/// every attn.attention_grad whose float score captures' per-key partial
+/// gradients fit in 64 MiB (others keep the unfused lowering).
+bool canLowerToFlashGpu(attn::AttentionOp op);
+bool canLowerToFlashGpu(attn::AttentionGradOp op);
+
+/// Builds the forward kernel of `op` as `plan` says in place of `op`.
+mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
+                                    attn::AttentionOp op,
+                                    attn::GpuPlanAttr plan);
+
+/// Builds the backward kernels of `op` (dQ with the exact row Deltas, then
+/// dK and dV per key block summed over the query heads of each KV head; no
+/// atomics) in place of `op`.
+mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
+                                    attn::AttentionGradOp op,
+                                    attn::GpuPlanAttr plan);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_GPU_FLASHGPU_H

@@ -1,0 +1,43 @@
+// The GPU tile planner (see GpuTilePlan.h).
+#include "passes/GpuTilePlan.h"
+
+#include "dialect/AttnOps.h"
+#include "dialect/ShapeUtils.h"
+
+using namespace mlir;
+
+namespace attnc {
+
+int64_t gpuSharedWords(Operation *op, int64_t queryBlock, int64_t keyBlock) {
+  auto heads = [](Value query, Value value) {
+    return std::pair(shapeOf(query)[3], shapeOf(value)[3]);
+  };
+  int64_t q = queryBlock, k = keyBlock;
+  if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
+    auto [d, dv] = heads(fwd.getQuery(), fwd.getValue());
+    // Q, K, V, P and O tiles; row max, sum and rescale.
+    return q * d + k * d + k * dv + q * k + q * dv + 3 * q;
+  }
+  auto grad = cast<attn::AttentionGradOp>(op);
+  auto [d, dv] = heads(grad.getQuery(), grad.getValue());
+  // dQ kernel: Q, dO, K, V, dS and dQ tiles; LSE, Delta and dLSE.
+  int64_t dq = q * d + q * dv + k * d + k * dv + q * k + q * d + 3 * q;
+  // dK/dV kernel: K, V, Q and dO tiles; LSE, Delta and dLSE.
+  int64_t dkv = k * d + k * dv + q * d + q * dv + 3 * q;
+  return std::max(dq, dkv);
+}
+
+attn::GpuPlanAttr planGpuTiles(Operation *op, const GpuTarget &target) {
+  int64_t budget = target.sharedMemoryBytes / 4;
+  // Halve the key block first (it costs K and V tiles), then the rows.
+  for (int64_t queryBlock = 16; queryBlock >= 1; queryBlock /= 2)
+    for (int64_t keyBlock = 32; keyBlock >= 4; keyBlock /= 2)
+      if (gpuSharedWords(op, queryBlock, keyBlock) <= budget)
+        return attn::GpuPlanAttr::get(
+            op->getContext(), queryBlock, keyBlock, target.workgroupSize,
+            std::max<int64_t>(1, target.workgroupSize / target.subgroupSize),
+            /*stages=*/1, /*shared_kv=*/true);
+  return nullptr;
+}
+
+} // namespace attnc
