@@ -179,4 +179,14 @@ IndexBounds analyzeMaskMod(Region &maskMod) {
 bool promoteMaskMod(attn::AttentionOp op) { return promote(op); }
 bool promoteMaskMod(attn::AttentionGradOp op) { return promote(op); }
 
+bool promoteMaskModOfFusedOp(Operation *op) {
+  if (auto fwd = dyn_cast<attn::AttentionOp>(op))
+    promote(fwd);
+  else if (auto grad = dyn_cast<attn::AttentionGradOp>(op))
+    promote(grad);
+  else
+    return false;
+  return true;
+}
+
 } // namespace attnc

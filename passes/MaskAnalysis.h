@@ -26,6 +26,10 @@ IndexBounds analyzeMaskMod(mlir::Region &maskMod);
 bool promoteMaskMod(attn::AttentionOp op);
 bool promoteMaskMod(attn::AttentionGradOp op);
 
+/// What the tile planners do first: for an attn.attention or
+/// attn.attention_grad, promoteMaskMod and true; false for other ops.
+bool promoteMaskModOfFusedOp(mlir::Operation *op);
+
 } // namespace attnc
 
 #endif // ATTNC_PASSES_MASKANALYSIS_H

@@ -38,13 +38,8 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
         attn::setTilePlan(op, gpuPlan);
     };
     getOperation().walk([&](Operation *op) {
-      if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
-        promoteMaskMod(fwd);
+      if (promoteMaskModOfFusedOp(op))
         plan(op);
-      } else if (auto grad = dyn_cast<attn::AttentionGradOp>(op)) {
-        promoteMaskMod(grad);
-        plan(op);
-      }
     });
   }
 };

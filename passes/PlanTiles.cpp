@@ -38,16 +38,10 @@ struct AttnPlanTiles : attnc::impl::AttnPlanTilesBase<AttnPlanTiles> {
         attn::setTilePlan(op, planCpuTiles(op, target, rows));
     };
     getOperation().walk([&](Operation *op) {
-      if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
-        promoteMaskMod(fwd);
+      if (promoteMaskModOfFusedOp(op) ||
+          isa<attn::ProjectionOp, attn::MergeOp, attn::ProjectionGradOp,
+              attn::MergeGradOp>(op))
         plan(op);
-      } else if (auto grad = dyn_cast<attn::AttentionGradOp>(op)) {
-        promoteMaskMod(grad);
-        plan(op);
-      } else if (isa<attn::ProjectionOp, attn::MergeOp, attn::ProjectionGradOp,
-                     attn::MergeGradOp>(op)) {
-        plan(op);
-      }
     });
   }
 };

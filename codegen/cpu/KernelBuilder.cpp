@@ -1,5 +1,7 @@
 // Building blocks of the flash-attention CPU kernels (see KernelBuilder.h).
 #include "codegen/cpu/KernelBuilder.h"
+
+#include "codegen/TensorBuffers.h"
 #include "dialect/ShapeUtils.h"
 
 #include "dialect/AttnDialect.h"
@@ -26,16 +28,11 @@ Value KernelBuilder::idx(int64_t v) {
 }
 
 Value KernelBuilder::bufferOf(Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  return bufferization::ToBufferOp::create(
-      b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-      /*read_only=*/true);
+  return attnc::bufferOf(b, tensor);
 }
 
 Value KernelBuilder::tensorOf(Value memref, Type type) {
-  return bufferization::ToTensorOp::create(b, type, memref, b.getUnitAttr(),
-                                           b.getUnitAttr())
-      .getResult();
+  return attnc::tensorOf(b, memref, type);
 }
 
 Value KernelBuilder::alloc(ArrayRef<int64_t> shape, Type element) {

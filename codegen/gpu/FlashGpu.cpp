@@ -12,6 +12,7 @@
 #include "codegen/gpu/FlashGpu.h"
 
 #include "codegen/MaskTiles.h"
+#include "codegen/TensorBuffers.h"
 #include "passes/ScalarGradients.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -145,6 +146,88 @@ public:
   Type f32;
 };
 
+/// The subgroup's lane, its size, its index and the workgroup's count.
+struct Subgroup {
+  Value lane, size, id, count;
+  explicit Subgroup(ImplicitLocOpBuilder &b)
+      : lane(gpu::LaneIdOp::create(b, nullptr)),
+        size(gpu::SubgroupSizeOp::create(b, nullptr)),
+        id(gpu::SubgroupIdOp::create(b, nullptr)),
+        count(gpu::NumSubgroupsOp::create(b, nullptr)) {}
+};
+
+/// The tile-level steps every kernel shares, for a workgroup of `W`
+/// invocations of which this one is `tid`.
+struct Workgroup {
+  GpuBuilder &g;
+  Value tid;
+  int64_t W;
+
+  /// body(r, c) for the elements of a rows x cols tile this invocation
+  /// owns: e = tid, tid + W, ... in row-major order.
+  void forEachElement(int64_t rows, int64_t cols,
+                      function_ref<void(Value, Value)> body) {
+    g.loop(tid, g.idx(rows * cols), g.idx(W), [&](Value e) {
+      body(g.divu(e, g.idx(cols)), g.remu(e, g.idx(cols)));
+    });
+  }
+  void fill(Value tile, int64_t rows, int64_t cols, Value value) {
+    forEachElement(rows, cols, [&](Value r, Value c) {
+      memref::StoreOp::create(g.b, value, tile, ValueRange{r, c});
+    });
+  }
+  /// Copies rows [r0, r0 + rows) of `src[bi, head, :, :]` (zero past
+  /// `extent`) into the tile `dst` (rows x width), in f32.
+  void stageRows(Value src, Value bi, Value head, Value r0, int64_t rows,
+                 int64_t width, int64_t extent, Value dst) {
+    forEachElement(rows, width, [&](Value r, Value c) {
+      Value row = g.add(r0, r);
+      Value v = g.load(src, {bi, head, g.minu(row, g.idx(extent - 1)), c});
+      memref::StoreOp::create(
+          g.b, g.select(g.ult(row, g.idx(extent)), v, g.cst(0.0f)), dst,
+          ValueRange{r, c});
+    });
+  }
+  /// Writes map(tile[r][c], r) to dst[bi, head, r0 + r, c] for the rows
+  /// before `extent`, in dst's element type.
+  void storeRows(Value tile, int64_t rows, int64_t cols, Value dst, Value bi,
+                 Value head, Value r0, int64_t extent,
+                 function_ref<Value(Value, Value)> map) {
+    forEachElement(rows, cols, [&](Value r, Value c) {
+      Value row = g.add(r0, r);
+      g.ifThen(g.ult(row, g.idx(extent)), [&] {
+        Value v = memref::LoadOp::create(g.b, tile, ValueRange{r, c});
+        g.store(map(v, r), dst, {bi, head, row, c});
+      });
+    });
+  }
+  /// acc = acc * rowScale(r) (when given) + x y, for the tiles acc (rows x
+  /// cols), x (rows x inner) and y (inner x cols): the kernels' block
+  /// product (P V, dS K), an invocation per element of acc. The one place a
+  /// target would put its matrix instructions.
+  void multiplyAccumulate(Value acc, Value x, Value y, int64_t rows,
+                          int64_t inner, int64_t cols,
+                          function_ref<Value(Value)> rowScale = nullptr) {
+    forEachElement(rows, cols, [&](Value r, Value c) {
+      Value init = memref::LoadOp::create(g.b, acc, ValueRange{r, c});
+      if (rowScale)
+        init = g.mul(init, rowScale(r));
+      Value sum = g.reduce(
+          g.idx(0), g.idx(inner), g.idx(1), init, [&](Value k, Value a) {
+            return g.add(a, g.mul(g.load(x, {r, k}), g.load(y, {k, c})));
+          });
+      memref::StoreOp::create(g.b, sum, acc, ValueRange{r, c});
+    });
+  }
+};
+
+/// body() on lane 0 of the subgroup only (it records a row's statistics).
+void onLaneZero(GpuBuilder &g, const Subgroup &sg, function_ref<void()> body) {
+  g.ifThen(
+      arith::CmpIOp::create(g.b, arith::CmpIPredicate::eq, sg.lane, g.idx(0)),
+      body);
+}
+
 /// Shapes, plan and regions of a fused op, and the per-element score rule
 /// its kernels share.
 template <typename OpTy> struct FlashShape {
@@ -158,6 +241,51 @@ template <typename OpTy> struct FlashShape {
     W = plan.getWorkgroupSize();
     scale = op.getEffectiveScale();
   }
+
+  /// The score_mod's arguments for (b, h, i, j) and the scaled product
+  /// `raw`: i and j clamped into range, so that capture reads stay inside.
+  SmallVector<Value> scoreModArgs(GpuBuilder &g, Value raw, Value bi, Value h,
+                                  Value i, Value j) {
+    SmallVector<Value> args = {raw, bi, h, g.minu(i, g.idx(Sq - 1)),
+                               g.minu(j, g.idx(Skv - 1))};
+    llvm::append_range(args, op.getScoreCaptures());
+    return args;
+  }
+  Value scaled(GpuBuilder &g, Value dot) {
+    return g.mul(dot, g.cst(float(scale)));
+  }
+  /// Whether key j is visible to row i: false for keys past the batch's
+  /// `limit`, rows past Sq and masked pairs; `whole` (i1 or null) skips the
+  /// named masks.
+  Value visible(GpuBuilder &g, Value bi, Value h, Value i, Value j, Value limit,
+                Value whole) {
+    ImplicitLocOpBuilder &b = g.b;
+    auto range = masks.rowRange(b, limit, i, /*existsOnly=*/true);
+    Value visible = MaskTiles::inRange(b, j, range.lo, range.hi);
+    if (whole)
+      visible = arith::OrIOp::create(b, whole, visible);
+    visible = arith::AndIOp::create(
+        b, visible,
+        arith::AndIOp::create(b, g.ult(i, g.idx(Sq)), g.ult(j, limit)));
+    if (!op.getMaskMod().empty()) {
+      SmallVector<Value> args = {bi, h, g.minu(i, g.idx(Sq - 1)),
+                                 g.minu(j, g.idx(Skv - 1))};
+      llvm::append_range(args, op.getMaskCaptures());
+      visible = arith::AndIOp::create(b, visible,
+                                      g.inlineRegion(op.getMaskMod(), args));
+    }
+    return visible;
+  }
+  /// The modified, masked score of (b, h, i, j) from the raw product.
+  Value maskedScore(GpuBuilder &g, Value dot, Value bi, Value h, Value i,
+                    Value j, Value limit, Value whole) {
+    Value score = scaled(g, dot);
+    if (!op.getScoreMod().empty())
+      score =
+          g.inlineRegion(op.getScoreMod(), scoreModArgs(g, score, bi, h, i, j));
+    return g.select(visible(g, bi, h, i, j, limit, whole), score, g.negInf());
+  }
+
   OpTy op;
   MaskTiles masks;
   attn::GpuPlanAttr plan;
@@ -165,58 +293,24 @@ template <typename OpTy> struct FlashShape {
   double scale;
 };
 
-/// The modified, masked score of (b, h, i, j) from the raw product `dot`:
-/// -inf for keys past Skv, rows past Sq or masked pairs; `whole` (i1 or
-/// null) skips the named masks. Regions see i and j clamped into range.
-template <typename OpTy>
-Value maskedScore(GpuBuilder &g, FlashShape<OpTy> &s, Value dot, Value bi,
-                  Value h, Value i, Value j, Value limit, Value whole,
-                  Value *modifiedOut = nullptr) {
-  ImplicitLocOpBuilder &b = g.b;
-  Value score = g.mul(dot, g.cst(float(s.scale)));
-  Value ic = g.minu(i, g.idx(s.Sq - 1)), jc = g.minu(j, g.idx(s.Skv - 1));
-  if (!s.op.getScoreMod().empty()) {
-    SmallVector<Value> args = {score, bi, h, ic, jc};
-    llvm::append_range(args, s.op.getScoreCaptures());
-    score = g.inlineRegion(s.op.getScoreMod(), args);
+/// A workgroup's query block, from its block ids (query block, b * H + h).
+struct QueryBlock {
+  Value bi, h, kvh, i0, limit;
+  template <typename OpTy>
+  QueryBlock(GpuBuilder &g, FlashShape<OpTy> &s, Value qb, Value bh,
+             Value lengths) {
+    bi = g.divu(bh, g.idx(s.H));
+    h = g.remu(bh, g.idx(s.H));
+    kvh = g.divu(h, g.idx(s.H / s.Hkv));
+    i0 = g.mul(qb, g.idx(s.Bq));
+    limit = s.masks.keyLimit(g.b, lengths, bi);
   }
-  if (modifiedOut)
-    *modifiedOut = score;
-  auto range = s.masks.rowRange(b, limit, i, /*existsOnly=*/true);
-  Value visible = MaskTiles::inRange(b, j, range.lo, range.hi);
-  if (whole)
-    visible = arith::OrIOp::create(b, whole, visible);
-  // Rows past Sq and keys past the limit are never visible.
-  visible = arith::AndIOp::create(
-      b, visible,
-      arith::AndIOp::create(b, g.ult(i, g.idx(s.Sq)), g.ult(j, limit)));
-  if (!s.op.getMaskMod().empty()) {
-    SmallVector<Value> args = {bi, h, ic, jc};
-    llvm::append_range(args, s.op.getMaskCaptures());
-    visible = arith::AndIOp::create(b, visible,
-                                    g.inlineRegion(s.op.getMaskMod(), args));
-  }
-  return g.select(visible, score, g.negInf());
-}
-
-Value bufferOf(ImplicitLocOpBuilder &b, Value tensor) {
-  if (!tensor)
-    return nullptr;
-  auto type = cast<RankedTensorType>(tensor.getType());
-  return bufferization::ToBufferOp::create(
-      b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
-      /*read_only=*/true);
-}
+};
 
 Value allocLike(ImplicitLocOpBuilder &b, Type tensorType) {
   auto type = cast<RankedTensorType>(tensorType);
   return memref::AllocOp::create(
       b, MemRefType::get(type.getShape(), type.getElementType()));
-}
-
-Value tensorOf(ImplicitLocOpBuilder &b, Value memref, Type type) {
-  return bufferization::ToTensorOp::create(b, type, memref, b.getUnitAttr(),
-                                           b.getUnitAttr());
 }
 
 /// A gpu.launch of grid (x, y) and `threads` invocations; `body` builds
@@ -229,32 +323,6 @@ void launch(ImplicitLocOpBuilder &b, int64_t x, int64_t y, int64_t threads,
   b.setInsertionPointToStart(&op.getBody().front());
   body(op.getBlockIds().x, op.getBlockIds().y, op.getThreadIds().x);
   gpu::TerminatorOp::create(b);
-}
-
-/// The subgroup's lane, its size, its index and the workgroup's count.
-struct Subgroup {
-  Value lane, size, id, count;
-  explicit Subgroup(ImplicitLocOpBuilder &b)
-      : lane(gpu::LaneIdOp::create(b, nullptr)),
-        size(gpu::SubgroupSizeOp::create(b, nullptr)),
-        id(gpu::SubgroupIdOp::create(b, nullptr)),
-        count(gpu::NumSubgroupsOp::create(b, nullptr)) {}
-};
-
-/// Copies rows [r0, r0 + rows) of `src[bi, head, :, :]` (zero past `extent`)
-/// into the tile `dst` (rows x width), invocation t taking elements t, t+W.
-void stageRows(GpuBuilder &g, Value src, Value bi, Value head, Value r0,
-               int64_t rows, int64_t width, int64_t extent, Value dst,
-               Value tid, int64_t W) {
-  g.loop(tid, g.idx(rows * width), g.idx(W), [&](Value e) {
-    Value r = g.divu(e, g.idx(width)), c = g.remu(e, g.idx(width));
-    Value row = g.add(r0, r);
-    Value inside = g.ult(row, g.idx(extent));
-    Value safe = g.minu(row, g.idx(extent - 1));
-    Value v = g.load(src, {bi, head, safe, c});
-    memref::StoreOp::create(g.b, g.select(inside, v, g.cst(0.0f)), dst,
-                            ValueRange{r, c});
-  });
 }
 
 } // namespace
@@ -285,56 +353,56 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
         v = bufferOf(b, op.getValue()), lengths = bufferOf(b, op.getLengths());
   Value out = allocLike(b, op.getOutput().getType());
   Value lse = allocLike(b, op.getLse().getType());
-  int64_t Bq = s.Bq, Bk = s.Bk, D = s.D, Dv = s.Dv, W = s.W;
+  int64_t Bq = s.Bq, Bk = s.Bk, D = s.D, Dv = s.Dv;
 
   launch(
-      b, (s.Sq + Bq - 1) / Bq, s.B * s.H, W,
+      b, (s.Sq + Bq - 1) / Bq, s.B * s.H, s.W,
       [&](Value qb, Value bh, Value tid) {
         Subgroup sg(b);
-        Value bi = g.divu(bh, g.idx(s.H)), h = g.remu(bh, g.idx(s.H));
-        Value kvh = g.divu(h, g.idx(s.H / s.Hkv));
-        Value i0 = g.mul(qb, g.idx(Bq));
-        Value limit = s.masks.keyLimit(b, lengths, bi);
+        Workgroup wg{g, tid, s.W};
+        QueryBlock blk(g, s, qb, bh, lengths);
         Value qs = g.shared({Bq, D}), ks = g.shared({Bk, D}),
               vs = g.shared({Bk, Dv}), ps = g.shared({Bq, Bk}),
-              os = g.shared({Bq, Dv}), stats = g.shared({3, Bq});
-        Value rowMax = g.idx(0), rowSum = g.idx(1), rescale = g.idx(2);
-        stageRows(g, q, bi, h, i0, Bq, D, s.Sq, qs, tid, W);
-        g.loop(tid, g.idx(Bq * Dv), g.idx(W), [&](Value e) {
-          memref::StoreOp::create(
-              b, g.cst(0.0f), os,
-              ValueRange{g.divu(e, g.idx(Dv)), g.remu(e, g.idx(Dv))});
-        });
-        g.loop(tid, g.idx(Bq), g.idx(W), [&](Value r) {
-          memref::StoreOp::create(b, g.negInf(), stats, ValueRange{rowMax, r});
-          memref::StoreOp::create(b, g.cst(0.0f), stats, ValueRange{rowSum, r});
-        });
+              os = g.shared({Bq, Dv});
+        // Per row: the running max, the running sum, the last block's rescale.
+        Value rowMax = g.shared({1, Bq}), rowSum = g.shared({1, Bq}),
+              rescale = g.shared({1, Bq});
+        auto stat = [&](Value tile, Value r) {
+          return Value(
+              memref::LoadOp::create(b, tile, ValueRange{g.idx(0), r}));
+        };
+        auto setStat = [&](Value tile, Value r, Value value) {
+          memref::StoreOp::create(b, value, tile, ValueRange{g.idx(0), r});
+        };
+        wg.stageRows(q, blk.bi, blk.h, blk.i0, Bq, D, s.Sq, qs);
+        wg.fill(os, Bq, Dv, g.cst(0.0f));
+        wg.fill(rowMax, 1, Bq, g.negInf());
+        wg.fill(rowSum, 1, Bq, g.cst(0.0f));
         g.barrier();
 
         // Key blocks no row of this query block sees are never visited.
-        auto keys = s.masks.keysSeenBy(b, limit, i0, Bq, Bk);
+        auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
         g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-          Value whole = s.masks.isWhole(b, limit, i0, Bq, j0, Bk,
+          Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
                                         /*existsOnly=*/true);
-          stageRows(g, k, bi, kvh, j0, Bk, D, s.Skv, ks, tid, W);
-          stageRows(g, v, bi, kvh, j0, Bk, Dv, s.Skv, vs, tid, W);
+          wg.stageRows(k, blk.bi, blk.kvh, j0, Bk, D, s.Skv, ks);
+          wg.stageRows(v, blk.bi, blk.kvh, j0, Bk, Dv, s.Skv, vs);
           g.barrier();
           // Scores and the online softmax: a subgroup per row.
           g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
-            Value i = g.add(i0, r);
+            Value i = g.add(blk.i0, r);
             Value localMax = g.reduce(
                 sg.lane, g.idx(Bk), sg.size, g.negInf(),
                 [&](Value jj, Value m) {
-                  Value j = g.add(j0, jj);
-                  Value score = maskedScore(g, s, g.dot(qs, r, ks, jj, D), bi,
-                                            h, i, j, limit, whole);
+                  Value score =
+                      s.maskedScore(g, g.dot(qs, r, ks, jj, D), blk.bi, blk.h,
+                                    i, g.add(j0, jj), blk.limit, whole);
                   memref::StoreOp::create(b, score, ps, ValueRange{r, jj});
                   return Value(arith::MaximumFOp::create(b, m, score));
                 });
-            Value blockMax = g.subgroupMax(localMax);
-            Value oldMax =
-                memref::LoadOp::create(b, stats, ValueRange{rowMax, r});
-            Value newMax = arith::MaximumFOp::create(b, oldMax, blockMax);
+            Value oldMax = stat(rowMax, r);
+            Value newMax =
+                arith::MaximumFOp::create(b, oldMax, g.subgroupMax(localMax));
             Value localSum = g.reduce(
                 sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
                 [&](Value jj, Value l) {
@@ -345,64 +413,41 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
                 });
             Value blockSum = g.subgroupSum(localSum);
             Value alpha = g.expShifted(oldMax, newMax);
-            g.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, sg.lane,
-                                           g.idx(0)),
-                     [&] {
-                       Value oldSum = memref::LoadOp::create(
-                           b, stats, ValueRange{rowSum, r});
-                       memref::StoreOp::create(b, newMax, stats,
-                                               ValueRange{rowMax, r});
-                       memref::StoreOp::create(
-                           b, g.add(g.mul(oldSum, alpha), blockSum), stats,
-                           ValueRange{rowSum, r});
-                       memref::StoreOp::create(b, alpha, stats,
-                                               ValueRange{rescale, r});
-                     });
+            onLaneZero(g, sg, [&] {
+              setStat(rowSum, r,
+                      g.add(g.mul(stat(rowSum, r), alpha), blockSum));
+              setStat(rowMax, r, newMax);
+              setStat(rescale, r, alpha);
+            });
           });
           g.barrier();
-          // O = O * alpha + P V: an invocation per element.
-          g.loop(tid, g.idx(Bq * Dv), g.idx(W), [&](Value e) {
-            Value r = g.divu(e, g.idx(Dv)), c = g.remu(e, g.idx(Dv));
-            Value alpha =
-                memref::LoadOp::create(b, stats, ValueRange{rescale, r});
-            Value init =
-                g.mul(memref::LoadOp::create(b, os, ValueRange{r, c}), alpha);
-            Value acc = g.reduce(
-                g.idx(0), g.idx(Bk), g.idx(1), init, [&](Value jj, Value a) {
-                  return g.add(a,
-                               g.mul(g.load(ps, {r, jj}), g.load(vs, {jj, c})));
-                });
-            memref::StoreOp::create(b, acc, os, ValueRange{r, c});
-          });
+          // O = O * alpha + P V.
+          wg.multiplyAccumulate(os, ps, vs, Bq, Bk, Dv,
+                                [&](Value r) { return stat(rescale, r); });
           g.barrier();
         });
 
         // O / l and LSE = m + log l (0 and -inf for rows that saw no key).
-        g.loop(tid, g.idx(Bq * Dv), g.idx(W), [&](Value e) {
-          Value r = g.divu(e, g.idx(Dv)), c = g.remu(e, g.idx(Dv));
-          Value i = g.add(i0, r);
+        auto seen = [&](Value r) {
+          return Value(arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
+                                             stat(rowSum, r), g.cst(0.0f)));
+        };
+        auto safeSum = [&](Value r) {
+          return g.select(seen(r), stat(rowSum, r), g.cst(1.0f));
+        };
+        wg.storeRows(os, Bq, Dv, out, blk.bi, blk.h, blk.i0, s.Sq,
+                     [&](Value o, Value r) {
+                       return g.select(seen(r),
+                                       arith::DivFOp::create(b, o, safeSum(r)),
+                                       g.cst(0.0f));
+                     });
+        wg.forEachElement(1, Bq, [&](Value, Value r) {
+          Value i = g.add(blk.i0, r);
           g.ifThen(g.ult(i, g.idx(s.Sq)), [&] {
-            Value l = memref::LoadOp::create(b, stats, ValueRange{rowSum, r});
-            Value o = memref::LoadOp::create(b, os, ValueRange{r, c});
-            Value seen = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l,
-                                               g.cst(0.0f));
-            Value safe = g.select(seen, l, g.cst(1.0f));
-            g.store(
-                g.select(seen, arith::DivFOp::create(b, o, safe), g.cst(0.0f)),
-                out, {bi, h, i, c});
-          });
-        });
-        g.loop(tid, g.idx(Bq), g.idx(W), [&](Value r) {
-          Value i = g.add(i0, r);
-          g.ifThen(g.ult(i, g.idx(s.Sq)), [&] {
-            Value l = memref::LoadOp::create(b, stats, ValueRange{rowSum, r});
-            Value m = memref::LoadOp::create(b, stats, ValueRange{rowMax, r});
-            Value seen = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, l,
-                                               g.cst(0.0f));
-            Value safe = g.select(seen, l, g.cst(1.0f));
-            Value value = g.add(m, math::LogOp::create(b, safe));
-            memref::StoreOp::create(b, g.select(seen, value, g.negInf()), lse,
-                                    ValueRange{bi, h, i});
+            Value value =
+                g.add(stat(rowMax, r), math::LogOp::create(b, safeSum(r)));
+            memref::StoreOp::create(b, g.select(seen(r), value, g.negInf()),
+                                    lse, ValueRange{blk.bi, blk.h, i});
           });
         });
       });
@@ -428,27 +473,24 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
   Value dq = allocLike(b, op.getQueryGrad().getType());
   Value dk = allocLike(b, op.getKeyGrad().getType());
   Value dv = allocLike(b, op.getValueGrad().getType());
-  Value delta = memref::AllocOp::create(
-      b, MemRefType::get({s.B, s.H, s.Sq}, b.getF32Type()));
+  auto f32Buffer = [&](ArrayRef<int64_t> shape) {
+    return Value(
+        memref::AllocOp::create(b, MemRefType::get(shape, b.getF32Type())));
+  };
+  Value delta = f32Buffer({s.B, s.H, s.Sq});
   // dK and dV accumulate in f32 whatever their element type.
-  Value dkAcc = memref::AllocOp::create(
-      b, MemRefType::get({s.B, s.Hkv, s.Skv, s.D}, b.getF32Type()));
-  Value dvAcc = memref::AllocOp::create(
-      b, MemRefType::get({s.B, s.Hkv, s.Skv, s.Dv}, b.getF32Type()));
-  int64_t Bq = s.Bq, Bk = s.Bk, D = s.D, Dv = s.Dv, W = s.W;
+  Value dkAcc = f32Buffer({s.B, s.Hkv, s.Skv, s.D});
+  Value dvAcc = f32Buffer({s.B, s.Hkv, s.Skv, s.Dv});
+  int64_t Bq = s.Bq, Bk = s.Bk, D = s.D, Dv = s.Dv;
+
   // Float score captures: per-key partial gradients (an invocation owns
   // one key), summed in key order by a kernel of their own.
   int64_t keysTotal = s.B * s.Hkv * s.Skv;
   SmallVector<Value> partials(op.getScoreCaptures().size());
   for (auto [c, capture] : llvm::enumerate(op.getScoreCaptures()))
     if (isFloatTensor(capture))
-      partials[c] = memref::AllocOp::create(
-          b, MemRefType::get(
-                 {keysTotal,
-                  shapeOf(capture).empty()
-                      ? 1
-                      : cast<ShapedType>(capture.getType()).getNumElements()},
-                 b.getF32Type()));
+      partials[c] = f32Buffer(
+          {keysTotal, cast<ShapedType>(capture.getType()).getNumElements()});
   auto flatIndex = [&](Value capture, ArrayRef<Value> indices) {
     Value flat = g.idx(0);
     for (auto [d, extent] : llvm::enumerate(shapeOf(capture)))
@@ -456,239 +498,224 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
     return flat;
   };
 
-  // dS of (b, h, i, j) from the raw product and dP: P (S' - LSE recomputed),
-  // times dP - Delta + dLSE, times dS'/dS of the score_mod.
-  auto gradScore = [&](Value dot, Value dp, Value bi, Value h, Value i, Value j,
-                       Value limit, Value rowLse, Value rowDelta, Value rowDLse,
-                       Value *probOut,
-                       SmallVector<CaptureAdjoint> *captureAdjoints) {
-    Value score = maskedScore(g, s, dot, bi, h, i, j, limit, nullptr);
-    Value p = g.expShifted(score, rowLse);
-    *probOut = p;
-    Value ds = g.mul(p, g.add(g.sub(dp, rowDelta), rowDLse));
-    if (s.op.getScoreMod().empty())
-      return ds;
-    // The score_mod's reverse sweep at the unmodified score, seeded with
-    // dS': dS and the captures' adjoints.
-    Value raw = g.mul(dot, g.cst(float(s.scale)));
-    SmallVector<Value> args = {raw, bi, h, g.minu(i, g.idx(s.Sq - 1)),
-                               g.minu(j, g.idx(s.Skv - 1))};
-    llvm::append_range(args, s.op.getScoreCaptures());
-    ScoreModAdjoints adjoints =
-        buildScoreModAdjoints(b, b.getLoc(), s.op.getScoreMod(), args, ds);
-    if (captureAdjoints)
-      *captureAdjoints = std::move(adjoints.captures);
-    return adjoints.scoreAdjoint;
+  // The row's LSE, dLSE (0 without one) and Delta (null: not yet known).
+  struct Row {
+    Value lse, dLse, delta;
   };
-  auto rowStats = [&](Value bi, Value h, Value i) {
+  auto rowOf = [&](Value bi, Value h, Value i, Value rowDelta) {
     Value ic = g.minu(i, g.idx(s.Sq - 1));
-    Value rowLse = memref::LoadOp::create(b, lse, ValueRange{bi, h, ic});
     Value rowDLse =
         dLse ? Value(memref::LoadOp::create(b, dLse, ValueRange{bi, h, ic}))
              : g.cst(0.0f);
-    return std::pair(rowLse, rowDLse);
+    return Row{memref::LoadOp::create(b, lse, ValueRange{bi, h, ic}), rowDLse,
+               rowDelta};
+  };
+  // P of (b, h, i, j), recomputed from the LSE; with the row's Delta also
+  // dS = P (dP - Delta + dLSE) dS'/dS, and `captureAdjoints` the
+  // score_mod's capture adjoints seeded with P (dP - Delta + dLSE). The
+  // region is evaluated once: its reverse sweep (seeded with 1, as the
+  // adjoints are linear in the seed) also gives its value.
+  struct Grad {
+    Value p, ds;
+  };
+  auto gradAt = [&](Value dot, Value dp, Value bi, Value h, Value i, Value j,
+                    Value limit, Row row,
+                    SmallVector<CaptureAdjoint> *captureAdjoints) {
+    if (!row.delta) // P only: the forward's score, no reverse sweep
+      return Grad{
+          g.expShifted(s.maskedScore(g, dot, bi, h, i, j, limit, nullptr),
+                       row.lse),
+          nullptr};
+    Value score = s.scaled(g, dot), dScore;
+    SmallVector<CaptureAdjoint> adjoints;
+    if (!s.op.getScoreMod().empty()) {
+      ScoreModAdjoints sweep = buildScoreModAdjoints(
+          b, b.getLoc(), s.op.getScoreMod(),
+          s.scoreModArgs(g, score, bi, h, i, j), g.cst(1.0f));
+      score = sweep.result;
+      dScore = sweep.scoreAdjoint;
+      adjoints = std::move(sweep.captures);
+    }
+    score =
+        g.select(s.visible(g, bi, h, i, j, limit, nullptr), score, g.negInf());
+    Value p = g.expShifted(score, row.lse);
+    Value dsMod = g.mul(p, g.add(g.sub(dp, row.delta), row.dLse));
+    if (captureAdjoints)
+      for (CaptureAdjoint &adjoint : adjoints) {
+        adjoint.adjoint = g.mul(adjoint.adjoint, dsMod);
+        captureAdjoints->push_back(adjoint);
+      }
+    return Grad{p, dScore ? g.mul(dsMod, dScore) : dsMod};
   };
 
   // dQ, with Delta_i = sum_j P_ij dP_ij first (exact also when O is
   // narrow): a workgroup per (batch, head, query block).
-  launch(b, (s.Sq + Bq - 1) / Bq, s.B * s.H, W,
+  launch(b, (s.Sq + Bq - 1) / Bq, s.B * s.H, s.W,
          [&](Value qb, Value bh, Value tid) {
            Subgroup sg(b);
-           Value bi = g.divu(bh, g.idx(s.H)), h = g.remu(bh, g.idx(s.H));
-           Value kvh = g.divu(h, g.idx(s.H / s.Hkv));
-           Value i0 = g.mul(qb, g.idx(Bq));
-           Value limit = s.masks.keyLimit(b, lengths, bi);
+           Workgroup wg{g, tid, s.W};
+           QueryBlock blk(g, s, qb, bh, lengths);
            Value qs = g.shared({Bq, D}), dos = g.shared({Bq, Dv}),
                  ks = g.shared({Bk, D}), vs = g.shared({Bk, Dv}),
                  dss = g.shared({Bq, Bk}), dqs = g.shared({Bq, D}),
-                 deltas = g.shared({Bq});
-           stageRows(g, q, bi, h, i0, Bq, D, s.Sq, qs, tid, W);
-           stageRows(g, dO, bi, h, i0, Bq, Dv, s.Sq, dos, tid, W);
-           g.loop(tid, g.idx(Bq * D), g.idx(W), [&](Value e) {
-             memref::StoreOp::create(
-                 b, g.cst(0.0f), dqs,
-                 ValueRange{g.divu(e, g.idx(D)), g.remu(e, g.idx(D))});
-           });
-           g.loop(tid, g.idx(Bq), g.idx(W), [&](Value r) {
-             memref::StoreOp::create(b, g.cst(0.0f), deltas, ValueRange{r});
-           });
-           g.barrier();
-           auto keys = s.masks.keysSeenBy(b, limit, i0, Bq, Bk);
-           auto stageKeys = [&](Value j0) {
-             stageRows(g, k, bi, kvh, j0, Bk, D, s.Skv, ks, tid, W);
-             stageRows(g, v, bi, kvh, j0, Bk, Dv, s.Skv, vs, tid, W);
-             g.barrier();
+                 deltas = g.shared({1, Bq});
+           auto rowDelta = [&](Value r) {
+             return Value(
+                 memref::LoadOp::create(b, deltas, ValueRange{g.idx(0), r}));
            };
-           // Pass 1: Delta.
-           g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-             stageKeys(j0);
+           wg.stageRows(q, blk.bi, blk.h, blk.i0, Bq, D, s.Sq, qs);
+           wg.stageRows(dO, blk.bi, blk.h, blk.i0, Bq, Dv, s.Sq, dos);
+           wg.fill(dqs, Bq, D, g.cst(0.0f));
+           wg.fill(deltas, 1, Bq, g.cst(0.0f));
+           g.barrier();
+           auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
+           auto forKeyBlocks = [&](function_ref<void(Value)> body) {
+             g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
+               wg.stageRows(k, blk.bi, blk.kvh, j0, Bk, D, s.Skv, ks);
+               wg.stageRows(v, blk.bi, blk.kvh, j0, Bk, Dv, s.Skv, vs);
+               g.barrier();
+               body(j0);
+               g.barrier();
+             });
+           };
+           // Pass 1: Delta, a subgroup per row.
+           forKeyBlocks([&](Value j0) {
              g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
-               Value i = g.add(i0, r);
-               auto [rowLse, rowDLse] = rowStats(bi, h, i);
-               (void)rowDLse;
+               Value i = g.add(blk.i0, r);
+               Row row = rowOf(blk.bi, blk.h, i, nullptr);
                Value local = g.reduce(
                    sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
                    [&](Value jj, Value a) {
-                     Value j = g.add(j0, jj);
-                     Value score = maskedScore(g, s, g.dot(qs, r, ks, jj, D),
-                                               bi, h, i, j, limit, nullptr);
-                     Value p = g.expShifted(score, rowLse);
+                     Value p =
+                         gradAt(g.dot(qs, r, ks, jj, D), nullptr, blk.bi, blk.h,
+                                i, g.add(j0, jj), blk.limit, row, nullptr)
+                             .p;
                      return g.add(a, g.mul(p, g.dot(dos, r, vs, jj, Dv)));
                    });
                Value sum = g.subgroupSum(local);
-               g.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                              sg.lane, g.idx(0)),
-                        [&] {
-                          Value old =
-                              memref::LoadOp::create(b, deltas, ValueRange{r});
-                          memref::StoreOp::create(b, g.add(old, sum), deltas,
-                                                  ValueRange{r});
-                        });
+               onLaneZero(g, sg, [&] {
+                 memref::StoreOp::create(b, g.add(rowDelta(r), sum), deltas,
+                                         ValueRange{g.idx(0), r});
+               });
              });
-             g.barrier();
            });
-           g.loop(tid, g.idx(Bq), g.idx(W), [&](Value r) {
-             Value i = g.add(i0, r);
+           wg.forEachElement(1, Bq, [&](Value, Value r) {
+             Value i = g.add(blk.i0, r);
              g.ifThen(g.ult(i, g.idx(s.Sq)), [&] {
-               memref::StoreOp::create(
-                   b, memref::LoadOp::create(b, deltas, ValueRange{r}), delta,
-                   ValueRange{bi, h, i});
+               memref::StoreOp::create(b, rowDelta(r), delta,
+                                       ValueRange{blk.bi, blk.h, i});
              });
            });
            // Pass 2: dS, then dQ += dS K.
-           g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-             stageKeys(j0);
+           forKeyBlocks([&](Value j0) {
              g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
-               Value i = g.add(i0, r);
-               auto [rowLse, rowDLse] = rowStats(bi, h, i);
-               Value rowDelta =
-                   memref::LoadOp::create(b, deltas, ValueRange{r});
+               Value i = g.add(blk.i0, r);
+               Row row = rowOf(blk.bi, blk.h, i, rowDelta(r));
                g.loop(sg.lane, g.idx(Bk), sg.size, [&](Value jj) {
-                 Value j = g.add(j0, jj);
-                 Value p;
-                 Value ds = gradScore(
-                     g.dot(qs, r, ks, jj, D), g.dot(dos, r, vs, jj, Dv), bi, h,
-                     i, j, limit, rowLse, rowDelta, rowDLse, &p, nullptr);
-                 memref::StoreOp::create(b, ds, dss, ValueRange{r, jj});
+                 Grad grad = gradAt(g.dot(qs, r, ks, jj, D),
+                                    g.dot(dos, r, vs, jj, Dv), blk.bi, blk.h, i,
+                                    g.add(j0, jj), blk.limit, row, nullptr);
+                 memref::StoreOp::create(b, grad.ds, dss, ValueRange{r, jj});
                });
              });
              g.barrier();
-             g.loop(tid, g.idx(Bq * D), g.idx(W), [&](Value e) {
-               Value r = g.divu(e, g.idx(D)), c = g.remu(e, g.idx(D));
-               Value init = memref::LoadOp::create(b, dqs, ValueRange{r, c});
-               Value acc = g.reduce(
-                   g.idx(0), g.idx(Bk), g.idx(1), init, [&](Value jj, Value a) {
-                     return g.add(
-                         a, g.mul(g.load(dss, {r, jj}), g.load(ks, {jj, c})));
-                   });
-               memref::StoreOp::create(b, acc, dqs, ValueRange{r, c});
-             });
-             g.barrier();
+             wg.multiplyAccumulate(dqs, dss, ks, Bq, Bk, D);
            });
-           g.loop(tid, g.idx(Bq * D), g.idx(W), [&](Value e) {
-             Value r = g.divu(e, g.idx(D)), c = g.remu(e, g.idx(D));
-             Value i = g.add(i0, r);
-             g.ifThen(g.ult(i, g.idx(s.Sq)), [&] {
-               g.store(g.mul(memref::LoadOp::create(b, dqs, ValueRange{r, c}),
-                             g.cst(float(s.scale))),
-                       dq, {bi, h, i, c});
-             });
-           });
+           wg.storeRows(dqs, Bq, D, dq, blk.bi, blk.h, blk.i0, s.Sq,
+                        [&](Value x, Value) { return s.scaled(g, x); });
          });
 
   // dK and dV: a workgroup per (batch, KV head, key block), an invocation
   // per key; query rows staged a block at a time for every head of the
   // group.
   int64_t group = s.H / s.Hkv;
-  launch(b, (s.Skv + Bk - 1) / Bk, s.B * s.Hkv, Bk,
-         [&](Value kb, Value bg, Value tid) {
-           Value bi = g.divu(bg, g.idx(s.Hkv)), kvh = g.remu(bg, g.idx(s.Hkv));
-           Value j0 = g.mul(kb, g.idx(Bk));
-           Value j = g.add(j0, tid);
-           Value limit = s.masks.keyLimit(b, lengths, bi);
-           Value ks = g.shared({Bk, D}), vs = g.shared({Bk, Dv}),
-                 qs = g.shared({Bq, D}), dos = g.shared({Bq, Dv});
-           stageRows(g, k, bi, kvh, j0, Bk, D, s.Skv, ks, tid, Bk);
-           stageRows(g, v, bi, kvh, j0, Bk, Dv, s.Skv, vs, tid, Bk);
-           Value exists = g.ult(j, g.idx(s.Skv));
-           Value jc = g.minu(j, g.idx(s.Skv - 1));
-           Value key = g.add(g.mul(bg, g.idx(s.Skv)), jc);
-           g.ifThen(exists, [&] {
-             for (Value partial : partials)
-               if (partial)
-                 g.loop(0, cast<MemRefType>(partial.getType()).getDimSize(1),
-                        [&](Value e) {
-                          memref::StoreOp::create(b, g.cst(0.0f), partial,
-                                                  ValueRange{key, e});
-                        });
-           });
-           // This key's dK and dV rows accumulate in place.
-           g.ifThen(exists, [&] {
-             g.loop(0, D, [&](Value c) {
-               g.store(g.cst(0.0f), dkAcc, {bi, kvh, j, c});
-             });
-             g.loop(0, Dv, [&](Value c) {
-               g.store(g.cst(0.0f), dvAcc, {bi, kvh, j, c});
-             });
-           });
-           g.barrier();
-           auto [first, end] = s.masks.rowsSeeing(b, j0, Bk, Bq);
-           end = g.minu(end, g.idx(s.Sq));
-           g.loop(0, group, [&](Value hh) {
-             Value h = g.add(g.mul(kvh, g.idx(group)), hh);
-             g.loop(first, end, g.idx(Bq), [&](Value i0) {
-               stageRows(g, q, bi, h, i0, Bq, D, s.Sq, qs, tid, Bk);
-               stageRows(g, dO, bi, h, i0, Bq, Dv, s.Sq, dos, tid, Bk);
-               g.barrier();
-               g.ifThen(exists, [&] {
-                 g.loop(0, Bq, [&](Value r) {
-                   Value i = g.add(i0, r);
-                   auto [rowLse, rowDLse] = rowStats(bi, h, i);
-                   Value rowDelta = memref::LoadOp::create(
-                       b, delta, ValueRange{bi, h, g.minu(i, g.idx(s.Sq - 1))});
-                   Value p;
-                   SmallVector<CaptureAdjoint> adjoints;
-                   Value ds =
-                       gradScore(g.dot(qs, r, ks, tid, D),
-                                 g.dot(dos, r, vs, tid, Dv), bi, h, i, j, limit,
-                                 rowLse, rowDelta, rowDLse, &p, &adjoints);
-                   for (CaptureAdjoint &adjoint : adjoints) {
-                     Value partial = partials[adjoint.capture];
-                     if (!partial)
-                       continue;
-                     Value flat =
-                         flatIndex(op.getScoreCaptures()[adjoint.capture],
-                                   adjoint.indices);
-                     Value old = memref::LoadOp::create(b, partial,
-                                                        ValueRange{key, flat});
-                     memref::StoreOp::create(b, g.add(old, adjoint.adjoint),
-                                             partial, ValueRange{key, flat});
-                   }
-                   ds = g.mul(ds, g.cst(float(s.scale)));
-                   g.loop(0, Dv, [&](Value c) {
-                     Value old = g.load(dvAcc, {bi, kvh, jc, c});
-                     g.store(g.add(old, g.mul(p, g.load(dos, {r, c}))), dvAcc,
-                             {bi, kvh, jc, c});
-                   });
-                   g.loop(0, D, [&](Value c) {
-                     Value old = g.load(dkAcc, {bi, kvh, jc, c});
-                     g.store(g.add(old, g.mul(ds, g.load(qs, {r, c}))), dkAcc,
-                             {bi, kvh, jc, c});
-                   });
-                 });
-               });
-               g.barrier();
-             });
-           });
-           g.ifThen(exists, [&] {
-             g.loop(0, D, [&](Value c) {
-               g.store(g.load(dkAcc, {bi, kvh, j, c}), dk, {bi, kvh, j, c});
-             });
-             g.loop(0, Dv, [&](Value c) {
-               g.store(g.load(dvAcc, {bi, kvh, j, c}), dv, {bi, kvh, j, c});
-             });
-           });
-         });
+  launch(
+      b, (s.Skv + Bk - 1) / Bk, s.B * s.Hkv, Bk,
+      [&](Value kb, Value bg, Value tid) {
+        Workgroup wg{g, tid, Bk};
+        Value bi = g.divu(bg, g.idx(s.Hkv)), kvh = g.remu(bg, g.idx(s.Hkv));
+        Value j0 = g.mul(kb, g.idx(Bk));
+        Value j = g.add(j0, tid);
+        Value limit = s.masks.keyLimit(b, lengths, bi);
+        Value ks = g.shared({Bk, D}), vs = g.shared({Bk, Dv}),
+              qs = g.shared({Bq, D}), dos = g.shared({Bq, Dv});
+        wg.stageRows(k, bi, kvh, j0, Bk, D, s.Skv, ks);
+        wg.stageRows(v, bi, kvh, j0, Bk, Dv, s.Skv, vs);
+        Value exists = g.ult(j, g.idx(s.Skv));
+        Value jc = g.minu(j, g.idx(s.Skv - 1));
+        Value key = g.add(g.mul(bg, g.idx(s.Skv)), jc);
+        // This key's rows of dK, dV and the capture partials accumulate in
+        // place: no other invocation touches them.
+        g.ifThen(exists, [&] {
+          g.loop(0, D, [&](Value c) {
+            memref::StoreOp::create(b, g.cst(0.0f), dkAcc,
+                                    ValueRange{bi, kvh, j, c});
+          });
+          g.loop(0, Dv, [&](Value c) {
+            memref::StoreOp::create(b, g.cst(0.0f), dvAcc,
+                                    ValueRange{bi, kvh, j, c});
+          });
+          for (Value partial : partials)
+            if (partial)
+              g.loop(0, cast<MemRefType>(partial.getType()).getDimSize(1),
+                     [&](Value e) {
+                       memref::StoreOp::create(b, g.cst(0.0f), partial,
+                                               ValueRange{key, e});
+                     });
+        });
+        g.barrier();
+        auto addTo = [&](Value buffer, ValueRange indices, Value value) {
+          g.store(g.add(g.load(buffer, indices), value), buffer, indices);
+        };
+        auto [first, end] = s.masks.rowsSeeing(b, j0, Bk, Bq);
+        end = g.minu(end, g.idx(s.Sq));
+        g.loop(0, group, [&](Value hh) {
+          Value h = g.add(g.mul(kvh, g.idx(group)), hh);
+          g.loop(first, end, g.idx(Bq), [&](Value i0) {
+            wg.stageRows(q, bi, h, i0, Bq, D, s.Sq, qs);
+            wg.stageRows(dO, bi, h, i0, Bq, Dv, s.Sq, dos);
+            g.barrier();
+            g.ifThen(exists, [&] {
+              g.loop(0, Bq, [&](Value r) {
+                Value i = g.add(i0, r);
+                Row row =
+                    rowOf(bi, h, i,
+                          memref::LoadOp::create(
+                              b, delta,
+                              ValueRange{bi, h, g.minu(i, g.idx(s.Sq - 1))}));
+                SmallVector<CaptureAdjoint> adjoints;
+                Grad grad =
+                    gradAt(g.dot(qs, r, ks, tid, D), g.dot(dos, r, vs, tid, Dv),
+                           bi, h, i, j, limit, row, &adjoints);
+                for (CaptureAdjoint &adjoint : adjoints)
+                  if (Value partial = partials[adjoint.capture])
+                    addTo(
+                        partial,
+                        {key, flatIndex(op.getScoreCaptures()[adjoint.capture],
+                                        adjoint.indices)},
+                        adjoint.adjoint);
+                Value ds = s.scaled(g, grad.ds);
+                g.loop(0, Dv, [&](Value c) {
+                  addTo(dvAcc, {bi, kvh, jc, c},
+                        g.mul(grad.p, g.load(dos, {r, c})));
+                });
+                g.loop(0, D, [&](Value c) {
+                  addTo(dkAcc, {bi, kvh, jc, c}, g.mul(ds, g.load(qs, {r, c})));
+                });
+              });
+            });
+            g.barrier();
+          });
+        });
+        g.ifThen(exists, [&] {
+          g.loop(0, D, [&](Value c) {
+            g.store(g.load(dkAcc, {bi, kvh, j, c}), dk, {bi, kvh, j, c});
+          });
+          g.loop(0, Dv, [&](Value c) {
+            g.store(g.load(dvAcc, {bi, kvh, j, c}), dv, {bi, kvh, j, c});
+          });
+        });
+      });
 
   SmallVector<Value> results = {tensorOf(b, dq, op.getQueryGrad().getType()),
                                 tensorOf(b, dk, op.getKeyGrad().getType()),
@@ -704,8 +731,8 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
         SmallVector<ReassociationIndices>{
             llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
     Value partial = partials[c];
-    launch(b, (n + W - 1) / W, 1, W, [&](Value blk, Value, Value tid) {
-      Value e = g.add(g.mul(blk, g.idx(W)), tid);
+    launch(b, (n + s.W - 1) / s.W, 1, s.W, [&](Value blk, Value, Value tid) {
+      Value e = g.add(g.mul(blk, g.idx(s.W)), tid);
       g.ifThen(g.ult(e, g.idx(n)), [&] {
         if (!partial) {
           memref::StoreOp::create(
