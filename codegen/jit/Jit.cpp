@@ -100,6 +100,10 @@ struct Module::Impl {
   std::mutex vulkanMutex;
   attnc_vk_context *vulkan = nullptr;
   int vulkanStatus = -1; // of the context's creation; -1: not tried
+  /// The device buffers of each entry point's tensors (parallel to
+  /// entryPoints), made on its first checked call and kept for the next
+  /// ones; the context frees them.
+  std::vector<std::vector<attnc_vk_buffer *>> vulkanBuffers;
   ~Impl() { attnc_vk_context_destroy(vulkan); }
 };
 
@@ -378,47 +382,45 @@ Result Module::call(std::string_view name,
   return callUnchecked(name, buffers);
 }
 
-/// A checked call on the module's Vulkan context: device buffers for every
-/// tensor, the inputs uploaded, the outputs downloaded.
+/// A checked call on the module's Vulkan context: the inputs uploaded to
+/// the entry point's device buffers, the outputs downloaded.
 Result Module::callOnVulkan(const EntryPoint &entry,
                             const std::vector<void *> &host) const {
   Result result;
   std::lock_guard<std::mutex> lock(impl->vulkanMutex);
-  if (impl->vulkanStatus < 0)
+  if (impl->vulkanStatus < 0) {
     impl->vulkanStatus = attnc_vk_context_create(&impl->vulkan);
+    impl->vulkanBuffers.resize(impl->entryPoints.size());
+  }
   if (impl->vulkanStatus != ATTNC_STATUS_OK) {
     result.status = impl->vulkanStatus;
     return result;
   }
-  std::vector<void *> args = {impl->vulkan};
-  auto release = [&] {
-    for (size_t k = 1; k < args.size(); ++k)
-      attnc_vk_buffer_destroy(static_cast<attnc_vk_buffer *>(args[k]));
-  };
-  for (size_t k = 0; k < entry.args.size(); ++k) {
-    const TensorSpec &spec = entry.args[k];
+  std::vector<attnc_vk_buffer *> &buffers =
+      impl->vulkanBuffers[&entry - impl->entryPoints.data()];
+  for (size_t k = buffers.size(); k < entry.args.size(); ++k) {
     attnc_vk_buffer *buffer =
-        attnc_vk_buffer_create(impl->vulkan, spec.numBytes());
+        attnc_vk_buffer_create(impl->vulkan, entry.args[k].numBytes());
     if (!buffer) {
-      release();
       result.status = ATTNC_STATUS_OUT_OF_MEMORY;
       return result;
     }
-    args.push_back(buffer);
-    if (!spec.isOutput)
-      result.status = attnc_vk_upload(buffer, host[k], spec.numBytes());
-    if (result.status != ATTNC_STATUS_OK) {
-      release();
-      return result;
-    }
+    buffers.push_back(buffer);
   }
+  std::vector<void *> args = {impl->vulkan};
+  for (size_t k = 0; k < entry.args.size(); ++k) {
+    args.push_back(buffers[k]);
+    if (!entry.args[k].isOutput && result.ok())
+      result.status =
+          attnc_vk_upload(buffers[k], host[k], entry.args[k].numBytes());
+  }
+  if (!result.ok())
+    return result;
   result = callUnchecked(entry.name, args);
   for (size_t k = 0; k < entry.args.size() && result.ok(); ++k)
     if (entry.args[k].isOutput)
       result.status =
-          attnc_vk_download(static_cast<attnc_vk_buffer *>(args[k + 1]),
-                            host[k], entry.args[k].numBytes());
-  release();
+          attnc_vk_download(buffers[k], host[k], entry.args[k].numBytes());
   return result;
 }
 
