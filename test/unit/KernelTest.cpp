@@ -1,12 +1,14 @@
 // Compiled kernels against the float64 reference, on random specs, shapes
 // and inputs (through the JIT, which runs the same pipeline as attnc compile).
 #include "attnc/jit.h"
+#include "attnc/runtime.h"
 #include "test/unit/TestUtil.h"
 #include "tools/reference/Reference.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -57,6 +59,7 @@ struct AttentionCase {
   bool graphForm = false; // attn.scores ... attn.apply instead of attn.attention
   bool fuse = true;       // jit::Options::fuse (graph form: flash or unfused)
   std::string cpu = "native"; // jit::Options::cpu
+  jit::Target target = jit::Target::Cpu;
   double scale = 0;       // 0: the default 1/sqrt(D)
 
   std::string describe() const {
@@ -67,8 +70,8 @@ struct AttentionCase {
        << (lengths ? " lengths" : "") << " mod=" << int(scoreMod)
        << (documentMask ? " documents" : "")
        << (maskAsRegion ? " mask-region" : "") << (graphForm ? " graph" : "")
-       << " affine-conjuncts=" << affineMask.size()
-       << (fuse ? "" : " unfused") << " cpu=" << cpu
+       << " affine-conjuncts=" << affineMask.size() << (fuse ? "" : " unfused")
+       << " cpu=" << cpu << (target == jit::Target::Vulkan ? " vulkan" : "")
        << " scale=" << scale;
     return os.str();
   }
@@ -321,6 +324,26 @@ double gradientError(const std::vector<double> &actual,
   return diff / norm;
 }
 
+/// Calls entry point `name` with one host buffer per tensor: a checked call,
+/// which on GPU targets also copies them to the device and back.
+jit::Result callHost(const jit::Module &module, const std::string &name,
+                     const std::vector<void *> &buffers) {
+  std::vector<jit::TensorRef> tensors;
+  if (const jit::EntryPoint *entry = module.find(name))
+    for (size_t k = 0; k < entry->args.size() && k < buffers.size(); ++k)
+      tensors.push_back(
+          {buffers[k], entry->args[k].shape, entry->args[k].dtype});
+  return module.call(name, tensors);
+}
+
+/// Whether a status says there is no Vulkan device: such tests skip unless
+/// ATTNC_REQUIRE_VULKAN=1 (then they fail).
+bool noVulkanDevice(const jit::Result &result) {
+  const char *require = std::getenv("ATTNC_REQUIRE_VULKAN");
+  return result.error.empty() && result.status == ATTNC_STATUS_NO_DEVICE &&
+         !(require && std::string(require) == "1");
+}
+
 void runCase(const AttentionCase &c, uint64_t seed) {
   SCOPED_TRACE(c.describe());
   std::string spec = specFor(c);
@@ -329,6 +352,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   jit::Options options = testOptions();
   options.fuse = c.fuse;
   options.cpu = c.cpu;
+  options.target = c.target;
   auto kernels = jit::Module::compile(spec, options, &kernelsError);
   ASSERT_TRUE(kernels) << kernelsError;
   // The fused form returns the LSE; a fused graph-form chain saves it.
@@ -380,7 +404,9 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   args.push_back(o.data());
   if (returnsLse)
     args.push_back(lse.data());
-  auto status = kernels->callUnchecked("kernel", args);
+  auto status = callHost(*kernels, "kernel", args);
+  if (noVulkanDevice(status))
+    GTEST_SKIP() << "no Vulkan device";
   ASSERT_TRUE(status.error.empty()) << status.error;
   ASSERT_EQ(status.status, 0);
   o.unpack();
@@ -460,7 +486,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     fwdArgs.push_back(lse2.data());
   if (savesLse)
     fwdArgs.push_back(savedLse.data());
-  auto fwdStatus = kernels->callUnchecked("kernel_fwd", fwdArgs);
+  auto fwdStatus = callHost(*kernels, "kernel_fwd", fwdArgs);
   ASSERT_TRUE(fwdStatus.error.empty()) << fwdStatus.error;
   ASSERT_EQ(fwdStatus.status, 0);
   EXPECT_EQ(o2.bytes, o.bytes);
@@ -485,7 +511,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     bwdArgs.push_back(grad->data());
   if (!capture.values.empty())
     bwdArgs.push_back(dCapture.data());
-  auto bwdStatus = kernels->callUnchecked("kernel_bwd", bwdArgs);
+  auto bwdStatus = callHost(*kernels, "kernel_bwd", bwdArgs);
   ASSERT_TRUE(bwdStatus.error.empty()) << bwdStatus.error;
   ASSERT_EQ(bwdStatus.status, 0);
   for (Buffer *grad : {&dQ, &dK, &dV, &dCapture})
@@ -580,35 +606,81 @@ static auto picker(std::mt19937_64 &rng) {
   };
 }
 
-/// Random specs: every mask kind, score mod, GQA/MQA, dtype and form, with
-/// shapes that are not multiples of 8, S = 1, Sq != Skv and D != Dv; graph
-/// forms both fused (attn-fuse) and unfused.
+/// A random spec: every mask kind, score mod, GQA/MQA, dtype and form, with
+/// shapes that are not multiples of 8, S = 1, Sq != Skv and D != Dv.
+static AttentionCase randomCase(std::mt19937_64 &rng, int n) {
+  auto pick = picker(rng);
+  AttentionCase c;
+  c.B = pick({1, 2, 3});
+  c.Hkv = pick({1, 2, 3});
+  c.H = c.Hkv * pick({1, 2, 4});
+  c.Sq = pick({1, 5, 13, 31, 40});
+  c.Skv = pick({1, 7, 13, 33});
+  c.D = pick({1, 5, 16, 24});
+  c.Dv = pick({3, 8, 20});
+  c.dtype = n % 6 == 4 ? "bf16" : n % 6 == 5 ? "f16" : "f32";
+  c.causal = rng() % 3 == 0;
+  c.window = rng() % 4 == 0 ? pick({1, 3, 8}) : 0;
+  c.lengths = rng() % 3 == 0;
+  c.scoreMod = ScoreModKind(rng() % 4);
+  c.documentMask = rng() % 4 == 0;
+  c.graphForm = rng() % 3 == 0;
+  c.scale = rng() % 4 == 0 ? 0.3 : 0;
+  return c;
+}
+
+/// Random specs; graph forms both fused (attn-fuse) and unfused.
 TEST(KernelTest, RandomSpecs) {
   std::mt19937_64 rng(20261129);
-  auto pick = picker(rng);
   for (int n = 0; n < 36; ++n) {
-    AttentionCase c;
-    c.B = pick({1, 2, 3});
-    c.Hkv = pick({1, 2, 3});
-    c.H = c.Hkv * pick({1, 2, 4});
-    c.Sq = pick({1, 5, 13, 31, 40});
-    c.Skv = pick({1, 7, 13, 33});
-    c.D = pick({1, 5, 16, 24});
-    c.Dv = pick({3, 8, 20});
-    c.dtype = n % 6 == 4 ? "bf16" : n % 6 == 5 ? "f16" : "f32";
-    c.causal = rng() % 3 == 0;
-    c.window = rng() % 4 == 0 ? pick({1, 3, 8}) : 0;
-    c.lengths = rng() % 3 == 0;
-    c.scoreMod = ScoreModKind(rng() % 4);
-    c.documentMask = rng() % 4 == 0;
-    c.graphForm = rng() % 3 == 0;
-    c.scale = rng() % 4 == 0 ? 0.3 : 0;
+    AttentionCase c = randomCase(rng, n);
     runCase(c, 100 + n);
     // Graph form both ways: through attn-fuse and op by op.
     if (c.graphForm) {
       c.fuse = false;
       runCase(c, 100 + n);
     }
+  }
+}
+
+/// The GPU kernels through Vulkan (lavapipe in the test suite): random
+/// specs, fully masked rows (a batch of key length 0), and shapes around
+/// the GPU plan's tiles (16 query rows, 32-key blocks, 4 to 64 invocations
+/// per subgroup row) with D = 64, 80 and 128. Skipped without a Vulkan
+/// device unless ATTNC_REQUIRE_VULKAN=1.
+TEST(KernelTest, VulkanKernels) {
+  std::mt19937_64 rng(20261202);
+  for (int n = 0; n < 24; ++n) {
+    AttentionCase c = randomCase(rng, n);
+    c.target = jit::Target::Vulkan;
+    runCase(c, 700 + n);
+  }
+  AttentionCase masked;
+  masked.B = 3;
+  masked.H = 2;
+  masked.Sq = 9;
+  masked.Skv = 5;
+  masked.D = 4;
+  masked.Dv = 3;
+  masked.lengths = true; // batch 0 has length 0
+  masked.target = jit::Target::Vulkan;
+  runCase(masked, 4);
+  auto pick = picker(rng);
+  for (int n = 0; n < 8; ++n) {
+    AttentionCase c;
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 2});
+    c.Sq = pick({1, 16, 17, 33});
+    c.Skv = pick({1, 31, 32, 33, 65});
+    c.D = pick({64, 80, 128});
+    c.Dv = pick({64, 80, 128});
+    c.dtype = n % 4 == 1 ? "bf16" : n % 4 == 3 ? "f16" : "f32";
+    c.causal = rng() % 2;
+    c.window = rng() % 3 == 0 ? pick({1, 5, 40}) : 0;
+    c.lengths = rng() % 3 == 0;
+    c.scoreMod = ScoreModKind(rng() % 4);
+    c.target = jit::Target::Vulkan;
+    runCase(c, 800 + n);
   }
 }
 
