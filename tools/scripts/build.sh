@@ -6,7 +6,7 @@ cd "$(dirname "$0")/../.."
 
 packages=(cmake ninja-build ccache mold clang-22 llvm-22-dev llvm-22-tools
           libmlir-22-dev mlir-22-tools libfmt-dev libgtest-dev libopenblas-dev
-          python3 libvulkan-dev mesa-vulkan-drivers spirv-tools)
+          python3 libvulkan-dev mesa-vulkan-drivers)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
