@@ -8,6 +8,9 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Target/TargetMachine.h"
 
@@ -29,6 +32,56 @@ Compiler::Compiler(Compiler &&) = default;
 Compiler &Compiler::operator=(Compiler &&) = default;
 Compiler::~Compiler() = default;
 
+/// Checks the CUDA options and finds the toolkit: the first of cudaPath,
+/// CUDA_HOME, CUDA_PATH and /usr/local/cuda, which must hold libdevice and,
+/// unless the kernels are embedded as PTX, ptxas (and fatbinary).
+static llvm::Error resolveCudaToolkit(CompileOptions &options) {
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   message.str());
+  };
+  // sm_80 to sm_89 (mma.sync), sm_90 and sm_90a (Hopper; the suffix
+  // allows wgmma and TMA), and later architectures through sm_80's code.
+  llvm::StringRef digits = options.gpuArch;
+  unsigned sm = 0;
+  if (!digits.consume_front("sm_") ||
+      (digits.consume_back("a"), digits.getAsInteger(10, sm)) || sm < 80)
+    return error("--gpu-arch must be an NVIDIA architecture sm_80 or later "
+                 "(such as sm_80, sm_90a); got '" +
+                 options.gpuArch + "'");
+  if (options.gpuBinary != "fatbin" && options.gpuBinary != "cubin" &&
+      options.gpuBinary != "ptx")
+    return error("--gpu-binary must be fatbin, cubin or ptx; got '" +
+                 options.gpuBinary + "'");
+  if (options.cudaPath.empty()) {
+    for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
+      if (std::optional<std::string> value =
+              llvm::sys::Process::GetEnv(variable);
+          value && !value->empty()) {
+        options.cudaPath = *value;
+        break;
+      }
+    if (options.cudaPath.empty())
+      options.cudaPath = "/usr/local/cuda";
+  }
+  llvm::SmallVector<std::string> needed = {"nvvm/libdevice/libdevice.10.bc"};
+  if (options.gpuBinary != "ptx")
+    needed.push_back("bin/ptxas");
+  if (options.gpuBinary == "fatbin")
+    needed.push_back("bin/fatbinary");
+  for (const std::string &file : needed) {
+    llvm::SmallString<256> path(options.cudaPath);
+    llvm::sys::path::append(path, file);
+    if (!llvm::sys::fs::exists(path))
+      return error("the CUDA toolkit at '" + options.cudaPath + "' has no " +
+                   file + " (give --cuda-path, or set CUDA_HOME" +
+                   (options.gpuBinary == "ptx"
+                        ? ")"
+                        : "; --gpu-binary=ptx needs only libdevice)"));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<Compiler> Compiler::create(const CompileOptions &options) {
   if (options.optLevel > 3)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -48,7 +101,11 @@ llvm::Expected<Compiler> Compiler::create(const CompileOptions &options) {
                                          "' uses features this host lacks (" +
                                          missing + "): JIT code must run here");
   }
-  return Compiler(options, std::move(*machine));
+  CompileOptions resolved = options;
+  if (options.target == CompileTarget::Cuda)
+    if (llvm::Error error = resolveCudaToolkit(resolved))
+      return std::move(error);
+  return Compiler(resolved, std::move(*machine));
 }
 
 void Compiler::fillPipelineOptions(AttncPipelineOptions &pipeline) const {
@@ -60,6 +117,10 @@ void Compiler::fillPipelineOptions(AttncPipelineOptions &pipeline) const {
   pipeline.amx = amx;
   if (!options.spirvTargetEnv.empty())
     pipeline.spirvTargetEnv = options.spirvTargetEnv;
+  pipeline.gpuArch = options.gpuArch;
+  if (!options.cudaPath.empty())
+    pipeline.cudaPath = options.cudaPath;
+  pipeline.gpuBinary = options.gpuBinary;
   pipeline.threads = std::max<int64_t>(options.threads, 0);
 }
 

@@ -34,6 +34,12 @@ struct CompileOptions {
   /// Vulkan: the #spirv.target_env the kernels are compiled for; empty:
   /// kDefaultVulkanTargetEnv.
   std::string spirvTargetEnv;
+  /// CUDA: the architecture (sm_80, sm_90a), the toolkit (empty: CUDA_HOME,
+  /// CUDA_PATH, else /usr/local/cuda) and what the kernels are embedded as
+  /// (fatbin, cubin, ptx).
+  std::string gpuArch = "sm_80";
+  std::string cudaPath;
+  std::string gpuBinary = "fatbin";
   /// The target triple of the CPU code (for GPU targets, the host code);
   /// empty: the host's.
   std::string triple;
@@ -58,7 +64,8 @@ class Compiler {
 public:
   /// A compiler for `options`: the target machine (an unknown triple or
   /// CPU, a GPU triple, or host features missing for forThisProcess are
-  /// errors) and the pipeline options it implies (vector width, AMX).
+  /// errors), the pipeline options it implies (vector width, AMX), and for
+  /// CUDA the architecture and the toolkit's tools it needs.
   static llvm::Expected<Compiler> create(const CompileOptions &options);
 
   /// The pass pipeline this compile runs, as the textual pipeline

@@ -115,7 +115,9 @@ struct AttnExportAbiPass
       if (buffers.empty() || !isa<LLVM::LLVMPointerType>(buffers.front()))
         return impl.emitError("GPU kernels take the runtime context first "
                               "(run attn-gpu-host-context first)");
-      buffers = buffers.drop_front();
+      // The context, and the stream where the target has one.
+      while (!buffers.empty() && isa<LLVM::LLVMPointerType>(buffers.front()))
+        buffers = buffers.drop_front();
     }
     for (Type input : buffers) {
       auto memref = dyn_cast<MemRefType>(input);
@@ -156,6 +158,10 @@ struct AttnExportAbiPass
     Value anyNull = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     for (Value arg : block->getArguments()) {
+      // A null stream is the default stream; only the context is checked.
+      if (isa<LLVM::LLVMPointerType>(arg.getType()) &&
+          arg != block->getArgument(0))
+        continue;
       if (isa<LLVM::LLVMPointerType>(arg.getType())) {
         Value null = LLVM::ZeroOp::create(b, loc, arg.getType());
         anyNull = arith::OrIOp::create(

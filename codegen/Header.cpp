@@ -8,7 +8,9 @@ namespace attnc {
 
 void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
                 llvm::StringRef sourceName, llvm::raw_ostream &os,
-                bool vulkan) {
+                CompileTarget target) {
+  bool vulkan = target == CompileTarget::Vulkan;
+  bool cuda = target == CompileTarget::Cuda;
   std::string guard = "ATTNC_KERNEL_";
   for (char c : llvm::sys::path::stem(sourceName))
     guard.push_back(isalnum(c) ? toupper(c) : '_');
@@ -34,13 +36,20 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
                   "loads libvulkan at run time), -ldl and -lpthread. Every "
                   "tensor is an\n * attnc_vk_buffer of the context's "
                   "(attnc/vulkan.h). */\n#include <attnc/vulkan.h>\n"
+         : cuda ? "/* CUDA kernels: link with libattnc_rt (its CUDA part "
+                  "loads libcuda at run time), -ldl and -lpthread.\n * Every "
+                  "tensor is a device pointer on the context's device; the "
+                  "work is queued on\n * `stream` (NULL: the default stream) "
+                  "and the call returns without waiting for\n * it "
+                  "(attnc/cuda.h). */\n#include <attnc/cuda.h>\n"
                 : "/* Link with libattnc_rt (the thread pool and scratch "
                   "memory of kernels), -lpthread and -lm. */\n")
      << "#include <stdint.h>\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   for (const KernelSignature &kernel : kernels) {
-    os << "/* " << kernel.name << ": every pointer is a contiguous row-major "
-       << "tensor; buffers must not overlap.\n";
+    os << "/* " << kernel.name << ": every "
+       << (cuda ? "device pointer" : "pointer")
+       << " is a contiguous row-major tensor; buffers must not overlap.\n";
     for (const KernelArg &arg : kernel.args) {
       os << " *   " << arg.name << ": [";
       llvm::interleave(arg.shape, os, ",");
@@ -52,10 +61,16 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
        << " without writing\n * anything when a pointer is null"
        << (vulkan ? "; else the first error of the device's work (it "
                     "waits for it). */\n"
+           : cuda ? "; else the first error of queuing its work\n * "
+                    "(errors of the work itself show when the stream is "
+                    "synchronized). */\n"
                   : ". */\n")
        << "int32_t " << kernel.name << "(";
     if (vulkan)
       os << "attnc_vk_context *ctx" << (kernel.args.empty() ? "" : ", ");
+    else if (cuda)
+      os << "attnc_cuda_context *ctx, attnc_cuda_stream stream"
+         << (kernel.args.empty() ? "" : ", ");
     else if (kernel.args.empty())
       os << "void";
     llvm::interleave(

@@ -103,7 +103,8 @@ def AttnExportAbi : Pass<"attn-export-abi", "mlir::ModuleOp"> {
     llvm.noalias (callers must not pass overlapping buffers). Every private
     function gets internal linkage, so only the entry points are exported.
     With `gpu-finish` set (GPU targets), functions take the runtime's
-    context first (from attn-gpu-host-context): it is checked for null like
+    context first (from attn-gpu-host-context; CUDA: then the stream, which
+    may be null, the default stream): the context is checked for null like
     the buffers, and the entry point returns what the runtime function
     `gpu-finish`(ctx) -> i32 returns after the implementation (Vulkan:
     attnc_vk_finish, the first error of the work it recorded).
@@ -171,7 +172,9 @@ def AttnGpuHostContext : Pass<"attn-gpu-host-context", "mlir::ModuleOp"> {
   let description = [{
     Runs after the host code's work became gpu.launch ops. Every function
     with a body gets a first argument `!llvm.ptr` (the runtime context:
-    attnc_vk_context for Vulkan) and every call between them passes it on.
+    attnc_vk_context for Vulkan, attnc_cuda_context for CUDA), with
+    `stream` a second one (the CUstream its work is queued on), and every
+    call between them passes them on.
     Every buffer a function allocates is released at its end (the
     runtime defers the release until the work recorded before it is done).
     Host ops left that touch buffers (sequential loop nests, such as
@@ -180,8 +183,42 @@ def AttnGpuHostContext : Pass<"attn-gpu-host-context", "mlir::ModuleOp"> {
     would still touch device memory from the host (a load whose value the
     host uses) and allocations of dynamic size.
   }];
+  let options = [
+    Option<"stream", "stream", "bool", /*default=*/"false",
+           "Functions also take the runtime's stream, second (CUDA)">
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
                            "mlir::LLVM::LLVMDialect"];
+}
+
+def AttnGpuWorkgroupAttributions : Pass<"attn-gpu-workgroup-attributions"> {
+  let summary = "Workgroup-memory allocations in gpu.launch bodies as workgroup attributions";
+  let description = [{
+    Every memref.alloc of workgroup memory (memory space 3, or
+    #gpu.address_space<workgroup>) at the top of a gpu.launch body becomes
+    a workgroup attribution of the launch (its deallocs are dropped), so
+    that convert-gpu-to-nvvm gives it one shared-memory array per
+    workgroup; that lowering would otherwise call malloc in each thread.
+    Such an alloc anywhere else, or of dynamic shape, is an error.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def AttnGpuFixedSubgroups : Pass<"attn-gpu-fixed-subgroups"> {
+  let summary = "Subgroup queries and reductions for a fixed subgroup size";
+  let description = [{
+    For targets whose subgroups have one size (`size`: 32, an NVIDIA
+    warp): gpu.subgroup_size becomes that constant, gpu.subgroup_id the
+    linear invocation index divided by it, gpu.num_subgroups the workgroup's
+    invocations divided by it (rounded up), and gpu.subgroup_reduce
+    upstream's butterfly of gpu.shuffle xor. convert-gpu-to-nvvm lowers
+    none of them for f32.
+  }];
+  let options = [
+    Option<"size", "size", "int64_t", /*default=*/"32",
+           "The number of invocations in a subgroup (a power of two)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect"];
 }
 
 def AttnGpuSinkConstants : Pass<"attn-gpu-sink-constants", "mlir::ModuleOp"> {
@@ -236,6 +273,21 @@ def AttnVulkanLowerHost : Pass<"attn-vulkan-lower-host", "mlir::ModuleOp"> {
     and memref.dealloc become `attnc_vk_scratch` and `attnc_vk_release`.
     The gpu and spirv modules are erased. Results are LLVM-dialect values
     behind unrealized casts, for the host's lowering to the LLVM dialect.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+def AttnCudaLowerHost : Pass<"attn-cuda-lower-host", "mlir::ModuleOp"> {
+  let summary = "Embed CUDA kernel binaries and launch them through the CUDA runtime";
+  let description = [{
+    After gpu-module-to-binary: every gpu.binary's object (a fatbin, a
+    cubin, or PTX, then NUL-terminated) is put in an `llvm.mlir.global`, and
+    every gpu.launch_func of its kernels becomes a call of the runtime's
+    `attnc_cuda_launch(ctx, stream, image, kernel, grid x/y/z, block x/y/z,
+    shared bytes, count, buffers)`, with the context and the stream the
+    function's first two arguments (attn-gpu-host-context{stream}). Host
+    memref.alloc and memref.dealloc become the stream-ordered
+    `attnc_cuda_scratch` and `attnc_cuda_release`. The binaries are erased.
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }

@@ -4,6 +4,7 @@
 #include "codegen/Passes.h"
 #include "passes/Passes.h"
 
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/GPUToSPIRV/GPUToSPIRVPass.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -20,6 +21,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 
@@ -152,7 +154,10 @@ void buildGpuBufferizePipeline(OpPassManager &pm,
       createParallelLoopTilingPass({64}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
-  pm.addPass(createAttnGpuHostContext());
+  AttnGpuHostContextOptions hostContext;
+  // CUDA entry points take the stream their work is queued on.
+  hostContext.stream = options.target == CompileTarget::Cuda;
+  pm.addPass(createAttnGpuHostContext(hostContext));
 }
 
 void buildVulkanToSpirvPipeline(OpPassManager &pm,
@@ -200,6 +205,56 @@ void buildVulkanPipeline(OpPassManager &pm,
   buildCpuToLLVMPipeline(pm, options);
 }
 
+void buildCudaToNvvmPipeline(OpPassManager &pm,
+                             const AttncPipelineOptions &options) {
+  pm.addPass(createAttnGpuSinkConstants());
+  pm.addPass(createAttnGpuWorkgroupAttributions());
+  pm.addPass(createGpuKernelOutliningPass());
+  // TOOLCHAIN.md: sm_90a needs PTX 8.0; libdevice gives math.exp & co.
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = options.gpuArch;
+  attach.features = "+ptx80";
+  // LLVM's -O3 unrolled the D = 128 dK/dV kernel's loops into 255
+  // registers and 1240 bytes of spills (sm_90a); -O2 gave 90 and none.
+  attach.optLevel = 2;
+  attach.linkLibs.push_back(options.cudaPath +
+                            "/nvvm/libdevice/libdevice.10.bc");
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  AttnGpuFixedSubgroupsOptions warps;
+  warps.size = 32;
+  kernels.addPass(createAttnGpuFixedSubgroups(warps));
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions toNvvm;
+  // Kernels take plain pointers (their buffers have static shapes).
+  toNvvm.useBarePtrCallConv = true;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(toNvvm));
+  kernels.addPass(createConvertNVVMToLLVMPass());
+  kernels.addPass(createCanonicalizerPass(structuredCleanup()));
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.cudaPath;
+  // gpu-module-to-binary's names of attnc's fatbin, cubin and ptx.
+  binary.compilationTarget = llvm::StringSwitch<std::string>(options.gpuBinary)
+                                 .Case("cubin", "bin")
+                                 .Case("ptx", "isa")
+                                 .Default(options.gpuBinary);
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void buildCudaPipeline(OpPassManager &pm, const AttncPipelineOptions &options) {
+  buildGpuBufferizePipeline(pm, options);
+  AttnExportAbiOptions exportAbi;
+  exportAbi.gpuFinish = "attnc_cuda_finish";
+  pm.addPass(createAttnExportAbi(exportAbi));
+  pm.addPass(createCanonicalizerPass(structuredCleanup()));
+  buildCudaToNvvmPipeline(pm, options);
+  pm.addPass(createAttnCudaLowerHost());
+  buildCpuToLLVMPipeline(pm, options);
+}
+
 void buildGraphStage(OpPassManager &pm, const AttncPipelineOptions &options) {
   buildGraphPipeline(pm, options.fuse, options.backward);
 }
@@ -216,6 +271,9 @@ void buildTargetStage(OpPassManager &pm, const AttncPipelineOptions &options) {
     return;
   case CompileTarget::Vulkan:
     buildVulkanPipeline(pm, options);
+    return;
+  case CompileTarget::Cuda:
+    buildCudaPipeline(pm, options);
     return;
   }
 }
@@ -257,6 +315,17 @@ void registerAttncPipelines() {
       "attnc-vulkan-to-spirv",
       "gpu.launch ops -> outlined kernels converted to spirv.module ops",
       buildVulkanToSpirvPipeline);
+  PassPipelineRegistration<AttncPipelineOptions>(
+      "attnc-cuda-pipeline",
+      "The CUDA stage of attnc-pipeline (fused attn ops to the LLVM dialect "
+      "of host code with the kernels' fatbin embedded); reads gpu-arch, "
+      "cuda-path and gpu-binary",
+      buildCudaPipeline);
+  PassPipelineRegistration<AttncPipelineOptions>(
+      "attnc-cuda-to-nvvm",
+      "gpu.launch ops -> outlined kernels lowered to NVVM and serialized "
+      "into gpu.binary ops by gpu-module-to-binary",
+      buildCudaToNvvmPipeline);
   PassPipelineRegistration<AttncPipelineOptions>(
       "attnc-cpu-to-llvm",
       "bufferized loops -> LLVM dialect (the second half of "

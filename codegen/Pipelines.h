@@ -13,7 +13,7 @@
 namespace attnc {
 
 /// The targets a spec compiles for.
-enum class CompileTarget { Cpu, Vulkan };
+enum class CompileTarget { Cpu, Vulkan, Cuda };
 
 /// The options of every attnc pipeline; a stage reads those of its stage.
 struct AttncPipelineOptions
@@ -26,7 +26,11 @@ struct AttncPipelineOptions
                      "CPU object code (attn-lower-cpu)"),
           clEnumValN(CompileTarget::Vulkan, "vulkan",
                      "SPIR-V kernels (attn-lower-gpu) embedded in host code "
-                     "that runs them through the runtime's Vulkan part"))};
+                     "that runs them through the runtime's Vulkan part"),
+          clEnumValN(CompileTarget::Cuda, "cuda",
+                     "NVIDIA kernels (attn-lower-gpu through NVVM, a fatbin "
+                     "of cubin and PTX) embedded in host code that runs "
+                     "them through the runtime's CUDA part"))};
   // The graph stage (buildGraphPipeline, attn-keep-entry-points).
   Option<bool> fuse{*this, "fuse",
                     llvm::cl::desc("Fuse attention chains (attn-fuse)"),
@@ -64,6 +68,23 @@ struct AttncPipelineOptions
                      "for (default: a Vulkan 1.1 device with subgroup "
                      "arithmetic and 16-bit storage)"),
       llvm::cl::init(kDefaultVulkanTargetEnv)};
+  // The CUDA stage.
+  Option<std::string> gpuArch{
+      *this, "gpu-arch",
+      llvm::cl::desc("The NVIDIA architecture the CUDA kernels are compiled "
+                     "for: sm_80 (Ampere and later, through the PTX) or "
+                     "sm_90a (Hopper)"),
+      llvm::cl::init("sm_80")};
+  Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("The CUDA toolkit (ptxas, fatbinary, libdevice)"),
+      llvm::cl::init("/usr/local/cuda")};
+  Option<std::string> gpuBinary{
+      *this, "gpu-binary",
+      llvm::cl::desc("What the CUDA kernels are embedded as: fatbin (a "
+                     "cubin for gpu-arch and its PTX), cubin, or ptx (no "
+                     "ptxas needed; the driver compiles it when loaded)"),
+      llvm::cl::init("fatbin")};
 };
 
 /// The whole compile of `options.target`: the graph stage, the entry points
@@ -100,6 +121,15 @@ void buildGpuBufferizePipeline(mlir::OpPassManager &pm,
                                const AttncPipelineOptions &options);
 void buildVulkanToSpirvPipeline(mlir::OpPassManager &pm,
                                 const AttncPipelineOptions &options);
+
+/// The CUDA lowering, from attn ops on tensors to the LLVM dialect of the
+/// host code with the kernels' fatbin embedded, and its NVVM stage:
+/// attnc-gpu-bufferize, then the kernels outlined, lowered to NVVM and
+/// serialized (attnc-cuda-to-nvvm), then the host code calling the runtime.
+void buildCudaPipeline(mlir::OpPassManager &pm,
+                       const AttncPipelineOptions &options);
+void buildCudaToNvvmPipeline(mlir::OpPassManager &pm,
+                             const AttncPipelineOptions &options);
 
 /// Registers attnc-pipeline, attnc-cpu-pipeline, attnc-cpu-bufferize and
 /// attnc-cpu-to-llvm.

@@ -6,6 +6,13 @@
 #include "dialect/AttnDialect.h"
 #include "passes/Passes.h"
 
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Affine/IR/ValueBoundsOpInterfaceImpl.h"
@@ -23,6 +30,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -48,8 +56,11 @@
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Interfaces/CastInterfaces.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -65,9 +76,10 @@ void registerAttncDialects(DialectRegistry &registry) {
                   arith::ArithDialect, bufferization::BufferizationDialect,
                   cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
                   index::IndexDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
-                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
-                  spirv::SPIRVDialect, tensor::TensorDialect, ub::UBDialect,
-                  vector::VectorDialect, x86vector::X86VectorDialect>();
+                  math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
+                  scf::SCFDialect, spirv::SPIRVDialect, tensor::TensorDialect,
+                  ub::UBDialect, vector::VectorDialect,
+                  x86vector::X86VectorDialect>();
   // One-shot bufferization, buffer deallocation and the folds that ask for
   // value bounds, of those dialects' ops.
   affine::registerValueBoundsOpInterfaceExternalModels(registry);
@@ -101,6 +113,20 @@ void registerAttncDialects(DialectRegistry &registry) {
   func::registerInlinerExtension(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  // The CUDA target: #nvvm.target serializes gpu.modules (through LLVM's
+  // NVPTX backend and the toolkit's ptxas and fatbinary).
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  // convert-gpu-to-nvvm lowers the other ops in kernels through these
+  // dialects' ConvertToLLVMPatternInterface.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
 }
 
 void registerAttncPasses() {

@@ -16,7 +16,7 @@ const char *attnc_status_string(int status) {
   case ATTNC_STATUS_NO_AMX:
     return "the OS did not grant this process AMX tile state";
   case ATTNC_STATUS_NO_DEVICE:
-    return "no usable GPU (no Vulkan driver or no device)";
+    return "no usable GPU (no Vulkan or CUDA driver, or no device)";
   case ATTNC_STATUS_DEVICE_ERROR:
     return "the GPU driver reported an error";
   case ATTNC_STATUS_BAD_BUFFER:

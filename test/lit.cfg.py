@@ -35,3 +35,21 @@ config.substitutions.append(
 config.substitutions.append(
     ("%attnc_runtime_lib",
      os.path.join(config.attnc_obj_root, "runtime", "libattnc_rt.a")))
+
+# The CUDA target's tests: "cuda-toolkit" where ptxas, fatbinary and
+# libdevice are (CUDA_HOME, else /usr/local/cuda); "cuda-device" where,
+# moreover, the driver answers with a GPU (never on CI's machines).
+cuda_path = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+if all(os.path.exists(os.path.join(cuda_path, f)) for f in
+       ["bin/ptxas", "bin/fatbinary", "nvvm/libdevice/libdevice.10.bc"]):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%ptxas", os.path.join(cuda_path, "bin", "ptxas")))
+    try:
+        import ctypes
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        if libcuda.cuInit(0) == 0 and libcuda.cuDeviceGetCount(ctypes.byref(count)) == 0 \
+                and count.value > 0:
+            config.available_features.add("cuda-device")
+    except OSError:
+        pass

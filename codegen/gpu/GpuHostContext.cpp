@@ -62,6 +62,8 @@ void runSerialWorkInKernels(func::FuncOp func) {
 
 struct AttnGpuHostContextPass
     : attnc::impl::AttnGpuHostContextBase<AttnGpuHostContextPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto ptrType = LLVM::LLVMPointerType::get(&getContext());
@@ -107,15 +109,17 @@ struct AttnGpuHostContextPass
       }
     }
 
+    unsigned runtimeArgs = stream ? 2 : 1;
     for (func::FuncOp func : funcs)
-      if (failed(func.insertArgument(0, ptrType, {}, func.getLoc())))
-        return signalPassFailure();
+      for (unsigned i = 0; i < runtimeArgs; ++i)
+        if (failed(func.insertArgument(i, ptrType, {}, func.getLoc())))
+          return signalPassFailure();
     for (func::FuncOp func : funcs) {
-      Value ctx = func.getArgument(0);
+      ValueRange handles = func.getArguments().take_front(runtimeArgs);
       func.walk([&](func::CallOp call) {
         auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
         if (callee && !callee.isExternal())
-          call->insertOperands(0, ctx);
+          call->insertOperands(0, handles);
       });
     }
   }

@@ -5,6 +5,7 @@
 #include "tools/attnc/Bench.h"
 #include "tools/attnc/Run.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/IR/LLVMContext.h"
@@ -33,14 +34,17 @@ cl::opt<std::string>
     outputFile("o", cl::desc("Output file (default: <spec>.o for objects, "
                              "stdout otherwise; '-' is stdout)"),
                cl::value_desc("file"), cl::sub(compileCommand), cl::cat(attncCategory));
-enum class EmitKind { Mlir, Llvm, Asm, Obj };
+enum class EmitKind { Mlir, Llvm, Asm, Obj, Ptx };
 cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to write"), cl::init(EmitKind::Obj),
     cl::values(clEnumValN(EmitKind::Mlir, "mlir",
                           "the LLVM-dialect MLIR after the CPU pipeline"),
                clEnumValN(EmitKind::Llvm, "llvm", "optimized LLVM IR"),
                clEnumValN(EmitKind::Asm, "asm", "target assembly"),
-               clEnumValN(EmitKind::Obj, "obj", "an object file (default)")),
+               clEnumValN(EmitKind::Obj, "obj", "an object file (default)"),
+               clEnumValN(EmitKind::Ptx, "ptx",
+                          "--target=cuda: the kernels' PTX, one module after "
+                          "another (what ptxas takes)")),
     cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<std::string>
     headerFile("emit-header",
@@ -59,12 +63,17 @@ cl::opt<attnc::CompileTarget> compileTarget(
                clEnumValN(attnc::CompileTarget::Vulkan, "vulkan",
                           "a Vulkan 1.1+ GPU: SPIR-V kernels embedded in "
                           "host code that calls libattnc_rt's Vulkan part "
-                          "(attnc/vulkan.h)")),
+                          "(attnc/vulkan.h)"),
+               clEnumValN(attnc::CompileTarget::Cuda, "cuda",
+                          "an NVIDIA GPU: a fatbin (cubin for --gpu-arch and "
+                          "PTX) embedded in host code that calls "
+                          "libattnc_rt's CUDA part (attnc/cuda.h); needs "
+                          "the CUDA toolkit to compile, not to link")),
     cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<std::string> targetTriple(
     "triple",
-    cl::desc("Target triple of the CPU code (for --target=vulkan, of the "
-             "host code; default: the host)"),
+    cl::desc("Target triple of the CPU code (for GPU targets, of the host "
+             "code; default: the host)"),
     cl::value_desc("triple"), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<std::string> spirvTargetEnv(
     "spirv-target-env",
@@ -73,6 +82,25 @@ cl::opt<std::string> spirvTargetEnv(
              "arithmetic and 16-bit storage)"),
     cl::value_desc("attribute"), cl::sub(compileCommand),
     cl::cat(attncCategory));
+cl::opt<std::string> gpuArch(
+    "gpu-arch",
+    cl::desc("--target=cuda: the NVIDIA architecture, sm_80 (default; "
+             "Ampere, and later GPUs through the embedded PTX) or sm_90a "
+             "(Hopper)"),
+    cl::init("sm_80"), cl::value_desc("sm_XY"), cl::sub(compileCommand),
+    cl::cat(attncCategory));
+cl::opt<std::string> cudaPath(
+    "cuda-path",
+    cl::desc("--target=cuda: the CUDA toolkit (ptxas, fatbinary, libdevice; "
+             "default: $CUDA_HOME, $CUDA_PATH, else /usr/local/cuda)"),
+    cl::value_desc("dir"), cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<std::string> gpuBinary(
+    "gpu-binary",
+    cl::desc("--target=cuda: what the kernels are embedded as: fatbin "
+             "(default: cubin and PTX), cubin, or ptx (needs no ptxas; the "
+             "driver compiles it when first loaded)"),
+    cl::init("fatbin"), cl::value_desc("fatbin|cubin|ptx"),
+    cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<bool> noBackward(
     "no-backward",
     cl::desc("Export only the forward entry points (no <f>_fwd/<f>_bwd); "
@@ -161,6 +189,14 @@ int runCompile() {
   attnc::CompileOptions options;
   options.target = compileTarget;
   options.spirvTargetEnv = spirvTargetEnv;
+  options.gpuArch = gpuArch;
+  options.cudaPath = cudaPath;
+  options.gpuBinary = gpuBinary;
+  if (emitKind == EmitKind::Ptx) {
+    if (compileTarget != attnc::CompileTarget::Cuda)
+      return fail("--emit=ptx needs --target=cuda");
+    options.gpuBinary = "ptx";
+  }
   options.triple = targetTriple;
   options.cpu = cpuName;
   options.optLevel = optLevel;
@@ -206,6 +242,13 @@ int runCompile() {
   if (emitKind == EmitKind::Mlir) {
     spec->module->print(out->os());
     out->os() << "\n";
+  } else if (emitKind == EmitKind::Ptx) {
+    // attn-cuda-lower-host's globals of the kernel modules, NUL-terminated.
+    for (auto global : spec->module->getOps<mlir::LLVM::GlobalOp>())
+      if (global.getSymName().starts_with("__attnc_cuda_"))
+        if (auto text =
+                dyn_cast_or_null<mlir::StringAttr>(global.getValueOrNull()))
+          out->os() << text.getValue().drop_back() << "\n";
   } else {
     LLVMContext llvmContext;
     auto llvmModule = compiler->translate(*spec->module, llvmContext);
@@ -223,8 +266,7 @@ int runCompile() {
     std::unique_ptr<ToolOutputFile> header = openOutput(headerFile);
     if (!header)
       return 1;
-    attnc::emitHeader(spec->kernels, inputFile, header->os(),
-                      compileTarget == attnc::CompileTarget::Vulkan);
+    attnc::emitHeader(spec->kernels, inputFile, header->os(), compileTarget);
     header->keep();
   }
   out->keep();

@@ -20,11 +20,13 @@ typedef enum attnc_status {
   /* The kernel uses AMX tiles and the OS did not grant this process their
    * state (Linux arch_prctl ARCH_REQ_XCOMP_PERM); nothing was written. */
   ATTNC_STATUS_NO_AMX = 5,
-  /* No usable GPU: the driver library (libvulkan) could not be loaded, or
-   * it offers no device with what the kernels need. */
+  /* No usable GPU: the driver library (libvulkan, libcuda) could not be
+   * loaded or initialized, or it offers no device with what the kernels
+   * need (no such CUDA device). */
   ATTNC_STATUS_NO_DEVICE = 6,
   /* The GPU driver reported an error (device lost, a failed submission,
-   * shader or pipeline creation failed). */
+   * shader or pipeline creation failed; a CUDA module that did not load, a
+   * kernel not found in it, a failed launch or a kernel that faulted). */
   ATTNC_STATUS_DEVICE_ERROR = 7,
   /* A buffer argument is too small for the kernel, or belongs to another
    * context; nothing was written. */
