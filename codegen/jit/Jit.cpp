@@ -3,6 +3,7 @@
 // the objects.
 #include "attnc/jit.h"
 
+#include "attnc/cuda.h"
 #include "attnc/runtime.h"
 #include "attnc/vulkan.h"
 #include "codegen/jit/JitInternal.h"
@@ -96,15 +97,25 @@ struct Module::Impl {
   bool fromDiskCache = false;
   Target target = Target::Cpu;
   /// Target::Vulkan: the device context of checked calls, made on the
-  /// first one; the mutex gives it to one call at a time.
-  std::mutex vulkanMutex;
+  /// first one; the mutex gives it (or CUDA's) to one call at a time.
+  std::mutex deviceMutex;
   attnc_vk_context *vulkan = nullptr;
   int vulkanStatus = -1; // of the context's creation; -1: not tried
   /// The device buffers of each entry point's tensors (parallel to
   /// entryPoints), made on its first checked call and kept for the next
   /// ones; the context frees them.
   std::vector<std::vector<attnc_vk_buffer *>> vulkanBuffers;
-  ~Impl() { attnc_vk_context_destroy(vulkan); }
+  /// Target::Cuda: the same, with device pointers of the context.
+  attnc_cuda_context *cuda = nullptr;
+  int cudaStatus = -1;
+  std::vector<std::vector<void *>> cudaBuffers;
+  ~Impl() {
+    attnc_vk_context_destroy(vulkan);
+    for (const std::vector<void *> &buffers : cudaBuffers)
+      for (void *buffer : buffers)
+        attnc_cuda_free(cuda, buffer);
+    attnc_cuda_context_destroy(cuda);
+  }
 };
 
 Module::Module(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -161,6 +172,10 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
   addRuntimeSymbol("attnc_vk_scratch", &attnc_vk_scratch);
   addRuntimeSymbol("attnc_vk_release", &attnc_vk_release);
   addRuntimeSymbol("attnc_vk_finish", &attnc_vk_finish);
+  addRuntimeSymbol("attnc_cuda_launch", &attnc_cuda_launch);
+  addRuntimeSymbol("attnc_cuda_scratch", &attnc_cuda_scratch);
+  addRuntimeSymbol("attnc_cuda_release", &attnc_cuda_release);
+  addRuntimeSymbol("attnc_cuda_finish", &attnc_cuda_finish);
   if (llvm::Error e = (*jit)->getMainJITDylib().define(
           llvm::orc::absoluteSymbols(std::move(runtime)))) {
     error = llvm::toString(std::move(e));
@@ -323,14 +338,20 @@ Result Module::callUnchecked(std::string_view name,
     result.error = "no entry point named '" + std::string(name) + "'";
     return result;
   }
-  size_t expected =
-      entry->args.size() + (impl->target == Target::Vulkan ? 1 : 0);
+  size_t runtimeArgs = impl->target == Target::Vulkan ? 1
+                       : impl->target == Target::Cuda ? 2
+                                                      : 0;
+  size_t expected = entry->args.size() + runtimeArgs;
   if (buffers.size() != expected) {
-    result.error = "'" + entry->name + "' takes " + std::to_string(expected) +
-                   (impl->target == Target::Vulkan
-                        ? " arguments (the context, then a buffer per tensor)"
-                        : " tensors") +
-                   ", got " + std::to_string(buffers.size());
+    result.error =
+        "'" + entry->name + "' takes " + std::to_string(expected) +
+        (impl->target == Target::Vulkan
+             ? " arguments (the context, then a buffer per tensor)"
+         : impl->target == Target::Cuda
+             ? " arguments (the context, the stream, then a device pointer "
+               "per tensor)"
+             : " tensors") +
+        ", got " + std::to_string(buffers.size());
     return result;
   }
   void *function = impl->functions[entry - impl->entryPoints.data()];
@@ -379,6 +400,8 @@ Result Module::call(std::string_view name,
   }
   if (impl->target == Target::Vulkan)
     return callOnVulkan(*entry, buffers);
+  if (impl->target == Target::Cuda)
+    return callOnCuda(*entry, buffers);
   return callUnchecked(name, buffers);
 }
 
@@ -387,7 +410,7 @@ Result Module::call(std::string_view name,
 Result Module::callOnVulkan(const EntryPoint &entry,
                             const std::vector<void *> &host) const {
   Result result;
-  std::lock_guard<std::mutex> lock(impl->vulkanMutex);
+  std::lock_guard<std::mutex> lock(impl->deviceMutex);
   if (impl->vulkanStatus < 0) {
     impl->vulkanStatus = attnc_vk_context_create(&impl->vulkan);
     impl->vulkanBuffers.resize(impl->entryPoints.size());
@@ -421,6 +444,50 @@ Result Module::callOnVulkan(const EntryPoint &entry,
     if (entry.args[k].isOutput)
       result.status =
           attnc_vk_download(buffers[k], host[k], entry.args[k].numBytes());
+  return result;
+}
+
+/// A checked call on the module's CUDA context: the inputs uploaded to the
+/// entry point's device memory, the call queued on the default stream and
+/// waited for, the outputs downloaded.
+Result Module::callOnCuda(const EntryPoint &entry,
+                          const std::vector<void *> &host) const {
+  Result result;
+  std::lock_guard<std::mutex> lock(impl->deviceMutex);
+  if (impl->cudaStatus < 0) {
+    impl->cudaStatus = attnc_cuda_context_create(0, &impl->cuda);
+    impl->cudaBuffers.resize(impl->entryPoints.size());
+  }
+  if (impl->cudaStatus != ATTNC_STATUS_OK) {
+    result.status = impl->cudaStatus;
+    return result;
+  }
+  std::vector<void *> &buffers =
+      impl->cudaBuffers[&entry - impl->entryPoints.data()];
+  for (size_t k = buffers.size(); k < entry.args.size(); ++k) {
+    void *buffer = attnc_cuda_alloc(impl->cuda, entry.args[k].numBytes());
+    if (!buffer) {
+      result.status = ATTNC_STATUS_OUT_OF_MEMORY;
+      return result;
+    }
+    buffers.push_back(buffer);
+  }
+  std::vector<void *> args = {impl->cuda, /*stream=*/nullptr};
+  for (size_t k = 0; k < entry.args.size(); ++k) {
+    args.push_back(buffers[k]);
+    if (!entry.args[k].isOutput && result.ok())
+      result.status = attnc_cuda_upload(impl->cuda, buffers[k], host[k],
+                                        entry.args[k].numBytes());
+  }
+  if (!result.ok())
+    return result;
+  result = callUnchecked(entry.name, args);
+  if (result.ok())
+    result.status = attnc_cuda_synchronize(impl->cuda, nullptr);
+  for (size_t k = 0; k < entry.args.size() && result.ok(); ++k)
+    if (entry.args[k].isOutput)
+      result.status = attnc_cuda_download(impl->cuda, host[k], buffers[k],
+                                          entry.args[k].numBytes());
   return result;
 }
 

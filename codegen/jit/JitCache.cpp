@@ -52,7 +52,8 @@ std::string cacheKey(std::string_view specText, const Options &options) {
       key << feature.first().str() << ",";
   key << "\ntarget=" << int(options.target) << " O" << options.optLevel
       << " cpu=" << options.cpu << " threads=" << options.threads
-      << " backward=" << options.backward << " fuse=" << options.fuse << "\n"
+      << " backward=" << options.backward << " fuse=" << options.fuse
+      << " gpu-arch=" << options.gpuArch << "\n"
       << specText;
   return key.str();
 }

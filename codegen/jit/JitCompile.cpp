@@ -167,7 +167,9 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
                  std::vector<KernelSignature> *kernels, std::string &error) {
   CompileOptions compile;
   compile.target = options.target == Target::Vulkan ? CompileTarget::Vulkan
+                   : options.target == Target::Cuda ? CompileTarget::Cuda
                                                     : CompileTarget::Cpu;
+  compile.gpuArch = options.gpuArch;
   compile.cpu = options.cpu;
   compile.optLevel = std::min(options.optLevel, 3u);
   compile.threads = options.threads;

@@ -1,10 +1,10 @@
-// Random specs through the GPU layer (attnc compile --target=vulkan, to
-// LLVM IR with the SPIR-V embedded): no crash, and every compile either
-// succeeds or says why in a located error. The specs mix fused and graph
-// forms, every mask kind, score_mod expressions over random arithmetic and
-// math ops with float and integer captures, mask_mod regions, GQA/MQA,
-// f32/f16/bf16, degenerate and odd shapes, and head dimensions up to 320
-// (too wide for the workgroup memory of the GPU plan: the unfused path).
+// Random specs through the GPU layer (attnc compile --target=vulkan and
+// --target=cuda, to LLVM IR with the kernels embedded): no crash, and every
+// compile either succeeds or says why in a located error. The specs mix fused
+// and graph forms, every mask kind, score_mod expressions over random
+// arithmetic and math ops with float and integer captures, mask_mod regions,
+// GQA/MQA, f32/f16/bf16, degenerate and odd shapes, and head dimensions up to
+// 320 (too wide for the workgroup memory of the GPU plan: the unfused path).
 #include "codegen/Compile.h"
 #include "codegen/Registration.h"
 
@@ -184,19 +184,16 @@ struct Generator {
   }
 };
 
-TEST(GpuFuzzTest, RandomSpecsCompileForVulkan) {
+/// Compiles `count` random specs for `options`' target to LLVM IR; each
+/// either compiles or fails with located errors (none does: the generator
+/// writes valid specs).
+void compileRandomSpecs(const attnc::Compiler &compiler, int count,
+                        uint64_t seed) {
   mlir::DialectRegistry registry;
   attnc::registerAttncDialects(registry);
-  attnc::CompileOptions options;
-  options.target = attnc::CompileTarget::Vulkan;
-  options.optLevel = 0;
-  options.verifyEachPass = false;
-  auto compiler = attnc::Compiler::create(options);
-  ASSERT_TRUE(bool(compiler)) << llvm::toString(compiler.takeError());
-
-  Generator generator(20261202);
+  Generator generator(seed);
   int compiled = 0;
-  for (int n = 0; n < 300; ++n) {
+  for (int n = 0; n < count; ++n) {
     std::string text = generator.spec();
     SCOPED_TRACE(text);
     mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
@@ -216,20 +213,45 @@ TEST(GpuFuzzTest, RandomSpecsCompileForVulkan) {
           }
           return mlir::success();
         });
-    mlir::FailureOr<attnc::Spec> spec = compiler->lower(sourceMgr, context);
+    mlir::FailureOr<attnc::Spec> spec = compiler.lower(sourceMgr, context);
     if (mlir::failed(spec)) {
       EXPECT_GT(errors, 0) << "a failed compile without an error";
       continue;
     }
     EXPECT_EQ(errors, 0) << messages;
     llvm::LLVMContext llvmContext;
-    auto module = compiler->translate(*spec->module, llvmContext);
+    auto module = compiler.translate(*spec->module, llvmContext);
     ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
     ++compiled;
   }
   // The generator writes valid specs (every op it uses has a gradient
   // rule): all of them compile.
-  EXPECT_EQ(compiled, 300);
+  EXPECT_EQ(compiled, count);
+}
+
+TEST(GpuFuzzTest, RandomSpecsCompileForVulkan) {
+  attnc::CompileOptions options;
+  options.target = attnc::CompileTarget::Vulkan;
+  options.optLevel = 0;
+  options.verifyEachPass = false;
+  auto compiler = attnc::Compiler::create(options);
+  ASSERT_TRUE(bool(compiler)) << llvm::toString(compiler.takeError());
+  compileRandomSpecs(*compiler, 300, 20261202);
+}
+
+/// The same specs through NVVM to sm_90a PTX (LLVM's NVPTX backend; ptxas
+/// is test/cuda's), where a CUDA toolkit's libdevice is installed.
+TEST(GpuFuzzTest, RandomSpecsCompileForCuda) {
+  attnc::CompileOptions options;
+  options.target = attnc::CompileTarget::Cuda;
+  options.gpuArch = "sm_90a";
+  options.gpuBinary = "ptx";
+  options.optLevel = 0;
+  options.verifyEachPass = false;
+  auto compiler = attnc::Compiler::create(options);
+  if (!compiler)
+    GTEST_SKIP() << llvm::toString(compiler.takeError());
+  compileRandomSpecs(*compiler, 100, 20261202);
 }
 
 } // namespace

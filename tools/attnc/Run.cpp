@@ -329,8 +329,7 @@ int runSpec(const std::string &path, const RunOptions &options,
 
   jit::Options jitOptions;
   jitOptions.backward = options.backward;
-  if (options.vulkan)
-    jitOptions.target = jit::Target::Vulkan;
+  jitOptions.target = options.target;
   std::string error;
   auto start = std::chrono::steady_clock::now();
   auto module = path == "-"

@@ -3,6 +3,8 @@
 #ifndef ATTNC_TOOLS_ATTNC_RUN_H
 #define ATTNC_TOOLS_ATTNC_RUN_H
 
+#include "attnc/jit.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -14,7 +16,7 @@ struct RunOptions {
   bool check = false;   // fail when an error exceeds its dtype's tolerance
   bool backward = true; // also check <f>_bwd
   uint64_t seed = 1;
-  bool vulkan = false; // run on a Vulkan device (--target=vulkan)
+  jit::Target target = jit::Target::Cpu; // what the kernels run on (--target)
 };
 
 /// Returns the process exit code; diagnostics go to `errs`.

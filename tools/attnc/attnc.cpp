@@ -145,7 +145,10 @@ cl::opt<attnc::CompileTarget> runTarget(
     cl::init(attnc::CompileTarget::Cpu),
     cl::values(clEnumValN(attnc::CompileTarget::Cpu, "cpu", "this CPU"),
                clEnumValN(attnc::CompileTarget::Vulkan, "vulkan",
-                          "a Vulkan device (ATTNC_VULKAN_DEVICE picks one)")),
+                          "a Vulkan device (ATTNC_VULKAN_DEVICE picks one)"),
+               clEnumValN(attnc::CompileTarget::Cuda, "cuda",
+                          "NVIDIA GPU 0, kernels compiled for sm_80 (the "
+                          "CUDA toolkit compiles them)")),
     cl::sub(runCommand), cl::cat(attncCategory));
 cl::opt<uint64_t> runSeed("seed", cl::desc("Seed of the random inputs"),
                           cl::init(1), cl::sub(runCommand),
@@ -293,7 +296,10 @@ int main(int argc, char **argv) {
   if (runCommand) {
     attnc::RunOptions options;
     options.check = runCheck;
-    options.vulkan = runTarget == attnc::CompileTarget::Vulkan;
+    options.target =
+        runTarget == attnc::CompileTarget::Vulkan ? attnc::jit::Target::Vulkan
+        : runTarget == attnc::CompileTarget::Cuda ? attnc::jit::Target::Cuda
+                                                  : attnc::jit::Target::Cpu;
     options.backward = !runNoBackward;
     options.seed = runSeed;
     return attnc::runSpec(runInput, options, outs(), errs());

@@ -59,6 +59,13 @@ enum class Target {
   /// buffers and the outputs back, and return ATTNC_STATUS_NO_DEVICE when
   /// there is no Vulkan device.
   Vulkan,
+  /// An NVIDIA GPU through the runtime (attnc/cuda.h): kernels compiled for
+  /// Options::gpuArch (a fatbin of its cubin and PTX; needs the CUDA
+  /// toolkit to compile). Each module makes its own context on device 0 on
+  /// its first checked call; call() and the checked calls copy host tensors
+  /// to device memory and the outputs back, on the default stream, and
+  /// return ATTNC_STATUS_NO_DEVICE when there is no driver or GPU.
+  Cuda,
 };
 
 struct Options {
@@ -96,6 +103,9 @@ struct Options {
   /// S; each is its own cache entry). A placeholder without a value is an
   /// error.
   std::map<std::string, int64_t> sizes;
+  /// Target::Cuda: the architecture the kernels are compiled for (sm_80
+  /// runs on later GPUs through its PTX; sm_90a is Hopper's).
+  std::string gpuArch = "sm_80";
 };
 
 /// The outcome of a call: `error` is set when nothing was called (unknown
@@ -129,7 +139,9 @@ public:
               const std::vector<TensorRef> &tensors) const;
   /// Calls an entry point with raw buffers; only the count is checked.
   /// For Target::Vulkan the raw arguments are the attnc_vk_context * first,
-  /// then one attnc_vk_buffer * per tensor.
+  /// then one attnc_vk_buffer * per tensor; for Target::Cuda the
+  /// attnc_cuda_context *, the stream (null: the default stream), then one
+  /// device pointer per tensor.
   Result callUnchecked(std::string_view name,
                        const std::vector<void *> &buffers) const;
 
@@ -146,6 +158,8 @@ private:
   explicit Module(std::unique_ptr<Impl> impl);
   Result callOnVulkan(const EntryPoint &entry,
                       const std::vector<void *> &host) const;
+  Result callOnCuda(const EntryPoint &entry,
+                    const std::vector<void *> &host) const;
   std::unique_ptr<Impl> impl;
 };
 
