@@ -204,6 +204,18 @@ def AttnGpuWorkgroupAttributions : Pass<"attn-gpu-workgroup-attributions"> {
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def AttnGpuMergeModules : Pass<"attn-gpu-merge-modules", "mlir::ModuleOp"> {
+  let summary = "Move every outlined kernel into one gpu.module";
+  let description = [{
+    After gpu-kernel-outlining (one gpu.module per kernel): the functions of
+    every gpu.module move into the first (renamed where their names clash)
+    and the launches follow them, so that gpu-module-to-binary serializes a
+    spec's kernels in one LLVM run, one ptxas and one fatbinary. Modules
+    with different attributes (targets) are an error.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 def AttnGpuFixedSubgroups : Pass<"attn-gpu-fixed-subgroups"> {
   let summary = "Subgroup queries and reductions for a fixed subgroup size";
   let description = [{

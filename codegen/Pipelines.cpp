@@ -210,6 +210,7 @@ void buildCudaToNvvmPipeline(OpPassManager &pm,
   pm.addPass(createAttnGpuSinkConstants());
   pm.addPass(createAttnGpuWorkgroupAttributions());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createAttnGpuMergeModules());
   // TOOLCHAIN.md: sm_90a needs PTX 8.0; libdevice gives math.exp & co.
   GpuNVVMAttachTargetOptions attach;
   attach.chip = options.gpuArch;
