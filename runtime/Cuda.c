@@ -15,6 +15,7 @@
  *
  * A context is used by one host thread at a time: nothing here locks. */
 #include "attnc/cuda.h"
+#include "Reserve.h"
 #include "attnc/runtime.h"
 
 #include <dlfcn.h>
@@ -191,18 +192,6 @@ static CUresult push(attnc_cuda_context *ctx) {
 static void pop(attnc_cuda_context *ctx) {
   CUcontext popped;
   ctx->cu.CtxPopCurrent(&popped);
-}
-
-/* A growable array `items` with room for one more item (its new address),
- * or null when out of memory (`items` is unchanged then). */
-static void *reserve(void *items, int *capacity, int count, size_t size) {
-  if (count < *capacity)
-    return items;
-  int grown = *capacity ? 2 * *capacity : 8;
-  void *more = realloc(items, (size_t)grown * size);
-  if (more)
-    *capacity = grown;
-  return more;
 }
 
 /* The driver's view of a device pointer. */
@@ -447,8 +436,8 @@ static CUmodule get_module(attnc_cuda_context *ctx, const void *image) {
   for (int i = 0; i < ctx->module_count; ++i)
     if (ctx->modules[i].image == image)
       return ctx->modules[i].module;
-  module_t *modules = reserve(ctx->modules, &ctx->module_capacity,
-                              ctx->module_count, sizeof *modules);
+  module_t *modules = attnc_reserve(ctx->modules, &ctx->module_capacity,
+                                    ctx->module_count, sizeof *modules);
   if (!modules) {
     fail(ctx, ATTNC_STATUS_OUT_OF_MEMORY, "attnc_cuda_launch: out of memory",
          CUDA_SUCCESS);
@@ -485,8 +474,8 @@ static function_t *get_function(attnc_cuda_context *ctx, const void *image,
   CUmodule module = get_module(ctx, image);
   if (!module)
     return NULL;
-  function_t *functions = reserve(ctx->functions, &ctx->function_capacity,
-                                  ctx->function_count, sizeof *functions);
+  function_t *functions = attnc_reserve(ctx->functions, &ctx->function_capacity,
+                                        ctx->function_count, sizeof *functions);
   if (functions)
     ctx->functions = functions;
   size_t length = strlen(name) + 1;

@@ -17,6 +17,7 @@
  *
  * A context is used by one host thread at a time: nothing here locks. */
 #include "attnc/vulkan.h"
+#include "Reserve.h"
 #include "attnc/runtime.h"
 
 #define VK_NO_PROTOTYPES
@@ -133,18 +134,6 @@ static int fail(attnc_vk_context *ctx, int status) {
 /* Whether a Vulkan call succeeded; if not, keeps its error. */
 static int ok(attnc_vk_context *ctx, VkResult r) {
   return r == VK_SUCCESS || fail(ctx, vk_status(r));
-}
-
-/* A growable array `items` with room for one more item (its new address),
- * or null when out of memory (`items` is unchanged then). */
-static void *reserve(void *items, int *capacity, int count, size_t size) {
-  if (count < *capacity)
-    return items;
-  int grown = *capacity ? 2 * *capacity : 8;
-  void *more = realloc(items, (size_t)grown * size);
-  if (more)
-    *capacity = grown;
-  return more;
 }
 
 /* ---- Context creation ---- */
@@ -555,8 +544,8 @@ static VkShaderModule get_module(attnc_vk_context *ctx, const uint32_t *spirv,
     fail(ctx, ATTNC_STATUS_INTERNAL);
     return VK_NULL_HANDLE;
   }
-  module_t *modules = reserve(ctx->modules, &ctx->module_capacity,
-                              ctx->module_count, sizeof *modules);
+  module_t *modules = attnc_reserve(ctx->modules, &ctx->module_capacity,
+                                    ctx->module_count, sizeof *modules);
   if (!modules) {
     fail(ctx, ATTNC_STATUS_OUT_OF_MEMORY);
     return VK_NULL_HANDLE;
@@ -587,8 +576,8 @@ static pipeline_t *get_pipeline(attnc_vk_context *ctx, const uint32_t *spirv,
   VkShaderModule module = get_module(ctx, spirv, words);
   if (module == VK_NULL_HANDLE)
     return NULL;
-  pipeline_t *pipelines = reserve(ctx->pipelines, &ctx->pipeline_capacity,
-                                  ctx->pipeline_count, sizeof *pipelines);
+  pipeline_t *pipelines = attnc_reserve(ctx->pipelines, &ctx->pipeline_capacity,
+                                        ctx->pipeline_count, sizeof *pipelines);
   if (pipelines)
     ctx->pipelines = pipelines;
   size_t length = strlen(entry) + 1;
@@ -658,8 +647,8 @@ static VkDescriptorSet allocate_set(attnc_vk_context *ctx,
   for (;;) {
     int fresh = ctx->pool_current == ctx->pool_count;
     if (fresh) {
-      VkDescriptorPool *pools = reserve(ctx->pools, &ctx->pool_capacity,
-                                        ctx->pool_count, sizeof *pools);
+      VkDescriptorPool *pools = attnc_reserve(ctx->pools, &ctx->pool_capacity,
+                                              ctx->pool_count, sizeof *pools);
       if (!pools) {
         fail(ctx, ATTNC_STATUS_OUT_OF_MEMORY);
         return VK_NULL_HANDLE;
