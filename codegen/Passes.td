@@ -230,7 +230,8 @@ def AttnGpuFixedSubgroups : Pass<"attn-gpu-fixed-subgroups"> {
     Option<"size", "size", "int64_t", /*default=*/"32",
            "The number of invocations in a subgroup (a power of two)">
   ];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
+                           "mlir::index::IndexDialect"];
 }
 
 def AttnGpuSinkConstants : Pass<"attn-gpu-sink-constants", "mlir::ModuleOp"> {

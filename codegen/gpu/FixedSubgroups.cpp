@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace attnc {
@@ -18,15 +19,6 @@ namespace attnc {
 using namespace mlir;
 
 namespace {
-
-/// The number of invocations of the workgroup around `op`.
-Value workgroupInvocations(PatternRewriter &rewriter, Location loc) {
-  Value x = gpu::BlockDimOp::create(rewriter, loc, gpu::Dimension::x);
-  Value y = gpu::BlockDimOp::create(rewriter, loc, gpu::Dimension::y);
-  Value z = gpu::BlockDimOp::create(rewriter, loc, gpu::Dimension::z);
-  return arith::MulIOp::create(rewriter, loc,
-                               arith::MulIOp::create(rewriter, loc, x, y), z);
-}
 
 struct SubgroupSizePattern : OpRewritePattern<gpu::SubgroupSizeOp> {
   SubgroupSizePattern(MLIRContext *context, int64_t size)
@@ -39,35 +31,6 @@ struct SubgroupSizePattern : OpRewritePattern<gpu::SubgroupSizeOp> {
   int64_t size;
 };
 
-/// The linear invocation index divided by the size.
-struct SubgroupIdPattern : OpRewritePattern<gpu::SubgroupIdOp> {
-  SubgroupIdPattern(MLIRContext *context, int64_t size)
-      : OpRewritePattern(context), size(size) {}
-  LogicalResult matchAndRewrite(gpu::SubgroupIdOp op,
-                                PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto id = [&](gpu::Dimension d) {
-      return gpu::ThreadIdOp::create(rewriter, loc, d).getResult();
-    };
-    auto dim = [&](gpu::Dimension d) {
-      return gpu::BlockDimOp::create(rewriter, loc, d).getResult();
-    };
-    // x + X * (y + Y * z)
-    Value linear = arith::AddIOp::create(
-        rewriter, loc, id(gpu::Dimension::x),
-        arith::MulIOp::create(
-            rewriter, loc, dim(gpu::Dimension::x),
-            arith::AddIOp::create(
-                rewriter, loc, id(gpu::Dimension::y),
-                arith::MulIOp::create(rewriter, loc, dim(gpu::Dimension::y),
-                                      id(gpu::Dimension::z)))));
-    rewriter.replaceOpWithNewOp<arith::DivUIOp>(
-        op, linear, arith::ConstantIndexOp::create(rewriter, loc, size));
-    return success();
-  }
-  int64_t size;
-};
-
 /// The invocations divided by the size, rounded up.
 struct NumSubgroupsPattern : OpRewritePattern<gpu::NumSubgroupsOp> {
   NumSubgroupsPattern(MLIRContext *context, int64_t size)
@@ -75,9 +38,16 @@ struct NumSubgroupsPattern : OpRewritePattern<gpu::NumSubgroupsOp> {
   LogicalResult matchAndRewrite(gpu::NumSubgroupsOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    auto dim = [&](gpu::Dimension d) {
+      return gpu::BlockDimOp::create(rewriter, loc, d).getResult();
+    };
+    Value invocations = arith::MulIOp::create(
+        rewriter, loc,
+        arith::MulIOp::create(rewriter, loc, dim(gpu::Dimension::x),
+                              dim(gpu::Dimension::y)),
+        dim(gpu::Dimension::z));
     rewriter.replaceOpWithNewOp<arith::CeilDivUIOp>(
-        op, workgroupInvocations(rewriter, loc),
-        arith::ConstantIndexOp::create(rewriter, loc, size));
+        op, invocations, arith::ConstantIndexOp::create(rewriter, loc, size));
     return success();
   }
   int64_t size;
@@ -94,8 +64,10 @@ struct AttnGpuFixedSubgroupsPass
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<SubgroupSizePattern, SubgroupIdPattern, NumSubgroupsPattern>(
-        &getContext(), size);
+    patterns.add<SubgroupSizePattern, NumSubgroupsPattern>(&getContext(),
+                                                           size);
+    // The linear invocation index over gpu.subgroup_size (the constant).
+    populateGpuSubgroupIdPatterns(patterns);
     populateGpuLowerSubgroupReduceToShufflePatterns(patterns, size,
                                                     /*shuffleBitwidth=*/32);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
