@@ -190,19 +190,31 @@ void buildVulkanToSpirvPipeline(OpPassManager &pm,
   spirvModule.addPass(createCanonicalizerPass());
 }
 
-void buildVulkanPipeline(OpPassManager &pm,
-                         const AttncPipelineOptions &options) {
+/// A GPU target's lowering: the shared bufferize stage, C entry points that
+/// return the runtime's `finish` status, the target's kernel stage
+/// (`buildKernels`), its host lowering, then the host's LLVM lowering.
+static void buildGpuTargetPipeline(
+    OpPassManager &pm, const AttncPipelineOptions &options, StringRef finish,
+    void (*buildKernels)(OpPassManager &, const AttncPipelineOptions &),
+    std::unique_ptr<Pass> lowerHost) {
   buildGpuBufferizePipeline(pm, options);
   AttnExportAbiOptions exportAbi;
-  exportAbi.gpuFinish = "attnc_vk_finish";
+  exportAbi.gpuFinish = finish.str();
   pm.addPass(createAttnExportAbi(exportAbi));
   // attn-gpu-host-context releases the device buffers (upstream's
   // deallocation would also walk into the kernels, whose subgroup
   // operations declare no memory effects).
   pm.addPass(createCanonicalizerPass(structuredCleanup()));
-  buildVulkanToSpirvPipeline(pm, options);
-  pm.addPass(createAttnVulkanLowerHost());
+  buildKernels(pm, options);
+  pm.addPass(std::move(lowerHost));
   buildCpuToLLVMPipeline(pm, options);
+}
+
+void buildVulkanPipeline(OpPassManager &pm,
+                         const AttncPipelineOptions &options) {
+  buildGpuTargetPipeline(pm, options, "attnc_vk_finish",
+                         buildVulkanToSpirvPipeline,
+                         createAttnVulkanLowerHost());
 }
 
 void buildCudaToNvvmPipeline(OpPassManager &pm,
@@ -246,14 +258,8 @@ void buildCudaToNvvmPipeline(OpPassManager &pm,
 }
 
 void buildCudaPipeline(OpPassManager &pm, const AttncPipelineOptions &options) {
-  buildGpuBufferizePipeline(pm, options);
-  AttnExportAbiOptions exportAbi;
-  exportAbi.gpuFinish = "attnc_cuda_finish";
-  pm.addPass(createAttnExportAbi(exportAbi));
-  pm.addPass(createCanonicalizerPass(structuredCleanup()));
-  buildCudaToNvvmPipeline(pm, options);
-  pm.addPass(createAttnCudaLowerHost());
-  buildCpuToLLVMPipeline(pm, options);
+  buildGpuTargetPipeline(pm, options, "attnc_cuda_finish",
+                         buildCudaToNvvmPipeline, createAttnCudaLowerHost());
 }
 
 void buildGraphStage(OpPassManager &pm, const AttncPipelineOptions &options) {
