@@ -90,32 +90,93 @@ int32_t dispatch(void *function, void *const *args, size_t n) {
 // Module
 //===----------------------------------------------------------------------===//
 
+/// The GPU of a module's checked calls, through the runtime: a context,
+/// device buffers, copies, and the arguments entry points take first.
+class Device {
+public:
+  virtual ~Device() = default;
+  /// Makes the context: a status.
+  virtual int create() = 0;
+  /// A device buffer of `bytes`, null when out of memory; the device frees
+  /// it with itself.
+  virtual void *alloc(uint64_t bytes) = 0;
+  virtual int upload(void *buffer, const void *host, uint64_t bytes) = 0;
+  virtual int download(void *host, void *buffer, uint64_t bytes) = 0;
+  /// What entry points take before their tensors.
+  virtual std::vector<void *> runtimeArgs() = 0;
+  /// Waits for the call's work, when the entry point did not.
+  virtual int wait() { return ATTNC_STATUS_OK; }
+};
+
+/// Vulkan: entry points take the context and wait for their work.
+class VulkanDevice final : public Device {
+public:
+  ~VulkanDevice() override { attnc_vk_context_destroy(ctx); }
+  int create() override { return attnc_vk_context_create(&ctx); }
+  void *alloc(uint64_t bytes) override {
+    return attnc_vk_buffer_create(ctx, bytes);
+  }
+  int upload(void *buffer, const void *host, uint64_t bytes) override {
+    return attnc_vk_upload(static_cast<attnc_vk_buffer *>(buffer), host,
+                           bytes);
+  }
+  int download(void *host, void *buffer, uint64_t bytes) override {
+    return attnc_vk_download(static_cast<attnc_vk_buffer *>(buffer), host,
+                             bytes);
+  }
+  std::vector<void *> runtimeArgs() override { return {ctx}; }
+
+private:
+  attnc_vk_context *ctx = nullptr;
+};
+
+/// CUDA: device 0; entry points take the context and the stream (the
+/// default one) and queue their work, which wait() waits for.
+class CudaDevice final : public Device {
+public:
+  ~CudaDevice() override {
+    for (void *buffer : buffers)
+      attnc_cuda_free(ctx, buffer);
+    attnc_cuda_context_destroy(ctx);
+  }
+  int create() override { return attnc_cuda_context_create(0, &ctx); }
+  void *alloc(uint64_t bytes) override {
+    void *buffer = attnc_cuda_alloc(ctx, bytes);
+    if (buffer)
+      buffers.push_back(buffer);
+    return buffer;
+  }
+  int upload(void *buffer, const void *host, uint64_t bytes) override {
+    return attnc_cuda_upload(ctx, buffer, host, bytes);
+  }
+  int download(void *host, void *buffer, uint64_t bytes) override {
+    return attnc_cuda_download(ctx, host, buffer, bytes);
+  }
+  std::vector<void *> runtimeArgs() override {
+    return {ctx, /*stream=*/nullptr};
+  }
+  int wait() override { return attnc_cuda_synchronize(ctx, nullptr); }
+
+private:
+  attnc_cuda_context *ctx = nullptr;
+  std::vector<void *> buffers;
+};
+
 struct Module::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::vector<EntryPoint> entryPoints;
   std::vector<void *> functions; // parallel to entryPoints
   bool fromDiskCache = false;
   Target target = Target::Cpu;
-  /// Target::Vulkan: the device context of checked calls, made on the
-  /// first one; the mutex gives it (or CUDA's) to one call at a time.
+  /// GPU targets: the device of checked calls, made on the first one; the
+  /// mutex gives it to one call at a time.
   std::mutex deviceMutex;
-  attnc_vk_context *vulkan = nullptr;
-  int vulkanStatus = -1; // of the context's creation; -1: not tried
+  std::unique_ptr<Device> device;
+  int deviceStatus = -1; // of the context's creation; -1: not tried
   /// The device buffers of each entry point's tensors (parallel to
   /// entryPoints), made on its first checked call and kept for the next
-  /// ones; the context frees them.
-  std::vector<std::vector<attnc_vk_buffer *>> vulkanBuffers;
-  /// Target::Cuda: the same, with device pointers of the context.
-  attnc_cuda_context *cuda = nullptr;
-  int cudaStatus = -1;
-  std::vector<std::vector<void *>> cudaBuffers;
-  ~Impl() {
-    attnc_vk_context_destroy(vulkan);
-    for (const std::vector<void *> &buffers : cudaBuffers)
-      for (void *buffer : buffers)
-        attnc_cuda_free(cuda, buffer);
-    attnc_cuda_context_destroy(cuda);
-  }
+  /// ones; the device frees them.
+  std::vector<std::vector<void *>> deviceBuffers;
 };
 
 Module::Module(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -398,96 +459,56 @@ Result Module::call(std::string_view name,
       return result;
     buffers.push_back(tensor.data);
   }
-  if (impl->target == Target::Vulkan)
-    return callOnVulkan(*entry, buffers);
-  if (impl->target == Target::Cuda)
-    return callOnCuda(*entry, buffers);
+  if (impl->target != Target::Cpu)
+    return callOnDevice(*entry, buffers);
   return callUnchecked(name, buffers);
 }
 
-/// A checked call on the module's Vulkan context: the inputs uploaded to
-/// the entry point's device buffers, the outputs downloaded.
-Result Module::callOnVulkan(const EntryPoint &entry,
+/// A checked call on the module's GPU: the inputs uploaded to the entry
+/// point's device buffers, the call and its work, the outputs downloaded.
+Result Module::callOnDevice(const EntryPoint &entry,
                             const std::vector<void *> &host) const {
   Result result;
   std::lock_guard<std::mutex> lock(impl->deviceMutex);
-  if (impl->vulkanStatus < 0) {
-    impl->vulkanStatus = attnc_vk_context_create(&impl->vulkan);
-    impl->vulkanBuffers.resize(impl->entryPoints.size());
+  if (impl->deviceStatus < 0) {
+    if (impl->target == Target::Vulkan)
+      impl->device = std::make_unique<VulkanDevice>();
+    else
+      impl->device = std::make_unique<CudaDevice>();
+    impl->deviceStatus = impl->device->create();
+    impl->deviceBuffers.resize(impl->entryPoints.size());
   }
-  if (impl->vulkanStatus != ATTNC_STATUS_OK) {
-    result.status = impl->vulkanStatus;
+  if (impl->deviceStatus != ATTNC_STATUS_OK) {
+    result.status = impl->deviceStatus;
     return result;
   }
-  std::vector<attnc_vk_buffer *> &buffers =
-      impl->vulkanBuffers[&entry - impl->entryPoints.data()];
-  for (size_t k = buffers.size(); k < entry.args.size(); ++k) {
-    attnc_vk_buffer *buffer =
-        attnc_vk_buffer_create(impl->vulkan, entry.args[k].numBytes());
-    if (!buffer) {
-      result.status = ATTNC_STATUS_OUT_OF_MEMORY;
-      return result;
-    }
-    buffers.push_back(buffer);
-  }
-  std::vector<void *> args = {impl->vulkan};
-  for (size_t k = 0; k < entry.args.size(); ++k) {
-    args.push_back(buffers[k]);
-    if (!entry.args[k].isOutput && result.ok())
-      result.status =
-          attnc_vk_upload(buffers[k], host[k], entry.args[k].numBytes());
-  }
-  if (!result.ok())
-    return result;
-  result = callUnchecked(entry.name, args);
-  for (size_t k = 0; k < entry.args.size() && result.ok(); ++k)
-    if (entry.args[k].isOutput)
-      result.status =
-          attnc_vk_download(buffers[k], host[k], entry.args[k].numBytes());
-  return result;
-}
-
-/// A checked call on the module's CUDA context: the inputs uploaded to the
-/// entry point's device memory, the call queued on the default stream and
-/// waited for, the outputs downloaded.
-Result Module::callOnCuda(const EntryPoint &entry,
-                          const std::vector<void *> &host) const {
-  Result result;
-  std::lock_guard<std::mutex> lock(impl->deviceMutex);
-  if (impl->cudaStatus < 0) {
-    impl->cudaStatus = attnc_cuda_context_create(0, &impl->cuda);
-    impl->cudaBuffers.resize(impl->entryPoints.size());
-  }
-  if (impl->cudaStatus != ATTNC_STATUS_OK) {
-    result.status = impl->cudaStatus;
-    return result;
-  }
+  Device &device = *impl->device;
   std::vector<void *> &buffers =
-      impl->cudaBuffers[&entry - impl->entryPoints.data()];
+      impl->deviceBuffers[&entry - impl->entryPoints.data()];
   for (size_t k = buffers.size(); k < entry.args.size(); ++k) {
-    void *buffer = attnc_cuda_alloc(impl->cuda, entry.args[k].numBytes());
+    void *buffer = device.alloc(entry.args[k].numBytes());
     if (!buffer) {
       result.status = ATTNC_STATUS_OUT_OF_MEMORY;
       return result;
     }
     buffers.push_back(buffer);
   }
-  std::vector<void *> args = {impl->cuda, /*stream=*/nullptr};
+  std::vector<void *> args = device.runtimeArgs();
   for (size_t k = 0; k < entry.args.size(); ++k) {
     args.push_back(buffers[k]);
     if (!entry.args[k].isOutput && result.ok())
-      result.status = attnc_cuda_upload(impl->cuda, buffers[k], host[k],
-                                        entry.args[k].numBytes());
+      result.status =
+          device.upload(buffers[k], host[k], entry.args[k].numBytes());
   }
   if (!result.ok())
     return result;
   result = callUnchecked(entry.name, args);
   if (result.ok())
-    result.status = attnc_cuda_synchronize(impl->cuda, nullptr);
+    result.status = device.wait();
   for (size_t k = 0; k < entry.args.size() && result.ok(); ++k)
     if (entry.args[k].isOutput)
-      result.status = attnc_cuda_download(impl->cuda, host[k], buffers[k],
-                                          entry.args[k].numBytes());
+      result.status =
+          device.download(host[k], buffers[k], entry.args[k].numBytes());
   return result;
 }
 

@@ -156,10 +156,8 @@ public:
 
 private:
   explicit Module(std::unique_ptr<Impl> impl);
-  Result callOnVulkan(const EntryPoint &entry,
+  Result callOnDevice(const EntryPoint &entry,
                       const std::vector<void *> &host) const;
-  Result callOnCuda(const EntryPoint &entry,
-                    const std::vector<void *> &host) const;
   std::unique_ptr<Impl> impl;
 };
 
