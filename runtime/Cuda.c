@@ -388,32 +388,30 @@ void attnc_cuda_free(attnc_cuda_context *ctx, void *device_ptr) {
   pop(ctx);
 }
 
-int attnc_cuda_upload(attnc_cuda_context *ctx, void *dst_device,
-                      const void *src_host, uint64_t bytes) {
-  if (!ctx || ((!dst_device || !src_host) && bytes))
+/* A blocking copy between host and device memory, either way. */
+static int copy(attnc_cuda_context *ctx, void *dst, const void *src,
+                uint64_t bytes, int to_device) {
+  if (!ctx || ((!dst || !src) && bytes))
     return ATTNC_STATUS_NULL_ARGUMENT;
   if (bytes == 0)
     return ATTNC_STATUS_OK;
   CUresult r = push(ctx);
   if (r != CUDA_SUCCESS)
     return host_status(ctx, "cuCtxPushCurrent", r);
-  r = ctx->cu.MemcpyHtoD(dptr(dst_device), src_host, bytes);
+  r = to_device ? ctx->cu.MemcpyHtoD(dptr(dst), src, bytes)
+                : ctx->cu.MemcpyDtoH(dst, dptr(src), bytes);
   pop(ctx);
-  return host_status(ctx, "cuMemcpyHtoD", r);
+  return host_status(ctx, to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", r);
+}
+
+int attnc_cuda_upload(attnc_cuda_context *ctx, void *dst_device,
+                      const void *src_host, uint64_t bytes) {
+  return copy(ctx, dst_device, src_host, bytes, 1);
 }
 
 int attnc_cuda_download(attnc_cuda_context *ctx, void *dst_host,
                         const void *src_device, uint64_t bytes) {
-  if (!ctx || ((!dst_host || !src_device) && bytes))
-    return ATTNC_STATUS_NULL_ARGUMENT;
-  if (bytes == 0)
-    return ATTNC_STATUS_OK;
-  CUresult r = push(ctx);
-  if (r != CUDA_SUCCESS)
-    return host_status(ctx, "cuCtxPushCurrent", r);
-  r = ctx->cu.MemcpyDtoH(dst_host, dptr(src_device), bytes);
-  pop(ctx);
-  return host_status(ctx, "cuMemcpyDtoH", r);
+  return copy(ctx, dst_host, src_device, bytes, 0);
 }
 
 int attnc_cuda_synchronize(attnc_cuda_context *ctx, attnc_cuda_stream stream) {
