@@ -7,6 +7,7 @@
 // 320 (too wide for the workgroup memory of the GPU plan: the unfused path).
 #include "codegen/Compile.h"
 #include "codegen/Registration.h"
+#include "test/unit/TestUtil.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -32,16 +33,6 @@ struct Generator {
     return *(values.begin() + rng() % values.size());
   }
   bool chance(int outOf) { return rng() % outOf == 0; }
-
-  static std::string tensor(std::initializer_list<int64_t> shape,
-                            const std::string &dtype) {
-    std::ostringstream os;
-    os << "tensor<";
-    for (int64_t d : shape)
-      os << d << "x";
-    os << dtype << ">";
-    return os.str();
-  }
 
   /// A score_mod body: a few random f32 ops over the score, the indices
   /// and the captures, ending in %r.
@@ -114,11 +105,11 @@ struct Generator {
     std::string dtype = chance(3) ? "bf16" : chance(3) ? "f16" : "f32";
     bool lengths = chance(3), slopes = chance(3), bias = chance(5),
          maskMod = chance(4), scoreMod = slopes || bias || chance(3);
-    std::string q = tensor({B, H, Sq, D}, dtype),
-                k = tensor({B, Hkv, Skv, D}, dtype),
-                v = tensor({B, Hkv, Skv, Dv}, dtype),
-                o = tensor({B, H, Sq, Dv}, dtype),
-                lse = tensor({B, H, Sq}, "f32");
+    std::string q = attnc::test::tensorType({B, H, Sq, D}, dtype),
+                k = attnc::test::tensorType({B, Hkv, Skv, D}, dtype),
+                v = attnc::test::tensorType({B, Hkv, Skv, Dv}, dtype),
+                o = attnc::test::tensorType({B, H, Sq, Dv}, dtype),
+                lse = attnc::test::tensorType({B, H, Sq}, "f32");
     std::string masks;
     if (chance(2))
       masks += " causal";
@@ -145,7 +136,7 @@ struct Generator {
     }
     if (bias) {
       captures.push_back("%bias");
-      captureTypes.push_back(tensor({H, Sq, Skv}, "f32"));
+      captureTypes.push_back(attnc::test::tensorType({H, Sq, Skv}, "f32"));
     }
     auto list = [](const std::vector<std::string> &items) {
       std::string text;
