@@ -5,26 +5,14 @@
  * a launch the driver refuses. Prints what the tests check. */
 #include "gqa_window.h"
 
+#include "../../tools/Inputs/gqa_window_reference.h"
 #include "attnc/cuda.h"
 #include "attnc/runtime.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { B = 1, H = 8, HKV = 2, S = 96, D = 64, WINDOW = 32 };
-#define Q_SIZE (B * H * S * D)
-#define KV_SIZE (B * HKV * S * D)
-#define LSE_SIZE (B * H * S)
-
 static float q[Q_SIZE], k[KV_SIZE], v[KV_SIZE], o[Q_SIZE], lse[LSE_SIZE];
-
-/* Deterministic values in [-1, 1). */
-static unsigned state = 12345u;
-static float next(void) {
-  state = state * 1664525u + 1013904223u;
-  return (float)((state >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
 
 int main(void) {
   attnc_cuda_context *ctx = NULL;
@@ -39,12 +27,7 @@ int main(void) {
   }
   printf("device %s sm_%d\n", attnc_cuda_device_name(ctx),
          attnc_cuda_compute_capability(ctx));
-  for (int i = 0; i < Q_SIZE; ++i)
-    q[i] = next();
-  for (int i = 0; i < KV_SIZE; ++i)
-    k[i] = next();
-  for (int i = 0; i < KV_SIZE; ++i)
-    v[i] = next();
+  fill_inputs(q, k, v);
   float *dq = attnc_cuda_alloc(ctx, sizeof q),
         *dk = attnc_cuda_alloc(ctx, sizeof k),
         *dv = attnc_cuda_alloc(ctx, sizeof v),
@@ -60,39 +43,8 @@ int main(void) {
   attnc_cuda_download(ctx, o, dout, sizeof o);
   attnc_cuda_download(ctx, lse, dlse, sizeof lse);
 
-  /* Reference: GQA (query head h reads key/value head h / (H / HKV)),
-   * sliding window j <= i && i - j < WINDOW, scale 1/sqrt(D). */
-  double max_out_error = 0.0, max_lse_error = 0.0, scores[S];
-  for (int h = 0; h < H; ++h) {
-    int kvh = h / (H / HKV);
-    for (int i = 0; i < S; ++i) {
-      double m = -INFINITY, sum = 0.0;
-      for (int j = 0; j < S; ++j) {
-        scores[j] = -INFINITY;
-        if (j > i || i - j >= WINDOW)
-          continue;
-        double s = 0.0;
-        for (int d = 0; d < D; ++d)
-          s += (double)q[(h * S + i) * D + d] * k[(kvh * S + j) * D + d];
-        scores[j] = s / sqrt((double)D);
-        if (scores[j] > m)
-          m = scores[j];
-      }
-      for (int j = 0; j < S; ++j)
-        sum += exp(scores[j] - m);
-      double e = fabs((m + log(sum)) - lse[h * S + i]);
-      if (!(e <= max_lse_error))
-        max_lse_error = e; /* also catches NaN */
-      for (int d = 0; d < D; ++d) {
-        double acc = 0.0;
-        for (int j = 0; j < S; ++j)
-          acc += exp(scores[j] - m) / sum * v[(kvh * S + j) * D + d];
-        double err = fabs(acc - o[(h * S + i) * D + d]);
-        if (!(err <= max_out_error))
-          max_out_error = err;
-      }
-    }
-  }
+  double max_out_error, max_lse_error;
+  reference_errors(q, k, v, o, lse, &max_out_error, &max_lse_error);
   printf("output error %.3g matches %d\n", max_out_error, max_out_error < 1e-4);
   printf("lse error %.3g matches %d\n", max_lse_error, max_lse_error < 1e-4);
 
