@@ -158,11 +158,10 @@ struct AttnExportAbiPass
     Value anyNull = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     for (Value arg : block->getArguments()) {
-      // A null stream is the default stream; only the context is checked.
-      if (isa<LLVM::LLVMPointerType>(arg.getType()) &&
-          arg != block->getArgument(0))
-        continue;
       if (isa<LLVM::LLVMPointerType>(arg.getType())) {
+        // Only the context: a null stream is the default stream.
+        if (arg != block->getArgument(0))
+          continue;
         Value null = LLVM::ZeroOp::create(b, loc, arg.getType());
         anyNull = arith::OrIOp::create(
             b, loc, anyNull,

@@ -22,6 +22,10 @@ inline constexpr const char *kDefaultVulkanTargetEnv =
     "max_compute_workgroup_invocations = 1024, "
     "max_compute_workgroup_size = [1024, 1024, 64], subgroup_size = 32>>";
 
+/// The prefix of the globals attn-cuda-lower-host puts each kernel module's
+/// binary in (`attnc compile --emit=ptx` reads them back).
+inline constexpr const char *kCudaImagePrefix = "__attnc_cuda_";
+
 #define GEN_PASS_DECL
 #include "codegen/Passes.h.inc"
 

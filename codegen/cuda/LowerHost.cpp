@@ -58,9 +58,10 @@ struct AttnCudaLowerHostPass
       StringRef name = binary.getSymName();
       EmbeddedModule &embedded = modules[name];
       // Fatbins and ELF images want 8-byte alignment; 16 for good measure.
-      embedded.image = attnc::embedBytes(module, binary.getLoc(),
-                                         ("__attnc_cuda_" + name).str(), bytes,
-                                         /*alignment=*/16);
+      embedded.image =
+          attnc::embedBytes(module, binary.getLoc(),
+                            (attnc::kCudaImagePrefix + name).str(), bytes,
+                            /*alignment=*/16);
       embedded.size = bytes.size();
     }
     WalkResult walk = module.walk([&](gpu::LaunchFuncOp launch) {

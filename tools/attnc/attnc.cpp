@@ -1,6 +1,7 @@
 // attnc: the attention compiler driver (attnc compile ...).
 #include "codegen/Compile.h"
 #include "codegen/Header.h"
+#include "codegen/Passes.h"
 #include "codegen/Registration.h"
 #include "tools/attnc/Bench.h"
 #include "tools/attnc/Run.h"
@@ -248,7 +249,7 @@ int runCompile() {
   } else if (emitKind == EmitKind::Ptx) {
     // attn-cuda-lower-host's globals of the kernel modules, NUL-terminated.
     for (auto global : spec->module->getOps<mlir::LLVM::GlobalOp>())
-      if (global.getSymName().starts_with("__attnc_cuda_"))
+      if (global.getSymName().starts_with(attnc::kCudaImagePrefix))
         if (auto text =
                 dyn_cast_or_null<mlir::StringAttr>(global.getValueOrNull()))
           out->os() << text.getValue().drop_back() << "\n";
