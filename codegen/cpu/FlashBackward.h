@@ -39,9 +39,16 @@ private:
   /// gradient folds in here).
   mlir::Value rowDeltas(mlir::Value o, mlir::Value dO, mlir::Value dLse);
 
-  /// P = exp(S' - LSE) on the lanes the masks keep, else 0 (a row with no
-  /// visible key has LSE = -inf: the select keeps P = 0).
+  /// P = exp(S' - LSE) on the lanes the masks keep, else 0; `lse` is
+  /// rowLse's.
   mlir::Value recomputedP(const Scores &sc, mlir::Value lse);
+
+  /// LSE[bi, h, row] splat to 16 lanes for recomputedP, +inf where it is
+  /// -inf: a row whose keys are all masked or whose scores are all -inf
+  /// (a score_mod that masks, FlexAttention's idiom) has P = 0, and
+  /// exp(S' - LSE) would be exp(-inf + inf) = NaN on its kept lanes.
+  mlir::Value rowLse(mlir::Value lse, mlir::Value bi, mlir::Value h,
+                     mlir::Value row);
 
   /// rowDeltas as rowsum(P * dP) - dLSE, with P and dP recomputed from the
   /// packed Q, dO, K^T and V^T tiles (two of the backward's products once

@@ -62,8 +62,7 @@ Value FlashBackward::exactRowDeltas(Value qT, Value kt, Value vt, Value dOT,
                 masks.rowRange(b, qt.limit, i, /*existsOnly=*/true);
             SmallVector<Value> in =
                 keyMaskUnlessWhole(whole, j0, range.lo, range.hi);
-            Value l = splat(memref::LoadOp::create(
-                b, args[4], ValueRange{bi, h, range.row}));
+            Value l = rowLse(args[4], bi, h, range.row);
             Value acc =
                 vector::LoadOp::create(b, vec, sums, ValueRange{r, idx(0)});
             for (int64_t w = 0; w < 2; ++w) {
