@@ -3,6 +3,7 @@
 #include "dialect/ShapeUtils.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 
 #include <cmath>
@@ -55,12 +56,65 @@ LogicalResult verifySameElementType(Operation *op, Value a, Value b,
   return success();
 }
 
+/// The integer divisions and remainders, undefined behaviour by zero.
+bool isIntegerDivision(Operation *op) {
+  return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+             arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp>(op);
+}
+
+/// Checks of a region op's values that need no run time: an integer
+/// division by a constant 0, and a tensor.extract index out of its
+/// capture's bounds, either a constant or, in the region's own block
+/// (ops there run for every (b, h, i, j)), the b or h argument itself,
+/// which takes every value below B or H. (i and j are left alone: a mask
+/// may hide the keys where they run past a capture.)
+LogicalResult verifyRegionValues(Operation *inner, Block &block, StringRef name,
+                                 unsigned firstIndexArg,
+                                 ArrayRef<int64_t> scoresShape) {
+  APInt constant;
+  if (isIntegerDivision(inner) &&
+      matchPattern(inner->getOperand(1), m_ConstantInt(&constant)) &&
+      constant.isZero())
+    return inner->emitOpError()
+           << "divides by a constant 0 in a " << name
+           << " region (undefined behaviour: no value to compute)";
+  auto extract = dyn_cast<tensor::ExtractOp>(inner);
+  if (!extract)
+    return success();
+  ArrayRef<int64_t> shape = extract.getTensor().getType().getShape();
+  for (auto [dim, index] : llvm::enumerate(extract.getIndices())) {
+    if (ShapedType::isDynamic(shape[dim]))
+      continue;
+    if (matchPattern(index, m_ConstantInt(&constant))) {
+      int64_t value = constant.getSExtValue();
+      if (value < 0 || value >= shape[dim])
+        return extract.emitOpError()
+               << "index " << value << " is out of bounds for dimension " << dim
+               << " of size " << shape[dim];
+      continue;
+    }
+    auto arg = dyn_cast<BlockArgument>(index);
+    if (!arg || arg.getOwner() != &block || inner->getBlock() != &block ||
+        scoresShape.size() != 4)
+      continue;
+    unsigned which = arg.getArgNumber() - firstIndexArg;
+    if (which < 2 && scoresShape[which] > shape[dim])
+      return extract.emitOpError()
+             << "index "
+             << "bh"[which] << " takes values up to " << scoresShape[which] - 1
+             << ", out of bounds for dimension " << dim << " of size "
+             << shape[dim];
+  }
+  return success();
+}
+
 /// Verifies a score_mod (withScore) or mask_mod region: its block signature
-/// (score?, b, h, i, j, captures...), its attn.yield of `yieldType`, and
-/// that every op inside is free of side effects.
+/// (score?, b, h, i, j, captures...), its attn.yield of `yieldType`, that
+/// every op inside is free of side effects, and what verifyRegionValues
+/// checks (`scoresShape` is [B, H, Sq, Skv]).
 LogicalResult verifyModRegion(Operation *op, Region &region, StringRef name,
                               bool withScore, TypeRange captureTypes,
-                              Type yieldType) {
+                              Type yieldType, ArrayRef<int64_t> scoresShape) {
   Block &block = region.front();
   unsigned numLeading = withScore ? 5 : 4;
   unsigned expectedArgs = numLeading + captureTypes.size();
@@ -136,6 +190,9 @@ LogicalResult verifyModRegion(Operation *op, Region &region, StringRef name,
                            << " region: its ops must be free of side effects";
       return WalkResult::interrupt();
     }
+    if (failed(verifyRegionValues(inner, block, name, numLeading - 4,
+                                  scoresShape)))
+      return WalkResult::interrupt();
     return WalkResult::advance();
   });
   return failure(walk.wasInterrupted());
@@ -286,7 +343,7 @@ LogicalResult ScoreModOp::verify() {
     return failure();
   return verifyModRegion(*this, getBody(), "score_mod", /*withScore=*/true,
                          getCaptures().getTypes(),
-                         Float32Type::get(getContext()));
+                         Float32Type::get(getContext()), shapeOf(getScores()));
 }
 
 LogicalResult MaskOp::verify() {
@@ -304,7 +361,8 @@ LogicalResult MaskOp::verify() {
   }
   return verifyModRegion(*this, getMaskMod(), "mask_mod", /*withScore=*/false,
                          getCaptures().getTypes(),
-                         IntegerType::get(getContext(), 1));
+                         IntegerType::get(getContext(), 1),
+                         shapeOf(getScores()));
 }
 
 LogicalResult SoftmaxOp::verify() {
@@ -364,12 +422,14 @@ static LogicalResult verifyAttentionLike(OpTy op, Type outputType,
       return failure();
   if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
     return failure();
+  SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], k[2]};
   if (op.getScoreMod().empty()) {
     if (!op.getScoreCaptures().empty())
       return op.emitOpError("has score_captures but no score_mod region");
   } else if (failed(verifyModRegion(raw, op.getScoreMod(), "score_mod", true,
                                     op.getScoreCaptures().getTypes(),
-                                    Float32Type::get(op.getContext())))) {
+                                    Float32Type::get(op.getContext()),
+                                    scores))) {
     return failure();
   }
   if (op.getMaskMod().empty()) {
@@ -379,7 +439,7 @@ static LogicalResult verifyAttentionLike(OpTy op, Type outputType,
   }
   return verifyModRegion(raw, op.getMaskMod(), "mask_mod", false,
                          op.getMaskCaptures().getTypes(),
-                         IntegerType::get(op.getContext(), 1));
+                         IntegerType::get(op.getContext(), 1), scores);
 }
 
 /// Each capture gradient has its capture's type.
@@ -501,7 +561,7 @@ LogicalResult ScoreModGradOp::verify() {
     return failure();
   return verifyModRegion(*this, getBody(), "score_mod", /*withScore=*/true,
                          getCaptures().getTypes(),
-                         Float32Type::get(getContext()));
+                         Float32Type::get(getContext()), shapeOf(getScores()));
 }
 
 #define GET_OP_CLASSES

@@ -509,6 +509,99 @@ func.func @score_mod_other_tensor_op(%s: tensor<1x2x4x4xf32>) {
 
 // -----
 
+func.func @score_mod_constant_index_out_of_bounds(%s: tensor<1x2x4x4xf32>, %t: tensor<3xf32>) {
+  %r = attn.score_mod %s captures(%t : tensor<3xf32>) : tensor<1x2x4x4xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index, %c: tensor<3xf32>):
+    %k = arith.constant 3 : index
+    // expected-error @+1 {{'tensor.extract' op index 3 is out of bounds for dimension 0 of size 3}}
+    %x = tensor.extract %c[%k] : tensor<3xf32>
+    attn.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+// Nested in an scf.if, a constant index is still checked.
+func.func @score_mod_nested_negative_index(%s: tensor<1x2x4x4xf32>, %t: tensor<2x3xf32>) {
+  %r = attn.score_mod %s captures(%t : tensor<2x3xf32>) : tensor<1x2x4x4xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index, %c: tensor<2x3xf32>):
+    %k = arith.constant -1 : index
+    %z = arith.constant 0 : index
+    %p = arith.cmpi eq, %i, %j : index
+    %v = scf.if %p -> f32 {
+      // expected-error @+1 {{'tensor.extract' op index -1 is out of bounds for dimension 1 of size 3}}
+      %x = tensor.extract %c[%z, %k] : tensor<2x3xf32>
+      scf.yield %x : f32
+    } else {
+      scf.yield %score : f32
+    }
+    attn.yield %v : f32
+  }
+  return
+}
+
+// -----
+
+// h takes every value below H = 2: a table of one entry per head is short.
+func.func @score_mod_head_index_out_of_bounds(%s: tensor<1x2x4x4xf32>, %t: tensor<1xf32>) {
+  %r = attn.score_mod %s captures(%t : tensor<1xf32>) : tensor<1x2x4x4xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index, %c: tensor<1xf32>):
+    // expected-error @+1 {{'tensor.extract' op index h takes values up to 1, out of bounds for dimension 0 of size 1}}
+    %x = tensor.extract %c[%h] : tensor<1xf32>
+    attn.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @attention_batch_index_out_of_bounds(%q: tensor<3x2x4x8xf32>, %t: tensor<2xi32>) {
+  %o, %l = attn.attention %q, %q, %q mask_captures(%t : tensor<2xi32>)
+      : tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32> -> tensor<3x2x4x8xf32>, tensor<3x2x4xf32>
+      mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index, %c: tensor<2xi32>):
+    // expected-error @+1 {{'tensor.extract' op index b takes values up to 2, out of bounds for dimension 0 of size 2}}
+    %n = tensor.extract %c[%b] : tensor<2xi32>
+    %ni = arith.index_cast %n : i32 to index
+    %keep = arith.cmpi slt, %j, %ni : index
+    attn.yield %keep : i1
+  }
+  return
+}
+
+// -----
+
+func.func @mask_mod_remainder_by_zero(%s: tensor<1x2x4x4xf32>) {
+  %r = attn.mask %s : tensor<1x2x4x4xf32> {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %z = arith.constant 0 : index
+    // expected-error @+1 {{'arith.remsi' op divides by a constant 0 in a mask_mod region (undefined behaviour: no value to compute)}}
+    %m = arith.remsi %i, %z : index
+    %keep = arith.cmpi eq, %m, %j : index
+    attn.yield %keep : i1
+  }
+  return
+}
+
+// -----
+
+func.func @score_mod_division_by_zero(%s: tensor<1x2x4x4xf32>) {
+  %r = attn.score_mod %s : tensor<1x2x4x4xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index):
+    %z = arith.constant 0 : i64
+    %ii = arith.index_cast %i : index to i64
+    // expected-error @+1 {{'arith.divui' op divides by a constant 0 in a score_mod region}}
+    %d = arith.divui %ii, %z : i64
+    %f = arith.uitofp %d : i64 to f32
+    %r2 = arith.addf %score, %f : f32
+    attn.yield %r2 : f32
+  }
+  return
+}
+
+// -----
+
 func.func @score_mod_index_dialect(%s: tensor<1x2x4x4xf32>) {
   %r = attn.score_mod %s : tensor<1x2x4x4xf32> {
   ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index):

@@ -1,14 +1,64 @@
 // attnc-opt: runs attn passes and attnc's pipelines on .mlir files (for lit
 // tests), with the same registration as attnc and the JIT.
 #include "codegen/Registration.h"
+#include "codegen/SourceNesting.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CrashRecoveryContext.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
   attnc::registerAttncPasses();
   mlir::DialectRegistry registry;
   attnc::registerAttncDialects(registry);
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "attnc optimizer driver\n", registry));
+  auto [inputFile, outputFile] = mlir::registerAndParseCLIOptions(
+      argc, argv, "attnc optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFile, &error);
+  if (!input) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  // The parser has no depth bound of its own (findExcessNesting).
+  if (const char *deep = attnc::findExcessNesting(input->getBuffer())) {
+    llvm::SourceMgr sourceMgr;
+    llvm::SMLoc at = llvm::SMLoc::getFromPointer(deep);
+    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    sourceMgr.PrintMessage(at, llvm::SourceMgr::DK_Error,
+                           "brackets nest deeper than " +
+                               llvm::Twine(attnc::kMaxSourceNesting) +
+                               " levels here");
+    return 1;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFile, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  // A crash (MLIR 22's parser has some: array<index: 1>) prints its stack
+  // and ends in an error status rather than a signal.
+  llvm::CrashRecoveryContext::Enable();
+  llvm::CrashRecoveryContext recovery;
+  recovery.DumpStackAndCleanupOnFailure = true;
+  mlir::LogicalResult result = mlir::failure();
+  if (!recovery.RunSafely([&] {
+        result =
+            mlir::MlirOptMain(output->os(), std::move(input), registry, config);
+      })) {
+    llvm::errs() << "attnc-opt: crashed on " << inputFile << "\n";
+    return 1;
+  }
+  if (mlir::failed(result))
+    return 1;
+  output->keep();
+  return 0;
 }

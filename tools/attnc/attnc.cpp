@@ -12,6 +12,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -281,6 +282,8 @@ int runCompile() {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  // A crash inside MLIR's parser becomes a located error (parseSpec).
+  CrashRecoveryContext::Enable();
   cl::SetVersionPrinter([](raw_ostream &os) {
     os << "attnc 0.1 (LLVM/MLIR " << LLVM_VERSION_STRING << ")\n";
   });
