@@ -195,12 +195,33 @@ bool isCaptureRead(Operation *op) {
   return isa<tensor::ExtractOp>(op) && producesFloat(op);
 }
 
+/// The values of a score_mod region that depend on the score or on a
+/// captured float: only their ops need gradient rules. The rest (floats
+/// computed from indices: floor((i - j) / 3), a table's integer read
+/// converted) are constants to the derivative.
+llvm::DenseSet<Value> activeValues(Block &block) {
+  llvm::DenseSet<Value> active = {block.getArgument(0)};
+  for (Operation &op : block.without_terminator()) {
+    bool isActive = isCaptureRead(&op);
+    op.walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        isActive = isActive || active.contains(operand);
+    });
+    if (isActive)
+      active.insert(op.result_begin(), op.result_end());
+  }
+  return active;
+}
+
 } // namespace
 
 LogicalResult checkDifferentiable(Region &region) {
   Block &block = region.front();
+  llvm::DenseSet<Value> active = activeValues(block);
   for (Operation &op : block.without_terminator()) {
-    if (!producesFloat(&op) || isCaptureRead(&op))
+    if (!producesFloat(&op) || isCaptureRead(&op) ||
+        llvm::none_of(op.getResults(),
+                      [&](Value r) { return active.contains(r); }))
       continue;
     if (op.getNumRegions() != 0 || op.getNumResults() != 1) {
       return op.emitOpError()
@@ -248,8 +269,9 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
   };
   accumulate(yield.getValue(), seed);
 
+  llvm::DenseSet<Value> active = activeValues(block);
   for (Operation &op : llvm::reverse(block.without_terminator())) {
-    if (op.getNumResults() != 1)
+    if (op.getNumResults() != 1 || !active.contains(op.getResult(0)))
       continue;
     Value g = adjoint.lookup(op.getResult(0));
     if (!g)
