@@ -427,9 +427,10 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
           g.barrier();
         });
 
-        // O / l and LSE = m + log l (0 and -inf for rows that saw no key).
+        // O / l and LSE = m + log l (0 and -inf for rows that saw no key;
+        // NaN, as l is, for rows with a score of +inf or NaN).
         auto seen = [&](Value r) {
-          return Value(arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
+          return Value(arith::CmpFOp::create(b, arith::CmpFPredicate::UNE,
                                              stat(rowSum, r), g.cst(0.0f)));
         };
         auto safeSum = [&](Value r) {

@@ -22,8 +22,9 @@ using test::tensorType;
 using test::testOptions;
 
 // NegInf: -inf for every key of row 0 and for key 1 of every row (masking
-// in a score_mod, FlexAttention's idiom).
-enum class ScoreModKind { None, Alibi, Softcap, BiasTable, NegInf };
+// in a score_mod, FlexAttention's idiom). NonFinite: +inf at (i, j) =
+// (2, 3) and NaN at (4, 5).
+enum class ScoreModKind { None, Alibi, Softcap, BiasTable, NegInf, NonFinite };
 
 struct AttentionCase {
   int64_t B = 1, H = 1, Hkv = 1, Sq = 1, Skv = 1, D = 1, Dv = 1;
@@ -145,6 +146,22 @@ std::string specFor(const AttentionCase &c) {
                  << "  %one = arith.cmpi eq, %j, %c1 : index\n"
                  << "  %either = arith.ori %first, %one : i1\n"
                  << "  %r = arith.select %either, %ninf, %s : f32\n";
+    break;
+  case ScoreModKind::NonFinite:
+    scoreModBody << "  %c2 = arith.constant 2 : index\n"
+                 << "  %c3 = arith.constant 3 : index\n"
+                 << "  %c4 = arith.constant 4 : index\n"
+                 << "  %c5 = arith.constant 5 : index\n"
+                 << "  %pinf = arith.constant 0x7F800000 : f32\n"
+                 << "  %nan = arith.constant 0x7FC00000 : f32\n"
+                 << "  %i2 = arith.cmpi eq, %i, %c2 : index\n"
+                 << "  %j3 = arith.cmpi eq, %j, %c3 : index\n"
+                 << "  %i4 = arith.cmpi eq, %i, %c4 : index\n"
+                 << "  %j5 = arith.cmpi eq, %j, %c5 : index\n"
+                 << "  %at23 = arith.andi %i2, %j3 : i1\n"
+                 << "  %at45 = arith.andi %i4, %j5 : i1\n"
+                 << "  %r1 = arith.select %at23, %pinf, %s : f32\n"
+                 << "  %r = arith.select %at45, %nan, %r1 : f32\n";
     break;
   case ScoreModKind::None:
     break;
@@ -329,8 +346,12 @@ double gradientError(const std::vector<double> &actual,
                      const std::vector<double> &expected) {
   double diff = 0, norm = 1.0;
   for (size_t i = 0; i < expected.size(); ++i) {
-    if (std::isnan(actual[i]))
+    // NaN where the reference has NaN (through a row with a score of +inf
+    // or NaN) agrees; NaN anywhere else, or a number there, does not.
+    if (std::isnan(actual[i]) != std::isnan(expected[i]))
       return std::numeric_limits<double>::infinity();
+    if (std::isnan(expected[i]))
+      continue;
     diff = std::max(diff, std::fabs(actual[i] - expected[i]));
     norm = std::max(norm, std::fabs(expected[i]));
   }
@@ -462,6 +483,13 @@ void runCase(const AttentionCase &c, uint64_t seed) {
       return i == 0 || j == 1 ? -std::numeric_limits<double>::infinity() : s;
     };
     break;
+  case ScoreModKind::NonFinite:
+    mod.apply = [](double s, int64_t, int64_t, int64_t i, int64_t j) {
+      if (i == 2 && j == 3)
+        return std::numeric_limits<double>::infinity();
+      return i == 4 && j == 5 ? std::numeric_limits<double>::quiet_NaN() : s;
+    };
+    break;
   case ScoreModKind::None:
     break;
   }
@@ -483,6 +511,10 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   if (returnsLse) {
     lse.unpack();
     for (size_t i = 0; i < expectedLse.size(); ++i) {
+      if (std::isnan(expectedLse[i])) {
+        EXPECT_TRUE(std::isnan(lse.values[i])) << "row " << i;
+        continue;
+      }
       if (std::isinf(expectedLse[i])) {
         EXPECT_TRUE(std::isinf(lse.values[i]) && lse.values[i] < 0)
             << "row " << i << " LSE " << lse.values[i];
@@ -564,6 +596,9 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     mod.dScore = [](double, int64_t, int64_t, int64_t i, int64_t j) {
       return i == 0 || j == 1 ? 0.0 : 1.0;
     };
+    break;
+  case ScoreModKind::NonFinite:
+    mod.dScore = [](double, int64_t, int64_t, int64_t, int64_t) { return 1.0; };
     break;
   case ScoreModKind::None:
     break;
@@ -655,6 +690,37 @@ TEST(KernelTest, NegativeInfinityScoresMask) {
   runCase(c, 13);
   c.fuse = false;
   runCase(c, 13);
+}
+
+// A score of +inf or NaN leaves its row's softmax undefined: O, LSE and
+// the gradients through the row are NaN, in every kernel, and the other
+// rows are untouched (a row of -inf scores is a masked row, on the GPU
+// too).
+TEST(KernelTest, NonFiniteScoresMakeTheirRowNaN) {
+  AttentionCase c;
+  c.B = 1;
+  c.H = 2;
+  c.Hkv = 1;
+  c.Sq = 19;
+  c.Skv = 37;
+  c.scoreMod = ScoreModKind::NonFinite;
+  for (std::string dtype : {"f32", "bf16"})
+    for (int64_t d : {8, 16, 64}) {
+      c.dtype = dtype;
+      c.D = c.Dv = d;
+      for (bool causal : {false, true}) {
+        c.causal = causal;
+        runCase(c, 14);
+      }
+    }
+  // The GPU kernels (they took such a row for one that saw no key).
+  c.target = jit::Target::Vulkan;
+  c.dtype = "f32";
+  c.D = c.Dv = 16;
+  c.causal = false;
+  runCase(c, 15);
+  c.scoreMod = ScoreModKind::NegInf;
+  runCase(c, 15);
 }
 
 TEST(KernelTest, SingleQueryAndKey) {

@@ -143,6 +143,13 @@ public:
     const jit::EntryPoint *bwd = module.find(entry.name + "_bwd");
     if (!options.backward || !fwd || !bwd)
       return mlir::success();
+    // Rows with a score of +inf or NaN are NaN (as the reference's are):
+    // the loss is NaN, and central differences of it measure nothing.
+    if (forwardHasNaN) {
+      outs << "  gradients not checked: the forward is NaN on rows with a "
+              "score of +inf or NaN\n";
+      return mlir::success();
+    }
     return checkGradients(func, entry, *fwd, *bwd, buffers, inputs);
   }
 
@@ -185,6 +192,9 @@ private:
         continue;
       buffer.unpack();
       const HostTensor &want = (*expected)[resultIndex++];
+      forwardHasNaN = forwardHasNaN || llvm::any_of(want.data, [](double x) {
+                        return std::isnan(x);
+                      });
       double err = ref::maxRelativeError(buffer.values.data.data(),
                                          want.data.data(), want.data.size());
       report("forward", buffer.spec, "max relative error", err, "");
@@ -300,6 +310,7 @@ private:
   std::mt19937_64 rng;
   double computeTolerance = 0;
   bool allOk = true;
+  bool forwardHasNaN = false;
 };
 
 /// Inlines @f's calls: the interpreter evaluates one function body.

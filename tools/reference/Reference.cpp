@@ -55,6 +55,16 @@ void computeRow(const AttentionShape &s, double scale, const MaskSpec &mask,
                                : row.raw[j];
     rowMax = std::max(rowMax, modded[j]);
   }
+  // A visible score of +inf or NaN leaves the softmax undefined: the row's
+  // P, LSE and so O are NaN (as torch's softmax gives).
+  for (int64_t j = 0; j < s.Skv; ++j)
+    if (row.visible[j] && (std::isnan(modded[j]) || modded[j] == -kNegInf)) {
+      row.lse = std::numeric_limits<double>::quiet_NaN();
+      for (int64_t k = 0; k < s.Skv; ++k)
+        if (row.visible[k])
+          row.p[k] = row.lse;
+      return;
+    }
   // No finite score (fully masked, or a scoreMod that returned -inf
   // everywhere): exp(-inf - -inf) would be NaN, so define P = 0 and
   // LSE = -inf explicitly.
@@ -226,8 +236,15 @@ void softmaxRows(int64_t rows, int64_t cols, double *scores) {
   for (int64_t r = 0; r < rows; ++r) {
     double *row = scores + r * cols;
     double rowMax = kNegInf, sum = 0.0;
-    for (int64_t j = 0; j < cols; ++j)
+    bool undefined = false; // a score of +inf or NaN: the row is NaN
+    for (int64_t j = 0; j < cols; ++j) {
       rowMax = std::max(rowMax, row[j]);
+      undefined = undefined || std::isnan(row[j]) || row[j] == -kNegInf;
+    }
+    if (undefined) {
+      std::fill(row, row + cols, std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
     // exp(-inf - -inf) would be NaN: a row masked throughout sums to 0.
     for (int64_t j = 0; j < cols; ++j)
       sum += rowMax == kNegInf ? 0.0 : std::exp(row[j] - rowMax);
@@ -352,8 +369,10 @@ double maxRelativeErrorImpl(const T *actual, const double *expected,
   for (size_t i = 0; i < n; ++i) {
     const double a = static_cast<double>(actual[i]);
     const double e = expected[i];
-    // Equal infinities (e.g. LSE = -inf on masked rows) count as exact.
-    if (a == e)
+    // Equal infinities (e.g. LSE = -inf on masked rows) count as exact,
+    // and so does NaN where the reference has NaN (a row with a score of
+    // +inf or NaN).
+    if (a == e || (std::isnan(a) && std::isnan(e)))
       continue;
     const double diff = std::fabs(a - e);
     // std::max would silently drop a NaN; a NaN must fail any tolerance.

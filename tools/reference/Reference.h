@@ -60,8 +60,10 @@ struct ScoreMod {
 double defaultScale(int64_t D);
 
 /// O = softmax(mask(scoreMod(scale * Q K^T))) V and the per-row logsumexp.
-/// Query head h reads kv head h / (H / Hkv). A row with no visible key yields
-/// O = 0 and LSE = -inf. `lse` may be nullptr.
+/// Query head h reads kv head h / (H / Hkv). A row with no visible key, or
+/// whose visible scores are all -inf, yields O = 0 and LSE = -inf; a row
+/// with a visible score of +inf or NaN yields O, P and LSE NaN. `lse` may be
+/// nullptr.
 void attentionForward(const AttentionShape &shape, double scale,
                       const MaskSpec &mask, const ScoreMod &scoreMod,
                       const double *q, const double *k, const double *v,
@@ -94,7 +96,8 @@ void maskScores(int64_t B, int64_t H, int64_t Sq, int64_t Skv,
 
 /// Replaces each of the `rows` rows of `cols` scores by its softmax. A row
 /// with no score above -inf (every key masked) becomes 0, not NaN, as
-/// attentionForward's fully masked rows do.
+/// attentionForward's fully masked rows do; one with a score of +inf or
+/// NaN becomes NaN.
 void softmaxRows(int64_t rows, int64_t cols, double *scores);
 
 /// o[b,h,i,dv] = sum_j p[b,h,i,j] * v[b,h/(H/Hkv),j,dv]; p is
@@ -125,7 +128,8 @@ void mergeBackward(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
 
 /// max_i |a_i - b_i| / max(max_i |b_i|, 1e-30): a normwise relative error,
 /// robust near zero entries. Returns +inf if any difference is NaN so that
-/// tolerance checks fail.
+/// tolerance checks fail; equal infinities, and NaN where `expected` has
+/// NaN, count as exact.
 double maxRelativeError(const float *actual, const double *expected,
                         size_t n);
 double maxRelativeError(const double *actual, const double *expected,
