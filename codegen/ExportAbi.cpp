@@ -52,6 +52,8 @@ struct AttnExportAbiPass
           FunctionType::get(&getContext(), {}, {b.getI32Type()}));
       amxInit.setPrivate();
     }
+    if (!entries.empty())
+      declareGuardFunctions(module);
     for (func::FuncOp impl : entries)
       if (failed(exportEntry(impl)))
         return signalPassFailure();
@@ -101,6 +103,32 @@ struct AttnExportAbiPass
 
   func::FuncOp amxInit; // the runtime's attnc_amx_init, when needed
   func::FuncOp finish;  // the GPU runtime's gpu-finish, for GPU targets
+  // The runtime's out-of-memory targets, and libc's _setjmp.
+  func::FuncOp guardEnter, guardLeave;
+  LLVM::LLVMFuncOp setJmp;
+  static constexpr int64_t kJumpBufferBytes = 256; // runtime.h's size
+
+  /// Declares the functions every entry point calls.
+  void declareGuardFunctions(ModuleOp module) {
+    MLIRContext *ctx = &getContext();
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    guardEnter =
+        func::FuncOp::create(b, module.getLoc(), "attnc_oom_guard_enter",
+                             FunctionType::get(ctx, {ptrType}, {ptrType}));
+    guardLeave =
+        func::FuncOp::create(b, module.getLoc(), "attnc_oom_guard_leave",
+                             FunctionType::get(ctx, {ptrType}, {}));
+    guardEnter.setPrivate();
+    guardLeave.setPrivate();
+    setJmp = LLVM::LLVMFuncOp::create(
+        b, module.getLoc(), "_setjmp",
+        LLVM::LLVMFunctionType::get(b.getI32Type(), {ptrType}));
+    // It returns twice: LLVM keeps what lives across it out of registers
+    // the second return would not restore.
+    setJmp.setPassthroughAttr(
+        b.getArrayAttr({b.getStringAttr("returns_twice")}));
+  }
 
   LogicalResult exportEntry(func::FuncOp impl) {
     MLIRContext *ctx = &getContext();
@@ -137,6 +165,10 @@ struct AttnExportAbiPass
     impl.setSymName(implName);
     impl.setPrivate();
     setInternalLinkage(impl);
+    // Not inlined into the entry point, whose setjmp would restrict how
+    // LLVM optimizes the whole kernel.
+    impl->setAttr("passthrough",
+                  ArrayAttr::get(ctx, {StringAttr::get(ctx, "noinline")}));
 
     OpBuilder b(ctx);
     b.setInsertionPointAfter(impl);
@@ -155,6 +187,26 @@ struct AttnExportAbiPass
       return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(code))
           .getResult();
     };
+    // The target a failed allocation jumps back to (runtime.h's
+    // attnc_oom_guard_enter): the kernel then returns OUT_OF_MEMORY.
+    auto ptrType = LLVM::LLVMPointerType::get(ctx);
+    Value jumpBuffer = LLVM::AllocaOp::create(
+        b, loc, ptrType, b.getI8Type(),
+        LLVM::ConstantOp::create(b, loc, b.getI64Type(), kJumpBufferBytes),
+        /*alignment=*/16);
+    Value previous =
+        func::CallOp::create(b, loc, guardEnter, ValueRange{jumpBuffer})
+            .getResult(0);
+    Value jumped = LLVM::ICmpOp::create(
+        b, loc, LLVM::ICmpPredicate::ne,
+        LLVM::CallOp::create(b, loc, setJmp, ValueRange{jumpBuffer})
+            .getResult(),
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0));
+    auto guarded = scf::IfOp::create(b, loc, b.getI32Type(), jumped,
+                                     /*withElseRegion=*/true);
+    b.setInsertionPointToStart(guarded.thenBlock());
+    scf::YieldOp::create(b, loc, status(b, ATTNC_STATUS_OUT_OF_MEMORY));
+    b.setInsertionPointToStart(guarded.elseBlock());
     Value anyNull = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     for (Value arg : block->getArguments()) {
@@ -212,7 +264,10 @@ struct AttnExportAbiPass
               });
           scf::YieldOp::create(nb, loc, amxIf.getResult(0));
         });
-    func::ReturnOp::create(b, loc, ifOp.getResult(0));
+    scf::YieldOp::create(b, loc, ifOp.getResult(0));
+    b.setInsertionPointAfter(guarded);
+    func::CallOp::create(b, loc, guardLeave, ValueRange{previous});
+    func::ReturnOp::create(b, loc, guarded.getResult(0));
     return success();
   }
 };

@@ -2,6 +2,7 @@
 #include "attnc/runtime.h"
 
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ typedef struct {
   atomic_llong next;
   int helpers;       /* workers that take tasks in this job */
   atomic_int active; /* workers still inside the current job */
+  atomic_int out_of_memory; /* a task's allocation failed */
 } job_t;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -54,6 +56,20 @@ static void run_tasks(job_t *j) {
   }
 }
 
+/* run_tasks, ending this thread's share of the job where an allocation
+ * fails (OutOfMemory.c): the job is marked, and no further task starts. */
+static void run_tasks_guarded(job_t *j) {
+  jmp_buf here;
+  void *previous = attnc_oom_guard_enter(&here);
+  if (setjmp(here)) {
+    atomic_store(&j->out_of_memory, 1);
+    atomic_store(&j->next, j->n);
+  } else {
+    run_tasks(j);
+  }
+  attnc_oom_guard_leave(previous);
+}
+
 static void *worker(void *arg) {
   int id = (int)(intptr_t)arg; /* 1, 2, ...: the caller is 0 */
   long seen = 0;
@@ -64,7 +80,7 @@ static void *worker(void *arg) {
     seen = generation;
     pthread_mutex_unlock(&lock);
     if (id <= job.helpers)
-      run_tasks(&job);
+      run_tasks_guarded(&job);
     if (atomic_fetch_sub(&job.active, 1) == 1) {
       pthread_mutex_lock(&lock);
       pthread_cond_signal(&done);
@@ -118,13 +134,19 @@ void attnc_parallel_for_threads(int64_t n, attnc_task_fn fn, void *ctx,
   job.helpers = helpers;
   atomic_store(&job.next, 0);
   atomic_store(&job.active, workers);
+  atomic_store(&job.out_of_memory, 0);
   ++generation;
   pthread_cond_broadcast(&wake);
   pthread_mutex_unlock(&lock);
-  run_tasks(&job);
+  run_tasks_guarded(&job);
   pthread_mutex_lock(&lock);
   while (atomic_load(&job.active) != 0)
     pthread_cond_wait(&done, &lock);
   pthread_mutex_unlock(&lock);
+  int failed = atomic_load(&job.out_of_memory);
   pthread_mutex_unlock(&busy);
+  /* Every thread has left the job: the failure goes on to this thread's
+   * own target (the entry point, or an enclosing job's task). */
+  if (failed)
+    attnc_out_of_memory();
 }

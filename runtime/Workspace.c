@@ -72,9 +72,11 @@ void *_mlir_memref_to_llvm_alloc(uint64_t size) {
     if (found.base)
       return with_header(found.base, found.capacity);
   }
-  if (size > SIZE_MAX - ATTNC_HEADER)
-    return NULL;
-  return with_header(malloc(size + ATTNC_HEADER), size);
+  char *base =
+      size > SIZE_MAX - ATTNC_HEADER ? NULL : malloc(size + ATTNC_HEADER);
+  if (!base)
+    attnc_out_of_memory(); /* back to the entry point, which says so */
+  return with_header(base, size);
 }
 
 void _mlir_memref_to_llvm_free(void *ptr) {

@@ -16,7 +16,7 @@
 // CHECK-SAME: %[[LEN:[^:]*]]: memref<1xi32> {llvm.noalias},
 // CHECK-SAME: %[[O:[^:]*]]: memref<1x4x8x8xbf16> {llvm.noalias},
 // CHECK-SAME: %[[LSE:[^:]*]]: memref<1x4x8xf32> {llvm.noalias})
-// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>}
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
 // CHECK-NOT: tensor.
 // CHECK: %[[S:.*]] = memref.alloc() {{.*}}: memref<1x4x8x8xf32>
 // CHECK: linalg.generic {{.*}} ins(%[[Q]], %[[K]] : memref<1x4x8x16xbf16>, memref<1x2x8x16xbf16>) outs(%[[S]] : memref<1x4x8x8xf32>)

@@ -1,22 +1,36 @@
 // RUN: attnc-opt %s -split-input-file -attn-export-abi | FileCheck %s
 
 // attn-export-abi on bufferized functions: each public function @f becomes
-// the private, internal @__attnc_impl_f, and a new public @f returns an i32
-// status: 1 (ATTNC_STATUS_NULL_ARGUMENT) without calling anything when a
-// buffer pointer is null, else 0 after calling the implementation.
+// the private, internal, never inlined @__attnc_impl_f, and a new public @f
+// returns an i32 status: 1 (ATTNC_STATUS_NULL_ARGUMENT) without calling
+// anything when a buffer pointer is null, else 0 after calling the
+// implementation, or 3 (ATTNC_STATUS_OUT_OF_MEMORY) when an allocation of
+// the implementation fails and the runtime jumps back to the setjmp of the
+// entry (runtime.h's attnc_oom_guard_enter).
 //
 // The module attribute only loads the LLVM dialect, which the pass needs
 // for #llvm.linkage but does not declare as a dependent dialect (see
 // export-abi-llvm-dialect.mlir).
 
+// CHECK-LABEL: func.func private @attnc_oom_guard_enter(!llvm.ptr) -> !llvm.ptr
+// CHECK-LABEL: func.func private @attnc_oom_guard_leave(!llvm.ptr)
+// CHECK-LABEL: llvm.func @_setjmp(!llvm.ptr) -> i32 attributes {passthrough = ["returns_twice"]}
 // CHECK-LABEL: func.func private @__attnc_impl_kernel
 // CHECK-SAME: (%{{.*}}: memref<4xf32> {llvm.noalias}, %{{.*}}: memref<2x3xi32> {llvm.noalias})
-// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>}
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
 // CHECK-NEXT: memref.subview
 // CHECK-NEXT: memref.copy
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @kernel
 // CHECK-SAME: (%[[A:.*]]: memref<4xf32> {llvm.noalias}, %[[B:.*]]: memref<2x3xi32> {llvm.noalias}) -> i32
+// CHECK: %[[BUF:.*]] = llvm.alloca %{{.*}} x i8 {alignment = 16 : i64}
+// CHECK: %[[PREV:.*]] = call @attnc_oom_guard_enter(%[[BUF]])
+// CHECK: %[[JUMP:.*]] = llvm.call @_setjmp(%[[BUF]])
+// CHECK: %[[JUMPED:.*]] = llvm.icmp "ne" %[[JUMP]]
+// CHECK: %[[RESULT:.*]] = scf.if %[[JUMPED]] -> (i32) {
+// CHECK-NEXT: %[[OOM:.*]] = arith.constant 3 : i32
+// CHECK-NEXT: scf.yield %[[OOM]] : i32
+// CHECK-NEXT: } else {
 // CHECK-DAG: %[[FALSE:.*]] = arith.constant false
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]] : memref<4xf32> -> index
@@ -33,7 +47,10 @@
 // CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : i32
 // CHECK-NEXT: scf.yield %[[ZERO]] : i32
 // CHECK-NEXT: }
-// CHECK-NEXT: return %[[STATUS]] : i32
+// CHECK-NEXT: scf.yield %[[STATUS]] : i32
+// CHECK-NEXT: }
+// CHECK-NEXT: call @attnc_oom_guard_leave(%[[PREV]])
+// CHECK-NEXT: return %[[RESULT]] : i32
 // Private functions and declarations are not kernels.
 // CHECK-LABEL: func.func private @helper
 // CHECK-SAME: (%{{.*}}: memref<4xf32>) attributes {llvm.linkage = #llvm.linkage<internal>} {
@@ -98,8 +115,7 @@ module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
 // (ATTNC_STATUS_NO_AMX) without calling the kernel when it is refused.
 // CHECK-LABEL: func.func private @attnc_amx_init() -> i32
 // CHECK-LABEL: func.func @amx_kernel
-// CHECK: } else {
-// CHECK-NEXT: %[[R:.*]] = func.call @attnc_amx_init() : () -> i32
+// CHECK: %[[R:.*]] = func.call @attnc_amx_init() : () -> i32
 // CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
 // CHECK-NEXT: %[[OK:.*]] = arith.cmpi eq, %[[R]], %[[Z]] : i32
 // CHECK-NEXT: %[[S:.*]] = scf.if %[[OK]] -> (i32) {

@@ -13,7 +13,8 @@ typedef enum attnc_status {
   ATTNC_STATUS_NULL_ARGUMENT = 1,
   /* A dynamic size was out of range; nothing was written. */
   ATTNC_STATUS_BAD_SIZE = 2,
-  /* A workspace could not be allocated. */
+  /* Memory for the kernel's scratch could not be allocated (see
+   * attnc_out_of_memory). */
   ATTNC_STATUS_OUT_OF_MEMORY = 3,
   /* An internal error of the compiler or runtime. */
   ATTNC_STATUS_INTERNAL = 4,
@@ -71,6 +72,18 @@ int attnc_amx_init(void);
  * ATTNC_WORKSPACE_CACHE_MB megabytes (default 256; 0: none) stay cached. */
 void *_mlir_memref_to_llvm_alloc(uint64_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
+
+/* Out-of-memory recovery (OutOfMemory.c). An allocation of a kernel that
+ * fails calls attnc_out_of_memory, which jumps back to the innermost target
+ * set on this thread: each exported entry point sets one (a buffer of 256
+ * bytes holding a jmp_buf, filled by setjmp after enter) and returns
+ * ATTNC_STATUS_OUT_OF_MEMORY when it is taken. What the call had allocated
+ * by then is not freed, and its outputs may be partly written. Without a
+ * target (a kernel called other than through its entry point) it aborts
+ * with a message. enter returns the previous target, which leave restores. */
+void *attnc_oom_guard_enter(void *jump_buffer);
+void attnc_oom_guard_leave(void *previous);
+void attnc_out_of_memory(void);
 
 /* Frees every cached block; returns their bytes. */
 int64_t attnc_workspace_release(void);
