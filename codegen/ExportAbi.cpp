@@ -53,7 +53,7 @@ struct AttnExportAbiPass
       amxInit.setPrivate();
     }
     if (!entries.empty())
-      declareGuardFunctions(module);
+      declareKernelFrameFunctions(module);
     for (func::FuncOp impl : entries)
       if (failed(exportEntry(impl)))
         return signalPassFailure();
@@ -103,24 +103,22 @@ struct AttnExportAbiPass
 
   func::FuncOp amxInit; // the runtime's attnc_amx_init, when needed
   func::FuncOp finish;  // the GPU runtime's gpu-finish, for GPU targets
-  // The runtime's out-of-memory targets, and libc's _setjmp.
-  func::FuncOp guardEnter, guardLeave;
+  // The runtime's kernel frame, and libc's _setjmp.
+  func::FuncOp kernelEnter, kernelLeave;
   LLVM::LLVMFuncOp setJmp;
-  static constexpr int64_t kJumpBufferBytes = 256; // runtime.h's size
 
   /// Declares the functions every entry point calls.
-  void declareGuardFunctions(ModuleOp module) {
+  void declareKernelFrameFunctions(ModuleOp module) {
     MLIRContext *ctx = &getContext();
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    guardEnter =
-        func::FuncOp::create(b, module.getLoc(), "attnc_oom_guard_enter",
-                             FunctionType::get(ctx, {ptrType}, {ptrType}));
-    guardLeave =
-        func::FuncOp::create(b, module.getLoc(), "attnc_oom_guard_leave",
-                             FunctionType::get(ctx, {ptrType}, {}));
-    guardEnter.setPrivate();
-    guardLeave.setPrivate();
+    auto type = FunctionType::get(ctx, {ptrType}, {});
+    kernelEnter =
+        func::FuncOp::create(b, module.getLoc(), "attnc_kernel_enter", type);
+    kernelLeave =
+        func::FuncOp::create(b, module.getLoc(), "attnc_kernel_leave", type);
+    kernelEnter.setPrivate();
+    kernelLeave.setPrivate();
     setJmp = LLVM::LLVMFuncOp::create(
         b, module.getLoc(), "_setjmp",
         LLVM::LLVMFunctionType::get(b.getI32Type(), {ptrType}));
@@ -187,26 +185,25 @@ struct AttnExportAbiPass
       return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(code))
           .getResult();
     };
-    // The target a failed allocation jumps back to (runtime.h's
-    // attnc_oom_guard_enter): the kernel then returns OUT_OF_MEMORY.
+    // The kernel frame (runtime.h's attnc_kernel_enter): the target a
+    // failed allocation jumps back to, when the kernel returns
+    // OUT_OF_MEMORY, and the floating-point mode of the work.
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
-    Value jumpBuffer = LLVM::AllocaOp::create(
+    Value frame = LLVM::AllocaOp::create(
         b, loc, ptrType, b.getI8Type(),
-        LLVM::ConstantOp::create(b, loc, b.getI64Type(), kJumpBufferBytes),
+        LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                 ATTNC_KERNEL_FRAME_BYTES),
         /*alignment=*/16);
-    Value previous =
-        func::CallOp::create(b, loc, guardEnter, ValueRange{jumpBuffer})
-            .getResult(0);
+    func::CallOp::create(b, loc, kernelEnter, ValueRange{frame});
     Value jumped = LLVM::ICmpOp::create(
         b, loc, LLVM::ICmpPredicate::ne,
-        LLVM::CallOp::create(b, loc, setJmp, ValueRange{jumpBuffer})
-            .getResult(),
+        LLVM::CallOp::create(b, loc, setJmp, ValueRange{frame}).getResult(),
         LLVM::ConstantOp::create(b, loc, b.getI32Type(), 0));
-    auto guarded = scf::IfOp::create(b, loc, b.getI32Type(), jumped,
+    auto inFrame = scf::IfOp::create(b, loc, b.getI32Type(), jumped,
                                      /*withElseRegion=*/true);
-    b.setInsertionPointToStart(guarded.thenBlock());
+    b.setInsertionPointToStart(inFrame.thenBlock());
     scf::YieldOp::create(b, loc, status(b, ATTNC_STATUS_OUT_OF_MEMORY));
-    b.setInsertionPointToStart(guarded.elseBlock());
+    b.setInsertionPointToStart(inFrame.elseBlock());
     Value anyNull = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     for (Value arg : block->getArguments()) {
@@ -265,9 +262,9 @@ struct AttnExportAbiPass
           scf::YieldOp::create(nb, loc, amxIf.getResult(0));
         });
     scf::YieldOp::create(b, loc, ifOp.getResult(0));
-    b.setInsertionPointAfter(guarded);
-    func::CallOp::create(b, loc, guardLeave, ValueRange{previous});
-    func::ReturnOp::create(b, loc, guarded.getResult(0));
+    b.setInsertionPointAfter(inFrame);
+    func::CallOp::create(b, loc, kernelLeave, ValueRange{frame});
+    func::ReturnOp::create(b, loc, inFrame.getResult(0));
     return success();
   }
 };

@@ -56,18 +56,19 @@ static void run_tasks(job_t *j) {
   }
 }
 
-/* run_tasks, ending this thread's share of the job where an allocation
- * fails (OutOfMemory.c): the job is marked, and no further task starts. */
+/* run_tasks in a kernel frame (KernelCall.c): with the kernels' floating-
+ * point mode, and ending this thread's share of the job where an allocation
+ * fails: the job is marked, and no further task starts. */
 static void run_tasks_guarded(job_t *j) {
-  jmp_buf here;
-  void *previous = attnc_oom_guard_enter(&here);
-  if (setjmp(here)) {
+  _Alignas(16) char frame[ATTNC_KERNEL_FRAME_BYTES];
+  attnc_kernel_enter(frame);
+  if (setjmp(*(jmp_buf *)frame)) {
     atomic_store(&j->out_of_memory, 1);
     atomic_store(&j->next, j->n);
   } else {
     run_tasks(j);
   }
-  attnc_oom_guard_leave(previous);
+  attnc_kernel_leave(frame);
 }
 
 static void *worker(void *arg) {

@@ -6,14 +6,14 @@
 // anything when a buffer pointer is null, else 0 after calling the
 // implementation, or 3 (ATTNC_STATUS_OUT_OF_MEMORY) when an allocation of
 // the implementation fails and the runtime jumps back to the setjmp of the
-// entry (runtime.h's attnc_oom_guard_enter).
+// entry's kernel frame (runtime.h's attnc_kernel_enter).
 //
 // The module attribute only loads the LLVM dialect, which the pass needs
 // for #llvm.linkage but does not declare as a dependent dialect (see
 // export-abi-llvm-dialect.mlir).
 
-// CHECK-LABEL: func.func private @attnc_oom_guard_enter(!llvm.ptr) -> !llvm.ptr
-// CHECK-LABEL: func.func private @attnc_oom_guard_leave(!llvm.ptr)
+// CHECK-LABEL: func.func private @attnc_kernel_enter(!llvm.ptr)
+// CHECK-LABEL: func.func private @attnc_kernel_leave(!llvm.ptr)
 // CHECK-LABEL: llvm.func @_setjmp(!llvm.ptr) -> i32 attributes {passthrough = ["returns_twice"]}
 // CHECK-LABEL: func.func private @__attnc_impl_kernel
 // CHECK-SAME: (%{{.*}}: memref<4xf32> {llvm.noalias}, %{{.*}}: memref<2x3xi32> {llvm.noalias})
@@ -23,9 +23,9 @@
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @kernel
 // CHECK-SAME: (%[[A:.*]]: memref<4xf32> {llvm.noalias}, %[[B:.*]]: memref<2x3xi32> {llvm.noalias}) -> i32
-// CHECK: %[[BUF:.*]] = llvm.alloca %{{.*}} x i8 {alignment = 16 : i64}
-// CHECK: %[[PREV:.*]] = call @attnc_oom_guard_enter(%[[BUF]])
-// CHECK: %[[JUMP:.*]] = llvm.call @_setjmp(%[[BUF]])
+// CHECK: %[[FRAME:.*]] = llvm.alloca %{{.*}} x i8 {alignment = 16 : i64}
+// CHECK: call @attnc_kernel_enter(%[[FRAME]])
+// CHECK: %[[JUMP:.*]] = llvm.call @_setjmp(%[[FRAME]])
 // CHECK: %[[JUMPED:.*]] = llvm.icmp "ne" %[[JUMP]]
 // CHECK: %[[RESULT:.*]] = scf.if %[[JUMPED]] -> (i32) {
 // CHECK-NEXT: %[[OOM:.*]] = arith.constant 3 : i32
@@ -49,7 +49,7 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: scf.yield %[[STATUS]] : i32
 // CHECK-NEXT: }
-// CHECK-NEXT: call @attnc_oom_guard_leave(%[[PREV]])
+// CHECK-NEXT: call @attnc_kernel_leave(%[[FRAME]])
 // CHECK-NEXT: return %[[RESULT]] : i32
 // Private functions and declarations are not kernels.
 // CHECK-LABEL: func.func private @helper

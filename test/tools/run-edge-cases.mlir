@@ -247,3 +247,27 @@ func.func @unsigned_window(%q: tensor<1x1x20x16xf32>, %k: tensor<1x1x20x16xf32>,
 // RULES: gradient  d_k          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
 // RULES: gradient  d_c          relative error {{[0-9.]+e-(0[4-9]|1[0-9])}}
 // RULES: check passed
+
+// A bias the same along a whole row cannot change the softmax: its gradient
+// is 0 in exact arithmetic, and the kernel's is the rounding of about
+// Sq x Skv cancelling terms, which neither its size nor the largest
+// gradient can judge (it read 1.5e-2, FAILED): the check measures that
+// noise from a second run on moved inputs.
+// RUN: attnc run %S/Inputs/row_constant_bias.mlir --check --seed=1 | FileCheck %s --check-prefix=ROWCONST
+// ROWCONST: gradient  d_bb
+// ROWCONST: check passed
+
+// One function's NaN forward (a +inf score) skips only its own gradients:
+// the next function's are checked.
+// RUN: attnc run %S/Inputs/nan_then_plain.mlir --check | FileCheck %s --check-prefix=NAN-THEN-PLAIN
+// NAN-THEN-PLAIN: @a: compiled
+// NAN-THEN-PLAIN: gradients not checked: the forward is NaN
+// NAN-THEN-PLAIN: @b: compiled
+// NAN-THEN-PLAIN: gradient  d_q
+// NAN-THEN-PLAIN: check passed
+
+// bf16 scalar code in a region: the forward against a reference that
+// rounds each bf16 result, the gradients at bf16's tolerance.
+// RUN: attnc run %S/Inputs/bf16_region_exp.mlir --check --seed=2 | FileCheck %s --check-prefix=BF16-REGION
+// BF16-REGION: forward   o            max relative error {{[0-9.]+e-(0[6-9]|1[0-9])}}
+// BF16-REGION: check passed

@@ -11,11 +11,12 @@
 #include "tools/reference/SpecInterpreter.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <chrono>
@@ -39,11 +40,10 @@ double toleranceFor(DType d) {
 /// probabilities of f16 projections are as exact as the projections).
 double computeToleranceOf(mlir::func::FuncOp func) {
   double tolerance = toleranceFor(DType::F32);
+  // Tensors, and the scalars of score_mod and mask_mod regions (bf16 code
+  // in a region is as exact as bf16).
   auto consider = [&](mlir::Type type) {
-    auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
-    if (!tensor)
-      return;
-    mlir::Type element = tensor.getElementType();
+    mlir::Type element = mlir::getElementTypeOrSelf(type);
     if (element.isF16())
       tolerance = std::max(tolerance, toleranceFor(DType::F16));
     else if (element.isBF16())
@@ -101,7 +101,7 @@ private:
 };
 
 /// The relative error of the gradient `grad` along `direction` against the
-/// central difference `numeric`, judged against the terms of the dot
+/// central difference `numeric` (signed), judged against the terms of the dot
 /// product, or against 1e-3 of `largestGradient` where they are smaller: a
 /// gradient that is zero in exact arithmetic (dQ and dK when every row sees
 /// one key) comes out as rounding noise, which its own magnitude cannot
@@ -115,7 +115,7 @@ double directionalError(const std::vector<double> &grad,
     floor += 1e-3 * largestGradient * std::fabs(direction[i]);
   }
   scale = std::max(scale, floor);
-  return std::fabs(analytic - numeric) / std::max(scale, std::fabs(numeric));
+  return (analytic - numeric) / std::max(scale, std::fabs(numeric));
 }
 
 /// Checks the kernels of one compiled spec against the float64 interpreter
@@ -135,6 +135,7 @@ public:
   mlir::LogicalResult check(mlir::func::FuncOp func,
                             const jit::EntryPoint &entry) {
     computeTolerance = computeToleranceOf(func);
+    forwardHasNaN = false;
     std::vector<Buffer> buffers;
     std::vector<HostTensor> inputs;
     if (mlir::failed(checkForward(func, entry, buffers, inputs)))
@@ -203,7 +204,14 @@ private:
   }
 
   /// Checks <f>_bwd against central differences of the float64 reference
-  /// along a random direction of each float input.
+  /// along a random direction of each float input. A gradient that is a
+  /// sum of many cancelling terms (a per-row bias's, which is 0 in exact
+  /// arithmetic) is only as exact as the rounding of those terms, which
+  /// neither its size nor the largest gradient tells: the check measures
+  /// it, from a second run on inputs moved a little, where the rounding
+  /// errors come out anew while a wrong gradient stays as wrong. The
+  /// difference of the two runs' errors (against the reference at each's
+  /// inputs) is the noise the tolerance allows, 4 times over.
   mlir::LogicalResult checkGradients(mlir::func::FuncOp func,
                                      const jit::EntryPoint &entry,
                                      const jit::EntryPoint &fwd,
@@ -211,53 +219,82 @@ private:
                                      const std::vector<Buffer> &buffers,
                                      const std::vector<HostTensor> &inputs) {
     std::vector<HostTensor> cotangents;
+    // The inputs moved by up to 2^-12 of themselves (at least an ulp of
+    // bf16): enough for every rounding error to come out anew.
+    std::vector<Buffer> moved = buffers;
+    for (Buffer &buffer : moved) {
+      if (buffer.spec.isOutput || !isFloat(buffer.spec.dtype))
+        continue;
+      double step = buffer.spec.dtype == DType::BF16 ? 0x1p-7 : 0x1p-12;
+      for (double &x : buffer.values.data)
+        x *= 1 + step * randomUniform(rng);
+      buffer.pack();
+      buffer.unpack();
+    }
     mlir::FailureOr<std::vector<Buffer>> bwdBuffers =
-        runBackward(fwd, bwd, buffers, cotangents);
+        runBackward(fwd, bwd, buffers, cotangents, /*fresh=*/true);
     if (mlir::failed(bwdBuffers))
       return mlir::failure();
+    mlir::FailureOr<std::vector<Buffer>> movedBwd =
+        runBackward(fwd, bwd, moved, cotangents, /*fresh=*/false);
+    if (mlir::failed(movedBwd))
+      return mlir::failure();
+    std::vector<HostTensor> movedInputs;
+    for (const Buffer &buffer : moved)
+      if (!buffer.spec.isOutput)
+        movedInputs.push_back(buffer.values);
     ReferenceLoss loss(func, std::move(cotangents));
     // The outputs of <f>_bwd: one gradient per float input, in order.
-    std::vector<Buffer *> gradients;
+    std::vector<std::pair<Buffer *, Buffer *>> gradients;
     double largestGradient = 0;
     for (size_t k = 0; k < bwd.args.size(); ++k) {
       if (!bwd.args[k].isOutput)
         continue;
-      Buffer &grad = (*bwdBuffers)[k];
+      Buffer &grad = (*bwdBuffers)[k], &movedGrad = (*movedBwd)[k];
       grad.unpack();
+      movedGrad.unpack();
       for (double g : grad.values.data)
         largestGradient = std::max(largestGradient, std::fabs(g));
-      gradients.push_back(&grad);
+      gradients.push_back({&grad, &movedGrad});
     }
     auto nextGradient = gradients.begin();
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (!isFloat(entry.args[k].dtype))
         continue;
-      Buffer &grad = **nextGradient++;
+      auto [grad, movedGrad] = *nextGradient++;
       std::vector<double> direction(inputs[k].data.size());
       for (double &x : direction)
         x = randomUniform(rng);
-      const double h = 1e-6;
-      std::vector<HostTensor> plus = inputs, minus = inputs;
-      for (size_t i = 0; i < direction.size(); ++i) {
-        plus[k].data[i] += h * direction[i];
-        minus[k].data[i] -= h * direction[i];
-      }
-      double numeric = (loss(plus) - loss(minus)) / (2 * h);
-      double err = directionalError(grad.values.data, direction, numeric,
+      auto numericAt = [&](const std::vector<HostTensor> &at) {
+        const double h = 1e-6;
+        std::vector<HostTensor> plus = at, minus = at;
+        for (size_t i = 0; i < direction.size(); ++i) {
+          plus[k].data[i] += h * direction[i];
+          minus[k].data[i] -= h * direction[i];
+        }
+        return (loss(plus) - loss(minus)) / (2 * h);
+      };
+      double numeric = numericAt(inputs);
+      double err = directionalError(grad->values.data, direction, numeric,
                                     largestGradient);
-      report("gradient", grad.spec, "relative error", err,
-             " (directional, central differences of the float64 reference)");
+      double movedErr =
+          directionalError(movedGrad->values.data, direction,
+                           numericAt(movedInputs), largestGradient);
+      report("gradient", grad->spec, "relative error", std::fabs(err),
+             " (directional, central differences of the float64 reference)",
+             4 * std::fabs(err - movedErr));
     }
     return mlir::success();
   }
 
   /// Runs <f>_fwd on @f's inputs, then <f>_bwd on its inputs, results and
-  /// saved values and random cotangents (returned in `cotangents`) of @f's
-  /// float results. Returns <f>_bwd's buffers.
+  /// saved values and cotangents of @f's float results: random ones
+  /// (`fresh`, returned in `cotangents`), or those given. Returns <f>_bwd's
+  /// buffers.
   mlir::FailureOr<std::vector<Buffer>>
   runBackward(const jit::EntryPoint &fwd, const jit::EntryPoint &bwd,
               const std::vector<Buffer> &buffers,
-              std::vector<HostTensor> &cotangents) {
+              std::vector<HostTensor> &cotangents, bool fresh) {
     std::vector<Buffer> fwdBuffers;
     size_t input = 0;
     for (const jit::TensorSpec &arg : fwd.args) {
@@ -270,6 +307,7 @@ private:
       return mlir::failure();
     }
     std::vector<Buffer> bwdBuffers;
+    size_t next = 0; // the next given cotangent
     for (size_t k = 0; k < bwd.args.size(); ++k) {
       const jit::TensorSpec &arg = bwd.args[k];
       if (k < fwdBuffers.size()) {
@@ -277,10 +315,16 @@ private:
       } else {
         bwdBuffers.emplace_back(arg);
         if (!arg.isOutput) {
-          for (double &x : bwdBuffers.back().values.data)
-            x = randomUniform(rng);
-          bwdBuffers.back().pack();
-          cotangents.push_back(bwdBuffers.back().values);
+          Buffer &cotangent = bwdBuffers.back();
+          if (fresh) {
+            for (double &x : cotangent.values.data)
+              x = randomUniform(rng);
+            cotangent.pack();
+            cotangents.push_back(cotangent.values);
+          } else {
+            cotangent.values = cotangents[next++];
+            cotangent.pack();
+          }
         }
       }
     }
@@ -292,10 +336,14 @@ private:
   }
 
   /// Prints one line of the report, judging `err` by the tolerance of
-  /// `spec`'s dtype or the spec's compute tolerance, whichever is larger.
+  /// `spec`'s dtype or the spec's compute tolerance, or by the measured
+  /// rounding `noise` of the result, whichever is larger.
   void report(llvm::StringRef kind, const jit::TensorSpec &spec,
-              llvm::StringRef measure, double err, llvm::StringRef note) {
-    bool ok = err <= std::max(toleranceFor(spec.dtype), computeTolerance);
+              llvm::StringRef measure, double err, llvm::StringRef note,
+              double noise = 0) {
+    double tolerance =
+        std::max({toleranceFor(spec.dtype), computeTolerance, noise});
+    bool ok = err <= tolerance;
     allOk &= ok;
     outs << "  " << llvm::left_justify(kind, 10)
          << llvm::left_justify(spec.name, 12) << " " << measure << " "

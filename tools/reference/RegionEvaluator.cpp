@@ -228,7 +228,7 @@ double RegionEvaluator::floatOf(Operation &op, double a, double b, double c) {
       .Case([&](arith::MaxNumFOp) { return std::fmax(a, b); })
       .Case([&](arith::MinNumFOp) { return std::fmin(a, b); })
       .Case([&](arith::ExtFOp) { return a; })
-      .Case([&](arith::TruncFOp t) { return roundTo(t.getType(), a); })
+      .Case([&](arith::TruncFOp) { return a; }) // rounded by step, if at all
       .Case([&](math::ExpOp) { return std::exp(a); })
       .Case([&](math::Exp2Op) { return std::exp2(a); })
       .Case([&](math::ExpM1Op) { return std::expm1(a); })
@@ -277,7 +277,11 @@ void RegionEvaluator::step(Operation &op) {
     double a = f(op.getOperand(0));
     double b = op.getNumOperands() > 1 ? f(op.getOperand(1)) : 0;
     double c = op.getNumOperands() > 2 ? f(op.getOperand(2)) : 0;
-    return result({floatOf(op, a, b, c), APInt()});
+    double value = floatOf(op, a, b, c);
+    Type type = op.getResult(0).getType();
+    if (rounding && type.getIntOrFloatBitWidth() < 32)
+      value = roundTo(type, value);
+    return result({value, APInt()});
   }
   if (isIntegerOp(op))
     return foldIntegers(op);

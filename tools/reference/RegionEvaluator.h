@@ -14,15 +14,18 @@
 namespace attnc {
 
 /// Evaluates a region's scalar code for one (b, h, i, j): floats in
-/// float64 (the reference's precision, whatever the region's float type),
-/// integers, indices and i1 exactly at their width, through the ops' own
-/// folders (MLIR's semantics for wrapping, unsigned and shifted
-/// arithmetic), and scf's control flow.
+/// float64 (the reference's precision for f32 and f64 code), integers,
+/// indices and i1 exactly at their width, through the ops' own folders
+/// (MLIR's semantics for wrapping, unsigned and shifted arithmetic), and
+/// scf's control flow. With `rounding`, each f16 or bf16 result is rounded
+/// to its type, as the kernels compute it (the forward's reference);
+/// without, truncf passes its value through, as the derived backward does
+/// (straight through), for the loss whose central differences judge it.
 class RegionEvaluator {
 public:
   RegionEvaluator(mlir::Region &region,
-                  std::vector<const HostTensor *> captures)
-      : region(region), captures(std::move(captures)) {}
+                  std::vector<const HostTensor *> captures, bool rounding)
+      : region(region), captures(std::move(captures)), rounding(rounding) {}
 
   /// Checks once that every op, nested ones included, can be evaluated;
   /// else a located error.
@@ -54,6 +57,7 @@ private:
 
   mlir::Region &region;
   std::vector<const HostTensor *> captures;
+  bool rounding;
   llvm::DenseMap<mlir::Value, Scalar> values;
 };
 

@@ -55,8 +55,9 @@ struct MaskEvaluator {
 /// evaluate its op.
 class FunctionInterpreter {
 public:
-  FunctionInterpreter(func::FuncOp func,
-                      const std::vector<HostTensor> &inputs) {
+  FunctionInterpreter(func::FuncOp func, const std::vector<HostTensor> &inputs,
+                      bool rounding)
+      : rounding(rounding) {
     for (auto [arg, input] : llvm::zip(func.getArguments(), inputs))
       env[arg] = input;
   }
@@ -226,7 +227,8 @@ private:
     std::vector<const HostTensor *> tensors;
     for (Value c : captures)
       tensors.push_back(&env[c]);
-    auto evaluator = std::make_unique<RegionEvaluator>(region, tensors);
+    auto evaluator =
+        std::make_unique<RegionEvaluator>(region, tensors, rounding);
     if (failed(evaluator->check()))
       return failure();
     return evaluator;
@@ -259,6 +261,7 @@ private:
   }
 
   DenseMap<Value, HostTensor> env;
+  bool rounding; // regions round f16/bf16 results (interpretSpec)
 };
 
 } // namespace
@@ -266,7 +269,7 @@ private:
 FailureOr<std::vector<HostTensor>>
 interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs,
               bool roundResults) {
-  FunctionInterpreter interpreter(func, inputs);
+  FunctionInterpreter interpreter(func, inputs, roundResults);
   for (Operation &op : func.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       return interpreter.valuesOf(ret.getOperands());

@@ -73,16 +73,22 @@ int attnc_amx_init(void);
 void *_mlir_memref_to_llvm_alloc(uint64_t size);
 void _mlir_memref_to_llvm_free(void *ptr);
 
-/* Out-of-memory recovery (OutOfMemory.c). An allocation of a kernel that
- * fails calls attnc_out_of_memory, which jumps back to the innermost target
- * set on this thread: each exported entry point sets one (a buffer of 256
- * bytes holding a jmp_buf, filled by setjmp after enter) and returns
- * ATTNC_STATUS_OUT_OF_MEMORY when it is taken. What the call had allocated
- * by then is not freed, and its outputs may be partly written. Without a
- * target (a kernel called other than through its entry point) it aborts
- * with a message. enter returns the previous target, which leave restores. */
-void *attnc_oom_guard_enter(void *jump_buffer);
-void attnc_oom_guard_leave(void *previous);
+/* What every exported entry point does around its work (KernelCall.c),
+ * with a frame of ATTNC_KERNEL_FRAME_BYTES bytes, 16-byte aligned, on its
+ * stack, that starts with a jmp_buf: attnc_kernel_enter(frame), then
+ * setjmp(frame), the work, then attnc_kernel_leave(frame).
+ * - Out of memory: an allocation of the kernel that fails calls
+ *   attnc_out_of_memory, which jumps back to the innermost frame of this
+ *   thread; the entry point then returns ATTNC_STATUS_OUT_OF_MEMORY. What
+ *   the call had allocated by then is not freed, and its outputs may be
+ *   partly written. Without a frame (a kernel called other than through its
+ *   entry point) it aborts with a message.
+ * - Floating point: the work runs with denormals flushed to zero (FTZ and
+ *   DAZ on x86), on the pool's threads too.
+ * leave restores the previous frame and floating-point mode. */
+#define ATTNC_KERNEL_FRAME_BYTES 256
+void attnc_kernel_enter(void *frame);
+void attnc_kernel_leave(void *frame);
 void attnc_out_of_memory(void);
 
 /* Frees every cached block; returns their bytes. */
