@@ -99,6 +99,12 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  // Math first: what has no LLVM intrinsic becomes libm calls, lane by lane
+  // for vectors (math.asinh on a flash kernel's 16 lanes), through
+  // vector.extract and insert that vector-to-llvm then lowers (after it,
+  // they were left for the translation to LLVM IR, which has none).
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
   ConvertVectorToLLVMPassOptions vectorToLLVM;
   vectorToLLVM.x86Vector = true; // vscalefps (codegen/cpu/FastExp.cpp)
   vectorToLLVM.amx = true;       // tiles (codegen/cpu/FlashForwardAmx.cpp)
@@ -107,8 +113,6 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   // Scratch through the runtime's block cache (runtime/Workspace.c).
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   // math.rsqrt's vector expansion leaves ub.poison placeholders.

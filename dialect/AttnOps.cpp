@@ -185,6 +185,13 @@ LogicalResult verifyModRegion(Operation *op, Region &region, StringRef name,
              "isfinite: olt |x|, inf)";
       return WalkResult::interrupt();
     }
+    // No lowering either; MLIR 22's math-expand-ops gives
+    // maximumf(minimumf(x, lo), hi), which is not a clamp.
+    if (isa<math::ClampFOp>(inner)) {
+      inner->emitOpError() << "is not supported in a " << name
+                           << " region: use arith.maximumf and arith.minimumf";
+      return WalkResult::interrupt();
+    }
     if (!isMemoryEffectFree(inner)) {
       inner->emitOpError() << "is not allowed in a " << name
                            << " region: its ops must be free of side effects";

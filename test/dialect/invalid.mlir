@@ -602,6 +602,20 @@ func.func @score_mod_division_by_zero(%s: tensor<1x2x4x4xf32>) {
 
 // -----
 
+func.func @score_mod_clampf(%s: tensor<1x2x4x4xf32>) {
+  %r = attn.score_mod %s : tensor<1x2x4x4xf32> {
+  ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index):
+    %lo = arith.constant -1.0 : f32
+    %hi = arith.constant 1.0 : f32
+    // expected-error @+1 {{'math.clampf' op is not supported in a score_mod region: use arith.maximumf and arith.minimumf}}
+    %c = math.clampf %score to [%lo, %hi] : f32
+    attn.yield %c : f32
+  }
+  return
+}
+
+// -----
+
 func.func @score_mod_index_dialect(%s: tensor<1x2x4x4xf32>) {
   %r = attn.score_mod %s : tensor<1x2x4x4xf32> {
   ^bb0(%score: f32, %b: index, %h: index, %i: index, %j: index):

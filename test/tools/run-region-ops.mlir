@@ -68,3 +68,11 @@ func.func @control_flow(%q: tensor<1x2x20x16xf32>, %k: tensor<1x2x24x16xf32>, %v
   }
   return %o : tensor<1x2x20x16xf32>
 }
+
+// Math without an LLVM intrinsic (asinh; erf on f16) on the flash kernel's
+// lanes: libm calls lane by lane, lowered before the vectors are (they
+// failed with "missing LLVMTranslationDialectInterface for vector.extract").
+// RUN: attnc run %S/Inputs/asinh_flash.mlir --check --no-backward | FileCheck %s --check-prefix=LIBM
+// RUN: attnc run %S/Inputs/erf_f16_flash.mlir --check --no-backward | FileCheck %s --check-prefix=LIBM
+// LIBM: forward   o
+// LIBM: check passed
