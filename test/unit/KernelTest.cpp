@@ -664,6 +664,19 @@ TEST(KernelTest, LargeLogitGradients) {
       }
 }
 
+/// runCase in f32 and bf16, causal or not, at D = Dv = 8 (the unfused
+/// lowering), 16 and 64 (the flash kernels).
+void runInEveryCpuKernel(AttentionCase c, uint64_t seed) {
+  for (std::string dtype : {"f32", "bf16"})
+    for (int64_t d : {8, 16, 64})
+      for (bool causal : {false, true}) {
+        c.dtype = dtype;
+        c.D = c.Dv = d;
+        c.causal = causal;
+        runCase(c, seed);
+      }
+}
+
 // A score_mod that sends scores to -inf masks them: a row of -inf scores
 // is a fully masked row (O = 0, LSE = -inf, no gradient), forward and
 // backward, in every kernel (the flash backward from D = 16 gave NaN in
@@ -676,15 +689,7 @@ TEST(KernelTest, NegativeInfinityScoresMask) {
   c.Sq = 19;
   c.Skv = 37;
   c.scoreMod = ScoreModKind::NegInf;
-  for (std::string dtype : {"f32", "bf16"})
-    for (int64_t d : {8, 16, 64}) {
-      c.dtype = dtype;
-      c.D = c.Dv = d;
-      for (bool causal : {false, true}) {
-        c.causal = causal;
-        runCase(c, 12);
-      }
-    }
+  runInEveryCpuKernel(c, 12);
   c.D = c.Dv = 16;
   c.graphForm = true;
   runCase(c, 13);
@@ -704,15 +709,7 @@ TEST(KernelTest, NonFiniteScoresMakeTheirRowNaN) {
   c.Sq = 19;
   c.Skv = 37;
   c.scoreMod = ScoreModKind::NonFinite;
-  for (std::string dtype : {"f32", "bf16"})
-    for (int64_t d : {8, 16, 64}) {
-      c.dtype = dtype;
-      c.D = c.Dv = d;
-      for (bool causal : {false, true}) {
-        c.causal = causal;
-        runCase(c, 14);
-      }
-    }
+  runInEveryCpuKernel(c, 14);
   // The GPU kernels (they took such a row for one that saw no key).
   c.target = jit::Target::Vulkan;
   c.dtype = "f32";
