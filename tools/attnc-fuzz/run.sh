@@ -27,7 +27,7 @@ status=0
   -rss_limit_mb=4096 -max_total_time="$seconds" -print_final_stats=1 \
   -use_value_profile=1 -artifact_prefix="$dir/artifacts/" \
   "$dir/corpus" "$dir/seeds" > "$dir/fuzz.log" 2>&1 || status=$?
-grep -E "^#[0-9]+ +(INITED|DONE)|^stat::" "$dir/fuzz.log" || true
+grep -E "^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::" "$dir/fuzz.log" || true
 if [ "$status" -ne 0 ]; then
   echo "attnc-fuzz: FAILED (status $status); the end of $dir/fuzz.log:" >&2
   tail -n 80 "$dir/fuzz.log" >&2
