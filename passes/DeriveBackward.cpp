@@ -223,7 +223,8 @@ func::FuncOp buildForward(OpBuilder &b, func::FuncOp func, StringRef name,
     fwd.setFunctionType(FunctionType::get(func.getContext(),
                                           func.getArgumentTypes(),
                                           ValueRange(fwdResults).getTypes()));
-    fwd.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+    // @f's result attributes (if any) do not fit @f_fwd's longer results.
+    fwd.removeResAttrsAttr();
   }
   // The size query attn-export-abi exports as @f_saved_bytes.
   int64_t savedBytes = 0;

@@ -1,6 +1,7 @@
 # ctest package-consumer: cmake -DATTNC_BUILD_DIR=<build> -DATTNC_SOURCE_DIR=<src>
 #   [-DATTNC_EXPECT_JIT=ON] [-DCONSUMER_C_COMPILER=...] [-DCONSUMER_CXX_COMPILER=...]
-#   [-DCONSUMER_MAKE_PROGRAM=...] -P run.cmake
+#   [-DCONSUMER_MAKE_PROGRAM=...] [-DCONSUMER_FLAGS="-fsanitize=..."]
+#   -P run.cmake
 # Installs the attnc build into <build>/package-test/prefix, checks the
 # layout, then configures test/package/ against that prefix with Ninja in
 # <build>/package-test/build, builds it and runs the consumer.
@@ -58,6 +59,13 @@ foreach(pair "CONSUMER_C_COMPILER;CMAKE_C_COMPILER"
 endforeach()
 if(ATTNC_EXPECT_JIT)
   list(APPEND configure_args -DATTNC_EXPECT_JIT=ON)
+endif()
+# The sanitized build's libraries need the sanitizer runtimes in the
+# consumer's link (and its own code gets checked too).
+if(CONSUMER_FLAGS)
+  list(APPEND configure_args "-DCMAKE_C_FLAGS=${CONSUMER_FLAGS}"
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
 endif()
 step("configure the consumer" "${CMAKE_COMMAND}" ${configure_args})
 
