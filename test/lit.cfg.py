@@ -17,6 +17,10 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["attnc", "attnc-opt"],
                                    [config.attnc_tools_dir])
 config.substitutions.append(("%cc", config.c_compiler))
+# The sanitized build (ATTNC_SANITIZE): tests that cannot run under ASan say
+# UNSUPPORTED: asan.
+if config.attnc_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")
 # JIT caches of the tests stay in the build tree.
 config.environment["ATTNC_CACHE_DIR"] = os.path.join(config.attnc_obj_root, "test", "jit-cache")
 config.substitutions.append(("%attnc_src", config.attnc_src_root))

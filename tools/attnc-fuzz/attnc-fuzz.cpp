@@ -23,8 +23,6 @@
 //                      run whatever the host is; nothing compiled is run).
 //   ATTNC_FUZZ_STAGES  the last stage: lower, translate (default) or emit.
 //   ATTNC_FUZZ_VERBOSE 1: print the diagnostics.
-//   ATTNC_FUZZ_NO_KNOWN_FILTERS 1: do not skip the known MLIR parser crash
-//                      (see skipKnownCrash).
 //
 // Why "translate" by default, measured on the 2-core dev machine (shared,
 // load ~5) over the 368 seeds (tools/attnc-fuzz/seed-corpus.sh): lower 67 s,
@@ -59,8 +57,8 @@ namespace {
 
 /// Larger inputs are rejected (not added to the corpus): a spec is a few
 /// KiB, and the cap bounds the time per input, and the nesting depth: MLIR's
-/// parser recurses per nested region and overflows its stack at ~20000
-/// (known, being fixed on main), out of reach of 16 KiB.
+/// parser recurses per nested region and overflowed its stack at ~20000
+/// (now bounded by codegen/SourceGuards.h).
 constexpr size_t kMaxInputBytes = 16 * 1024;
 
 enum class Stage { Lower, Translate, Emit };
@@ -69,7 +67,6 @@ struct FuzzConfig {
   std::optional<attnc::Compiler> compiler;
   Stage last = Stage::Translate;
   bool verbose = false;
-  bool filterKnownCrashes = true;
 };
 
 FuzzConfig &config() {
@@ -80,22 +77,6 @@ FuzzConfig &config() {
 bool envIs(const char *name, llvm::StringRef value) {
   const char *v = std::getenv(name);
   return v && value == v;
-}
-
-/// TEMPORARY -- remove once main's fix of known crash (a) is merged (then
-/// run with ATTNC_FUZZ_NO_KNOWN_FILTERS=1 to check it): the MLIR 22 parser
-/// segfaults on an `array<index: ...>` attribute (e.g. `func.func @f()
-/// attributes {a = array<index: 1>} { return }`), which main is fixing.
-/// Unfiltered, a run finds it within minutes and stops there. Skips `array`, blanks,
-/// `<`, blanks, `index`: the form the lexer accepts.
-bool skipKnownCrash(llvm::StringRef text) {
-  for (size_t at = text.find("array"); at != llvm::StringRef::npos;
-       at = text.find("array", at + 1)) {
-    llvm::StringRef rest = text.drop_front(at + 5).ltrim();
-    if (rest.consume_front("<") && rest.ltrim().starts_with("index"))
-      return true;
-  }
-  return false;
 }
 
 } // namespace
@@ -136,7 +117,6 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   }
   c.compiler.emplace(std::move(*compiler));
   c.verbose = envIs("ATTNC_FUZZ_VERBOSE", "1");
-  c.filterKnownCrashes = !envIs("ATTNC_FUZZ_NO_KNOWN_FILTERS", "1");
   return 0;
 }
 
@@ -145,9 +125,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return -1;
   FuzzConfig &c = config();
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
-  if (c.filterKnownCrashes && skipKnownCrash(text))
-    return -1;
-
   // A fresh context per input, as each `attnc compile` and JIT compile has:
   // nothing one input interns or registers can change the next's result.
   mlir::DialectRegistry registry;

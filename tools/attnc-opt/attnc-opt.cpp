@@ -1,7 +1,7 @@
 // attnc-opt: runs attn passes and attnc's pipelines on .mlir files (for lit
 // tests), with the same registration as attnc and the JIT.
 #include "codegen/Registration.h"
-#include "codegen/SourceNesting.h"
+#include "codegen/SourceGuards.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
@@ -27,25 +27,29 @@ int main(int argc, char **argv) {
     llvm::errs() << error << "\n";
     return 1;
   }
-  // The parser has no depth bound of its own (findExcessNesting).
-  if (const char *deep = attnc::findExcessNesting(input->getBuffer())) {
+  // What MLIR 22's parser would crash on (SourceGuards.h).
+  auto refuse = [&](const char *at, const llvm::Twine &message) {
     llvm::SourceMgr sourceMgr;
-    llvm::SMLoc at = llvm::SMLoc::getFromPointer(deep);
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-    sourceMgr.PrintMessage(at, llvm::SourceMgr::DK_Error,
-                           "brackets nest deeper than " +
-                               llvm::Twine(attnc::kMaxSourceNesting) +
-                               " levels here");
+    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(at),
+                           llvm::SourceMgr::DK_Error, message);
     return 1;
-  }
+  };
+  if (const char *deep = attnc::findExcessNesting(input->getBuffer()))
+    return refuse(deep, "brackets nest deeper than " +
+                            llvm::Twine(attnc::kMaxSourceNesting) +
+                            " levels here");
+  if (const char *array = attnc::findIndexDenseArray(input->getBuffer()))
+    return refuse(array, "dense arrays of index are not supported (MLIR 22's "
+                         "parser crashes on them); use array<i64: ...>");
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFile, &error);
   if (!output) {
     llvm::errs() << error << "\n";
     return 1;
   }
-  // A crash (MLIR 22's parser has some: array<index: 1>) prints its stack
-  // and ends in an error status rather than a signal.
+  // A crash prints its stack and ends in an error status rather than a
+  // signal.
   llvm::CrashRecoveryContext::Enable();
   llvm::CrashRecoveryContext recovery;
   recovery.DumpStackAndCleanupOnFailure = true;

@@ -1,7 +1,7 @@
-// A bound on how deeply a spec's brackets nest, checked on the text before
-// the MLIR parser sees it.
-#ifndef ATTNC_CODEGEN_SOURCENESTING_H
-#define ATTNC_CODEGEN_SOURCENESTING_H
+// Checks of a spec's text before the MLIR parser sees it, for inputs on
+// which MLIR 22's parser would crash.
+#ifndef ATTNC_CODEGEN_SOURCEGUARDS_H
+#define ATTNC_CODEGEN_SOURCEGUARDS_H
 
 #include "llvm/ADT/StringRef.h"
 
@@ -18,6 +18,11 @@ constexpr unsigned kMaxSourceNesting = 256;
 const char *findExcessNesting(llvm::StringRef source,
                               unsigned limit = kMaxSourceNesting);
 
+/// The first `array<index` (blanks allowed around the <) outside comments
+/// and string literals, or nullptr: MLIR 22's parser dereferences an index
+/// type's missing bit width on a dense array of index and crashes.
+const char *findIndexDenseArray(llvm::StringRef source);
+
 } // namespace attnc
 
-#endif // ATTNC_CODEGEN_SOURCENESTING_H
+#endif // ATTNC_CODEGEN_SOURCEGUARDS_H
