@@ -137,7 +137,9 @@ cl::opt<bool> runCheck("check",
                        cl::desc("Exit non-zero when an error exceeds the "
                                 "tolerance of its dtype (f32 1e-4, f16 5e-3, "
                                 "bf16 3e-2) or, if larger, that of the "
-                                "narrowest float tensor in the spec"),
+                                "narrowest float type in the spec, or for a "
+                                "gradient 4x its rounding noise measured by "
+                                "a second run on moved inputs"),
                        cl::sub(runCommand), cl::cat(attncCategory));
 cl::opt<bool> runNoBackward("no-backward",
                             cl::desc("Check the forward entry points only"),
