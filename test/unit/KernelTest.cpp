@@ -712,9 +712,7 @@ TEST(KernelTest, NonFiniteScoresMakeTheirRowNaN) {
   runInEveryCpuKernel(c, 14);
   // The GPU kernels (they took such a row for one that saw no key).
   c.target = jit::Target::Vulkan;
-  c.dtype = "f32";
   c.D = c.Dv = 16;
-  c.causal = false;
   runCase(c, 15);
   c.scoreMod = ScoreModKind::NegInf;
   runCase(c, 15);
