@@ -275,6 +275,25 @@ def AttnSpirvBf16Storage : Pass<"attn-spirv-bf16-storage", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def AttnVulkanLoopTrap : Pass<"attn-vulkan-loop-trap", "mlir::ModuleOp"> {
+  let summary = "Make every kernel report loops the device cut short";
+  let description = [{
+    Mesa's lavapipe ends every loop of a shader invocation, silently, once
+    that invocation has run 65535 loop iterations in all (llvmpipe's loop
+    limiter): a long sequence then gives wrong results and no error.
+    Before gpu-kernel-outlining, every gpu.launch gets at its end a loop of
+    two iterations whose bound the driver cannot fold; when it runs fewer,
+    the limiter had run out, and the kernel stores 1 into the context's
+    trap buffer (a host `memref.alloc` marked `attnc.device_trap`, which
+    attn-vulkan-lower-host makes a call of `attnc_vk_trap`). The runtime
+    reads the trap when it waits for the work and returns
+    ATTNC_STATUS_DEVICE_LIMIT. On other devices the probe costs a few
+    instructions per invocation.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def AttnVulkanLowerHost : Pass<"attn-vulkan-lower-host", "mlir::ModuleOp"> {
   let summary = "Embed SPIR-V kernels and launch them through the Vulkan runtime";
   let description = [{
@@ -283,7 +302,9 @@ def AttnVulkanLowerHost : Pass<"attn-vulkan-lower-host", "mlir::ModuleOp"> {
     kernels becomes a call of the runtime's `attnc_vk_dispatch(ctx, words,
     count, entry, groups x/y/z, buffers, bytes)`, with the context the
     function's first argument (attn-gpu-host-context). Host memref.alloc
-    and memref.dealloc become `attnc_vk_scratch` and `attnc_vk_release`.
+    and memref.dealloc become `attnc_vk_scratch` and `attnc_vk_release`,
+    an alloc marked `attnc.device_trap` (attn-vulkan-loop-trap) a call of
+    `attnc_vk_trap`.
     The gpu and spirv modules are erased. Results are LLVM-dialect values
     behind unrealized casts, for the host's lowering to the LLVM dialect.
   }];

@@ -168,6 +168,7 @@ void buildVulkanToSpirvPipeline(OpPassManager &pm,
                                 const AttncPipelineOptions &options) {
   pm.addPass(createAttnSpirvBf16Storage());
   pm.addPass(createAttnGpuSinkConstants());
+  pm.addPass(createAttnVulkanLoopTrap());
   pm.addPass(createGpuKernelOutliningPass());
   // No bf16 may reach convert-gpu-to-spirv (attn-spirv-bf16-storage):
   // arithmetic on it in f32, conversions to and from it as integer ops.

@@ -21,6 +21,9 @@ const char *attnc_status_string(int status) {
     return "the GPU driver reported an error";
   case ATTNC_STATUS_BAD_BUFFER:
     return "a buffer is too small or belongs to another context";
+  case ATTNC_STATUS_DEVICE_LIMIT:
+    return "the device cut the kernel's loops short (lavapipe's limit of "
+           "65535 loop iterations per invocation); its results are wrong";
   default:
     return "unknown status";
   }

@@ -109,6 +109,7 @@ struct attnc_vk_context {
   int error;     /* the first error since the last finish */
   int releases;  /* buffers released since the last finish */
   attnc_vk_buffer *buffers;
+  attnc_vk_buffer *trap; /* attnc_vk_trap's, made on first use */
   module_t *modules;
   int module_count, module_capacity;
   pipeline_t *pipelines;
@@ -374,6 +375,8 @@ int attnc_vk_context_create(attnc_vk_context **out) {
 /* Destroys a buffer and takes it off its context's list. */
 static void free_buffer(attnc_vk_buffer *b) {
   attnc_vk_context *ctx = b->ctx;
+  if (ctx->trap == b)
+    ctx->trap = NULL;
   if (b->prev)
     b->prev->next = b->next;
   else
@@ -467,6 +470,11 @@ static void flush(attnc_vk_context *ctx) {
       }
     }
     ok(ctx, r);
+    /* A kernel whose loops the device cut short said so in the trap. */
+    if (ctx->trap && *(volatile uint32_t *)ctx->trap->data != 0) {
+      *(volatile uint32_t *)ctx->trap->data = 0;
+      fail(ctx, ATTNC_STATUS_DEVICE_LIMIT);
+    }
     ctx->vk.ResetCommandPool(ctx->device, ctx->command_pool, 0);
   }
   for (attnc_vk_buffer *b = ctx->buffers, *next; b && ctx->releases; b = next) {
@@ -775,6 +783,20 @@ void attnc_vk_dispatch(attnc_vk_context *ctx, const uint32_t *spirv,
       ctx->commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
       &barrier, 0, NULL, 0, NULL);
+}
+
+attnc_vk_buffer *attnc_vk_trap(attnc_vk_context *ctx) {
+  if (!ctx || ctx->error != ATTNC_STATUS_OK)
+    return NULL;
+  if (!ctx->trap) {
+    ctx->trap = attnc_vk_buffer_create(ctx, sizeof(uint32_t));
+    if (!ctx->trap) {
+      fail(ctx, ATTNC_STATUS_OUT_OF_MEMORY);
+      return NULL;
+    }
+    *(uint32_t *)ctx->trap->data = 0;
+  }
+  return ctx->trap;
 }
 
 attnc_vk_buffer *attnc_vk_scratch(attnc_vk_context *ctx, uint64_t bytes) {

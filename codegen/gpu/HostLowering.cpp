@@ -152,7 +152,8 @@ struct LaunchPattern : ConvertOpToLLVMPattern<gpu::LaunchFuncOp> {
   const EmbeddedModules &modules;
 };
 
-/// A host memref.alloc: a device scratch buffer of the context.
+/// A host memref.alloc: a device scratch buffer of the context (or its
+/// trap buffer).
 struct AllocPattern : ConvertOpToLLVMPattern<memref::AllocOp> {
   AllocPattern(const LLVMTypeConverter &converter, const GpuRuntimeAbi &abi)
       : ConvertOpToLLVMPattern(converter), abi(abi) {}
@@ -167,11 +168,16 @@ struct AllocPattern : ConvertOpToLLVMPattern<memref::AllocOp> {
     Type ptrType = LLVM::LLVMPointerType::get(rewriter.getContext());
     SmallVector<Value> args = runtimeArgsOf(alloc, abi);
     SmallVector<Type> types = runtimeArgTypes(rewriter.getContext(), abi);
-    args.push_back(i64Constant(rewriter, loc, staticBytes(type)));
-    types.push_back(rewriter.getI64Type());
+    bool trap = alloc->hasAttr(kDeviceTrapAttr);
+    if (trap && abi.trap.empty())
+      return alloc.emitError("this target has no trap buffer");
+    if (!trap) {
+      args.push_back(i64Constant(rewriter, loc, staticBytes(type)));
+      types.push_back(rewriter.getI64Type());
+    }
     auto scratch =
         LLVM::lookupOrCreateFn(rewriter, alloc->getParentOfType<ModuleOp>(),
-                               abi.scratch, types, ptrType);
+                               trap ? abi.trap : abi.scratch, types, ptrType);
     if (failed(scratch))
       return failure();
     Value buffer =

@@ -32,13 +32,18 @@ using EmbeddedModules = llvm::StringMap<EmbeddedModule>;
 ///   launch(image, [size,] kernel, grid x/y/z, [block x/y/z, shared bytes,]
 ///          count, buffers[, bytes])
 ///   scratch(bytes) -> buffer, release(buffer)
+///   trap() -> the context's trap buffer (for allocs marked kDeviceTrapAttr)
 struct GpuRuntimeAbi {
-  llvm::StringRef launch, scratch, release;
+  llvm::StringRef launch, scratch, release, trap;
   bool stream = false;      // (ctx, stream) rather than (ctx)
   bool imageSize = false;   // launch takes the image's size
   bool blockSize = false;   // launch takes the block and shared memory size
   bool bufferBytes = false; // launch takes each buffer's size in bytes
 };
+
+/// Marks a host memref.alloc that stands for the runtime context's trap
+/// buffer (attn-vulkan-loop-trap), which is never released.
+inline constexpr llvm::StringLiteral kDeviceTrapAttr = "attnc.device_trap";
 
 /// A constant global of `bytes` (NUL-terminated when `text`) named `name`
 /// at the start of `module`.

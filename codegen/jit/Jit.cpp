@@ -232,6 +232,7 @@ static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
   addRuntimeSymbol("attnc_vk_dispatch", &attnc_vk_dispatch);
   addRuntimeSymbol("attnc_vk_scratch", &attnc_vk_scratch);
   addRuntimeSymbol("attnc_vk_release", &attnc_vk_release);
+  addRuntimeSymbol("attnc_vk_trap", &attnc_vk_trap);
   addRuntimeSymbol("attnc_vk_finish", &attnc_vk_finish);
   addRuntimeSymbol("attnc_cuda_launch", &attnc_cuda_launch);
   addRuntimeSymbol("attnc_cuda_scratch", &attnc_cuda_scratch);

@@ -25,6 +25,7 @@ attnc::GpuRuntimeAbi vulkanAbi() {
   abi.launch = "attnc_vk_dispatch";
   abi.scratch = "attnc_vk_scratch";
   abi.release = "attnc_vk_release";
+  abi.trap = "attnc_vk_trap";
   abi.imageSize = true;
   abi.bufferBytes = true;
   return abi;

@@ -256,6 +256,27 @@ TEST_F(VulkanRuntime, BadBufferIsAStickyError) {
     ASSERT_EQ(result[i], 2.0f * x[i] + y[i]) << "at " << i;
 }
 
+// A kernel whose loops lavapipe cut short stores a nonzero word in the
+// trap: finish reports it once and clears it.
+TEST_F(VulkanRuntime, TrapReportsCutLoops) {
+  attnc_vk_buffer *trap = attnc_vk_trap(ctx);
+  ASSERT_NE(trap, nullptr);
+  EXPECT_EQ(attnc_vk_trap(ctx), trap); // one per context
+  EXPECT_EQ(attnc_vk_trap(nullptr), nullptr);
+  EXPECT_EQ(download(trap, 1), std::vector<float>(1, 0.0f));
+  std::vector<float> x = iota(1.0f, 1.0f), y = iota(0.0f, 2.0f);
+  attnc_vk_buffer *bx = buffer(x), *by = buffer(y), *out = buffer(y);
+  axpy(bx, by, out);
+  EXPECT_EQ(attnc_vk_finish(ctx), ATTNC_STATUS_OK);
+  uint32_t cut = 1;
+  ASSERT_EQ(attnc_vk_upload(trap, &cut, sizeof cut), ATTNC_STATUS_OK);
+  axpy(bx, by, out);
+  EXPECT_EQ(attnc_vk_finish(ctx), ATTNC_STATUS_DEVICE_LIMIT);
+  EXPECT_EQ(download(trap, 1), std::vector<float>(1, 0.0f));
+  axpy(bx, by, out);
+  EXPECT_EQ(attnc_vk_finish(ctx), ATTNC_STATUS_OK);
+}
+
 TEST_F(VulkanRuntime, WorkgroupCounts) {
   // An empty grid records nothing, whatever the buffers.
   attnc_vk_dispatch(ctx, axpySpirv().data(), axpySpirv().size(), "axpy", 0, 1,

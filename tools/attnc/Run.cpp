@@ -173,16 +173,8 @@ private:
         inputs.push_back(buffer.values);
       }
     }
-    jit::Result result = callWith(module, entry.name, buffers);
-    if (!result.ok()) {
-      errs << "attnc: error: @" << entry.name << " failed: "
-           << (result.error.empty()
-                   ? "status " + std::to_string(result.status) + " (" +
-                         attnc_status_string(result.status) + ")"
-                   : result.error)
-           << "\n";
+    if (mlir::failed(call(entry, buffers)))
       return mlir::failure();
-    }
     mlir::FailureOr<std::vector<HostTensor>> expected =
         interpretSpec(func, inputs, /*roundResults=*/true);
     if (mlir::failed(expected))
@@ -287,6 +279,21 @@ private:
     return mlir::success();
   }
 
+  /// Calls `entry` on `buffers`; says why when it fails.
+  mlir::LogicalResult call(const jit::EntryPoint &entry,
+                           std::vector<Buffer> &buffers) {
+    jit::Result result = callWith(module, entry.name, buffers);
+    if (result.ok())
+      return mlir::success();
+    errs << "attnc: error: @" << entry.name << " failed: "
+         << (result.error.empty()
+                 ? "status " + std::to_string(result.status) + " (" +
+                       attnc_status_string(result.status) + ")"
+                 : result.error)
+         << "\n";
+    return mlir::failure();
+  }
+
   /// Runs <f>_fwd on @f's inputs, then <f>_bwd on its inputs, results and
   /// saved values and cotangents of @f's float results: random ones
   /// (`fresh`, returned in `cotangents`), or those given. Returns <f>_bwd's
@@ -302,10 +309,8 @@ private:
       if (!arg.isOutput)
         fwdBuffers.back() = buffers[input++];
     }
-    if (!callWith(module, fwd.name, fwdBuffers).ok()) {
-      errs << "attnc: error: @" << fwd.name << " failed\n";
+    if (mlir::failed(call(fwd, fwdBuffers)))
       return mlir::failure();
-    }
     std::vector<Buffer> bwdBuffers;
     size_t next = 0; // the next given cotangent
     for (size_t k = 0; k < bwd.args.size(); ++k) {
@@ -328,10 +333,8 @@ private:
         }
       }
     }
-    if (!callWith(module, bwd.name, bwdBuffers).ok()) {
-      errs << "attnc: error: @" << bwd.name << " failed\n";
+    if (mlir::failed(call(bwd, bwdBuffers)))
       return mlir::failure();
-    }
     return bwdBuffers;
   }
 

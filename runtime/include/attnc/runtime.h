@@ -31,7 +31,14 @@ typedef enum attnc_status {
   ATTNC_STATUS_DEVICE_ERROR = 7,
   /* A buffer argument is too small for the kernel, or belongs to another
    * context; nothing was written. */
-  ATTNC_STATUS_BAD_BUFFER = 8
+  ATTNC_STATUS_BAD_BUFFER = 8,
+  /* The device cut a kernel's loops short, so its results are wrong and
+   * must not be used: Mesa's lavapipe (llvmpipe) ends every loop of an
+   * invocation once that invocation has run 65535 loop iterations in all,
+   * without an error of its own. Kernels compiled for Vulkan detect this
+   * and report it here; smaller shapes (shorter sequences, or a GPU
+   * driver) avoid it. */
+  ATTNC_STATUS_DEVICE_LIMIT = 9
 } attnc_status;
 
 /* A static, human-readable description of a status code. */

@@ -83,6 +83,11 @@ void attnc_vk_dispatch(attnc_vk_context *ctx, const uint32_t *spirv,
  * deferred to the next attnc_vk_finish (null is allowed). */
 attnc_vk_buffer *attnc_vk_scratch(attnc_vk_context *ctx, uint64_t bytes);
 void attnc_vk_release(attnc_vk_context *ctx, attnc_vk_buffer *buffer);
+/* The context's trap: a 4-byte buffer, zero until a kernel stores a nonzero
+ * word in it to say that its loops were cut short (ATTNC_STATUS_DEVICE_LIMIT,
+ * taken as the context's error when the work is waited for); null after an
+ * error. */
+attnc_vk_buffer *attnc_vk_trap(attnc_vk_context *ctx);
 /* Submits what was recorded, waits for it, releases deferred buffers, and
  * returns the first error since the last finish (then clears it). */
 int attnc_vk_finish(attnc_vk_context *ctx);
