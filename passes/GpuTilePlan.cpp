@@ -22,8 +22,9 @@ int64_t gpuSharedWords(Operation *op, int64_t queryBlock, int64_t keyBlock) {
   auto [d, dv] = heads(grad.getQuery(), grad.getValue());
   // dQ kernel: Q, dO, K, V, dS and dQ tiles; LSE, Delta and dLSE.
   int64_t dq = q * d + q * dv + k * d + k * dv + q * k + q * d + 3 * q;
-  // dK/dV kernel: K, V, Q and dO tiles; LSE, Delta and dLSE.
-  int64_t dkv = k * d + k * dv + q * d + q * dv + 3 * q;
+  // dK/dV kernel: K, V, Q and dO tiles, P and dS (transposed), and the dK
+  // and dV accumulators.
+  int64_t dkv = 2 * k * d + 2 * k * dv + q * d + q * dv + 2 * q * k;
   return std::max(dq, dkv);
 }
 

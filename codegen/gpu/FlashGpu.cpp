@@ -7,8 +7,8 @@
 //            gpu.subgroup_reduce, written by lane 0;
 //   outputs  (O, dQ accumulators): invocation t owns elements t, t+W, ...
 // Barriers separate the phases, all in workgroup-uniform control flow.
-// The dK/dV kernel gives each invocation one key, which it accumulates
-// over every query row (and every query head of its KV head) that sees it.
+// The dK/dV kernel accumulates its key block's dK and dV tiles over every
+// query row (and every query head of its KV head) that sees the block.
 #include "codegen/gpu/FlashGpu.h"
 
 #include "codegen/MaskTiles.h"
@@ -479,9 +479,6 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
         memref::AllocOp::create(b, MemRefType::get(shape, b.getF32Type())));
   };
   Value delta = f32Buffer({s.B, s.H, s.Sq});
-  // dK and dV accumulate in f32 whatever their element type.
-  Value dkAcc = f32Buffer({s.B, s.Hkv, s.Skv, s.D});
-  Value dvAcc = f32Buffer({s.B, s.Hkv, s.Skv, s.Dv});
   int64_t Bq = s.Bq, Bk = s.Bk, D = s.D, Dv = s.Dv;
 
   // Float score captures: per-key partial gradients (an invocation owns
@@ -626,96 +623,97 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
                         [&](Value x, Value) { return s.scaled(g, x); });
          });
 
-  // dK and dV: a workgroup per (batch, KV head, key block), an invocation
-  // per key; query rows staged a block at a time for every head of the
-  // group.
+  // dK and dV: a workgroup per (batch, KV head, key block), for every
+  // head of the group and every block of the query rows that see the keys:
+  // the P and dS tiles (transposed, a key per row), then dV += P^T dO and
+  // dK += dS^T Q, each accumulator element owned by one invocation, all
+  // loops workgroup-uniform (lavapipe caps the loop iterations of an
+  // invocation, see attn-vulkan-loop-trap: their count per query row is
+  // about (Bk (D + Dv) + Bq (D + Dv)) / W, not D + Dv).
   int64_t group = s.H / s.Hkv;
   launch(
-      b, (s.Skv + Bk - 1) / Bk, s.B * s.Hkv, Bk,
+      b, (s.Skv + Bk - 1) / Bk, s.B * s.Hkv, s.W,
       [&](Value kb, Value bg, Value tid) {
-        Workgroup wg{g, tid, Bk};
+        Workgroup wg{g, tid, s.W};
         Value bi = g.divu(bg, g.idx(s.Hkv)), kvh = g.remu(bg, g.idx(s.Hkv));
         Value j0 = g.mul(kb, g.idx(Bk));
-        Value j = g.add(j0, tid);
         Value limit = s.masks.keyLimit(b, lengths, bi);
         Value ks = g.shared({Bk, D}), vs = g.shared({Bk, Dv}),
-              qs = g.shared({Bq, D}), dos = g.shared({Bq, Dv});
+              qs = g.shared({Bq, D}), dos = g.shared({Bq, Dv}),
+              pts = g.shared({Bk, Bq}), dsts = g.shared({Bk, Bq}),
+              dks = g.shared({Bk, D}), dvs = g.shared({Bk, Dv});
         wg.stageRows(k, bi, kvh, j0, Bk, D, s.Skv, ks);
         wg.stageRows(v, bi, kvh, j0, Bk, Dv, s.Skv, vs);
-        Value exists = g.ult(j, g.idx(s.Skv));
+        wg.fill(dks, Bk, D, g.cst(0.0f));
+        wg.fill(dvs, Bk, Dv, g.cst(0.0f));
+        // Float captures: invocation tid < Bk sums its key's partials.
+        Value j = g.add(j0, tid);
+        Value owner = arith::AndIOp::create(b, g.ult(tid, g.idx(Bk)),
+                                            g.ult(j, g.idx(s.Skv)));
         Value jc = g.minu(j, g.idx(s.Skv - 1));
         Value key = g.add(g.mul(bg, g.idx(s.Skv)), jc);
-        // This key's rows of dK, dV and the capture partials accumulate in
-        // place: no other invocation touches them.
-        g.ifThen(exists, [&] {
-          g.loop(0, D, [&](Value c) {
-            memref::StoreOp::create(b, g.cst(0.0f), dkAcc,
-                                    ValueRange{bi, kvh, j, c});
+        bool anyPartial = llvm::any_of(partials, [](Value p) { return p; });
+        if (anyPartial)
+          g.ifThen(owner, [&] {
+            for (Value partial : partials)
+              if (partial)
+                g.loop(0, cast<MemRefType>(partial.getType()).getDimSize(1),
+                       [&](Value e) {
+                         memref::StoreOp::create(b, g.cst(0.0f), partial,
+                                                 ValueRange{key, e});
+                       });
           });
-          g.loop(0, Dv, [&](Value c) {
-            memref::StoreOp::create(b, g.cst(0.0f), dvAcc,
-                                    ValueRange{bi, kvh, j, c});
-          });
-          for (Value partial : partials)
-            if (partial)
-              g.loop(0, cast<MemRefType>(partial.getType()).getDimSize(1),
-                     [&](Value e) {
-                       memref::StoreOp::create(b, g.cst(0.0f), partial,
-                                               ValueRange{key, e});
-                     });
-        });
         g.barrier();
-        auto addTo = [&](Value buffer, ValueRange indices, Value value) {
-          g.store(g.add(g.load(buffer, indices), value), buffer, indices);
+        auto rowAt = [&](Value h, Value i) {
+          return rowOf(
+              bi, h, i,
+              memref::LoadOp::create(
+                  b, delta, ValueRange{bi, h, g.minu(i, g.idx(s.Sq - 1))}));
         };
-        auto [first, end] = s.masks.rowsSeeing(b, j0, Bk, Bq);
-        end = g.minu(end, g.idx(s.Sq));
+        auto rows = s.masks.rowsSeeing(b, j0, Bk, Bq);
+        Value first = rows.first, end = g.minu(rows.second, g.idx(s.Sq));
         g.loop(0, group, [&](Value hh) {
           Value h = g.add(g.mul(kvh, g.idx(group)), hh);
           g.loop(first, end, g.idx(Bq), [&](Value i0) {
             wg.stageRows(q, bi, h, i0, Bq, D, s.Sq, qs);
             wg.stageRows(dO, bi, h, i0, Bq, Dv, s.Sq, dos);
             g.barrier();
-            g.ifThen(exists, [&] {
-              g.loop(0, Bq, [&](Value r) {
-                Value i = g.add(i0, r);
-                Row row =
-                    rowOf(bi, h, i,
-                          memref::LoadOp::create(
-                              b, delta,
-                              ValueRange{bi, h, g.minu(i, g.idx(s.Sq - 1))}));
-                SmallVector<CaptureAdjoint> adjoints;
-                Grad grad =
-                    gradAt(g.dot(qs, r, ks, tid, D), g.dot(dos, r, vs, tid, Dv),
-                           bi, h, i, j, limit, row, &adjoints);
-                for (CaptureAdjoint &adjoint : adjoints)
-                  if (Value partial = partials[adjoint.capture])
-                    addTo(
-                        partial,
-                        {key, flatIndex(op.getScoreCaptures()[adjoint.capture],
-                                        adjoint.indices)},
-                        adjoint.adjoint);
-                Value ds = s.scaled(g, grad.ds);
-                g.loop(0, Dv, [&](Value c) {
-                  addTo(dvAcc, {bi, kvh, jc, c},
-                        g.mul(grad.p, g.load(dos, {r, c})));
-                });
-                g.loop(0, D, [&](Value c) {
-                  addTo(dkAcc, {bi, kvh, jc, c}, g.mul(ds, g.load(qs, {r, c})));
+            wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
+              Value i = g.add(i0, r);
+              Grad grad =
+                  gradAt(g.dot(qs, r, ks, jj, D), g.dot(dos, r, vs, jj, Dv), bi,
+                         h, i, g.add(j0, jj), limit, rowAt(h, i), nullptr);
+              memref::StoreOp::create(b, grad.p, pts, ValueRange{jj, r});
+              memref::StoreOp::create(b, s.scaled(g, grad.ds), dsts,
+                                      ValueRange{jj, r});
+            });
+            if (anyPartial)
+              g.ifThen(owner, [&] {
+                g.loop(0, Bq, [&](Value r) {
+                  Value i = g.add(i0, r);
+                  SmallVector<CaptureAdjoint> adjoints;
+                  gradAt(g.dot(qs, r, ks, tid, D), g.dot(dos, r, vs, tid, Dv),
+                         bi, h, i, j, limit, rowAt(h, i), &adjoints);
+                  for (CaptureAdjoint &adjoint : adjoints)
+                    if (Value partial = partials[adjoint.capture]) {
+                      Value at =
+                          flatIndex(op.getScoreCaptures()[adjoint.capture],
+                                    adjoint.indices);
+                      g.store(
+                          g.add(g.load(partial, {key, at}), adjoint.adjoint),
+                          partial, {key, at});
+                    }
                 });
               });
-            });
+            g.barrier();
+            wg.multiplyAccumulate(dvs, pts, dos, Bk, Bq, Dv);
+            wg.multiplyAccumulate(dks, dsts, qs, Bk, Bq, D);
             g.barrier();
           });
         });
-        g.ifThen(exists, [&] {
-          g.loop(0, D, [&](Value c) {
-            g.store(g.load(dkAcc, {bi, kvh, j, c}), dk, {bi, kvh, j, c});
-          });
-          g.loop(0, Dv, [&](Value c) {
-            g.store(g.load(dvAcc, {bi, kvh, j, c}), dv, {bi, kvh, j, c});
-          });
-        });
+        auto same = [](Value x, Value) { return x; };
+        wg.storeRows(dks, Bk, D, dk, bi, kvh, j0, s.Skv, same);
+        wg.storeRows(dvs, Bk, Dv, dv, bi, kvh, j0, s.Skv, same);
       });
 
   SmallVector<Value> results = {tensorOf(b, dq, op.getQueryGrad().getType()),
