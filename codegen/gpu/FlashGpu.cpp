@@ -678,11 +678,18 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
             wg.stageRows(q, bi, h, i0, Bq, D, s.Sq, qs);
             wg.stageRows(dO, bi, h, i0, Bq, Dv, s.Sq, dos);
             g.barrier();
+            // dP first, into dS's tile (each element stays with its
+            // invocation): one unrolled dot product at a time holds fewer
+            // registers (ptxas spilled with both).
+            wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
+              memref::StoreOp::create(b, g.dot(dos, r, vs, jj, Dv), dsts,
+                                      ValueRange{jj, r});
+            });
             wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
               Value i = g.add(i0, r);
-              Grad grad =
-                  gradAt(g.dot(qs, r, ks, jj, D), g.dot(dos, r, vs, jj, Dv), bi,
-                         h, i, g.add(j0, jj), limit, rowAt(h, i), nullptr);
+              Value dp = memref::LoadOp::create(b, dsts, ValueRange{jj, r});
+              Grad grad = gradAt(g.dot(qs, r, ks, jj, D), dp, bi, h, i,
+                                 g.add(j0, jj), limit, rowAt(h, i), nullptr);
               memref::StoreOp::create(b, grad.p, pts, ValueRange{jj, r});
               memref::StoreOp::create(b, s.scaled(g, grad.ds), dsts,
                                       ValueRange{jj, r});
