@@ -156,6 +156,22 @@ def AttnLowerGpu : Pass<"attn-lower-gpu", "mlir::ModuleOp"> {
   ];
 }
 
+def AttnGpuMaterializeConstants : Pass<"attn-gpu-materialize-constants", "mlir::ModuleOp"> {
+  let summary = "Constant tensors of host code as linalg ops";
+  let description = [{
+    On GPU targets buffers live on the device, and a constant tensor that
+    bufferization made a host `memref.get_global` is no device buffer (the
+    runtime refused it: the zero gradient derived for a mask_mod's float
+    capture, a slope table written into the spec). Before bufferization,
+    every constant tensor outside kernels becomes a `linalg.fill` (a
+    splat) or a `linalg.generic` that selects each element's value by its
+    index (at most 256 elements; a larger one is a located error), which
+    become kernels like every other linalg op.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def AttnGpuCopiesToLinalg : Pass<"attn-gpu-copies-to-linalg", "mlir::ModuleOp"> {
   let summary = "Host memref.copy ops as linalg.copy";
   let description = [{

@@ -142,6 +142,7 @@ void buildGpuBufferizePipeline(OpPassManager &pm,
   pm.addPass(createAttnPlanGpuTiles());
   pm.addPass(createAttnLowerGpu());
   pm.addPass(createAttnLowerToLinalg());
+  pm.addPass(createAttnGpuMaterializeConstants());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass(structuredCleanup()));
   pm.addPass(createLinalgElementwiseOpFusionPass());
