@@ -291,6 +291,31 @@ def AttnSpirvBf16Storage : Pass<"attn-spirv-bf16-storage", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def AttnSpirvSignExtend : Pass<"attn-spirv-sign-extend", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Sign extensions in SPIR-V kernels as zero extensions and two integer ops";
+  let description = [{
+    Mesa 22.3's lavapipe (Debian 12's) gets OpSConvert from i32 to i64
+    wrong where the result is compared (`arith.index_cast` of a negative
+    index to i64, then `arith.cmpi slt`, found false: the high word is not
+    the sign's). Every `arith.extsi` and every `arith.index_cast` from
+    index (32 bits in the kernels' SPIR-V) to a wider integer becomes
+    `(extui(x) ^ 2^(N-1)) - 2^(N-1)`, the same value by arithmetic alone.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
+def AttnSpirvMath : Pass<"attn-spirv-math", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Math ops convert-math-to-spirv lacks, in terms of ops it has";
+  let description = [{
+    MLIR 22's convert-math-to-spirv has no pattern for math.erf, math.erfc,
+    math.cbrt, math.exp2 and math.trunc, which a score_mod may use: erf,
+    erfc and cbrt become upstream's polynomial approximations, exp2 its
+    expansion (exp(x ln 2)), and trunc(x) is x < 0 ? ceil(x) : floor(x).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect"];
+}
+
 def AttnVulkanLoopTrap : Pass<"attn-vulkan-loop-trap", "mlir::ModuleOp"> {
   let summary = "Make every kernel report loops the device cut short";
   let description = [{

@@ -181,6 +181,8 @@ void buildVulkanToSpirvPipeline(OpPassManager &pm,
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   kernels.addPass(arith::createArithExpandOpsPass(expand));
+  kernels.addPass(createAttnSpirvSignExtend());
+  kernels.addPass(createAttnSpirvMath());
   kernels.addPass(createCanonicalizerPass());
   AttnSpirvAttachTargetOptions attach;
   attach.targetEnv = options.spirvTargetEnv;
