@@ -251,6 +251,8 @@ void buildCudaToNvvmPipeline(OpPassManager &pm,
   // Kernels take plain pointers (their buffers have static shapes).
   toNvvm.useBarePtrCallConv = true;
   kernels.addPass(createConvertGpuOpsToNVVMOps(toNvvm));
+  // What libdevice does not cover (math.trunc) as LLVM intrinsics.
+  kernels.addPass(createConvertMathToLLVMPass());
   kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createCanonicalizerPass(structuredCleanup()));
   kernels.addPass(createCSEPass());
