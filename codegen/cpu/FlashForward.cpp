@@ -20,12 +20,14 @@ std::pair<Value, Value> FlashForward::build() {
   Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
   Value o = alloc({B, H, Sq, Dv}, elementTypeOf(op.getOutput())),
         l = alloc({B, H, Sq});
-  // K and V as the products' B operands: K^T in key tiles, or on AMX K
-  // and V in bf16 pairs (VNNI).
-  SmallVector<Value> captured = {q, Value(), v, o, l};
+  // K and V as the products' B operands: K^T in key tiles and V in column
+  // chunks, or on AMX K and V in bf16 pairs (VNNI). Copied whole once per
+  // call where several tasks of a head share the copy; with packedBlocks
+  // read where the caller put them, each task packing the block it is at.
+  SmallVector<Value> captured = {q, k, v, o, l};
   if (amx)
     std::tie(captured[1], captured[2]) = pairedKeysAndValues(k, v);
-  else
+  else if (!packedBlocks)
     std::tie(captured[1], captured[2]) =
         std::pair(transposed(k, blockTiles, (kPrefetchRows + D - 1) / D),
                   chunkedValues(v, kPrefetchRows));
@@ -33,32 +35,43 @@ std::pair<Value, Value> FlashForward::build() {
     captured.push_back(lengths);
   appendCaptures(captured);
   int64_t groups = (qTiles + groupTiles - 1) / groupTiles;
+  int64_t states = headsPerTask * groupTiles;
   parallelTasks(
-      parent, "__attnc_flash_forward", captured, B * H * groups,
+      parent, "__attnc_flash_forward", captured,
+      B * (H / headsPerTask) * groups,
       [&](ArrayRef<Value>) {
-        // Per query tile of the group: O, the running max and sum, and
+        // Per query tile of the group (of each of the task's heads): O,
+        // the running max and sum, and
         // the packed rows of Q, times the scale (the products give scaled
         // scores: no multiply per score); per step: P and the rescaling
         // factors.
         // On AMX: Q's rows in bf16, and per step P in bf16 and P V.
-        SmallVector<Value> buffers = {scratchBuffer({groupTiles, rows, Dv}),
+        SmallVector<Value> buffers = {scratchBuffer({states, rows, Dv}),
                                       scratchBuffer({rows, blockTiles * kCols}),
-                                      scratchBuffer({groupTiles, rows}),
-                                      scratchBuffer({groupTiles, rows}),
+                                      scratchBuffer({states, rows}),
+                                      scratchBuffer({states, rows}),
                                       scratchBuffer({rows})};
         if (!amx)
-          buffers.push_back(scratchBuffer({groupTiles, D, rows}));
+          buffers.push_back(scratchBuffer({states, D, rows}));
         else
-          buffers.append({scratchBuffer({groupTiles, rows, D}, bf16),
+          buffers.append({scratchBuffer({states, rows, D}, bf16),
                           scratchBuffer({rows, blockTiles * kCols}, bf16),
                           scratchBuffer({rows, Dv})});
+        if (packedBlocks)
+          buffers.append({scratchBuffer({1, 1, blockTiles, D, kCols}),
+                          scratchBuffer({1, 1, (Dv / kLanes + 1) / 2,
+                                         blockTiles * kCols, 2 * kLanes})});
         return buffers;
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
         Value group = arith::RemUIOp::create(b, t, idx(groups));
         Value bh = arith::DivUIOp::create(b, t, idx(groups));
-        task(args, scratch, arith::DivUIOp::create(b, bh, idx(H)),
-             arith::RemUIOp::create(b, bh, idx(H)), group);
+        int64_t headBlocks = H / headsPerTask;
+        task(args, scratch, arith::DivUIOp::create(b, bh, idx(headBlocks)),
+             arith::MulIOp::create(
+                 b, arith::RemUIOp::create(b, bh, idx(headBlocks)),
+                 idx(headsPerTask)),
+             group);
       });
   return {tensorOf(o, op.getOutput().getType()),
           tensorOf(l, op.getLse().getType())};
@@ -71,23 +84,35 @@ FlashForward::TileState FlashForward::stateOf(ArrayRef<Value> scratch,
 }
 
 void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
-                        Value h, Value group) {
+                        Value h0, Value group) {
   Value q = args[0], o = args[3], l = args[4];
   Value lengths = captureBase > 5 ? args[5] : Value();
   int64_t width = blockTiles * kCols;
   Value first = arith::MulIOp::create(b, group, idx(groupTiles));
   Value count = arith::MinUIOp::create(
       b, idx(groupTiles), arith::SubIOp::create(b, idx(qTiles), first));
-  auto tileOf = [&](Value t) {
+  auto tileOf = [&](Value h, Value t) {
     return queryTile(lengths, bi, h, arith::AddIOp::create(b, first, t), width);
   };
-  loop(idx(0), count, 1, [&](Value t) {
-    TileState st = stateOf(scratch, t);
+  // body(h, t, state) for each of the task's heads and query tiles; the
+  // state of tile t of the task's head hh is hh groupTiles + t.
+  auto forTiles = [&](function_ref<void(Value, Value, Value)> body) {
+    loop(0, headsPerTask, [&](Value hh) {
+      Value h = arith::AddIOp::create(b, h0, hh);
+      loop(idx(0), count, 1, [&](Value t) {
+        body(h, t,
+             arith::AddIOp::create(
+                 b, arith::MulIOp::create(b, hh, idx(groupTiles)), t));
+      });
+    });
+  };
+  forTiles([&](Value h, Value t, Value state) {
+    TileState st = stateOf(scratch, state);
     zero(st.oBuf);
     if (amx)
-      copyRows(q, bi, h, tileOf(t).i0, st.qPacked);
+      copyRows(q, bi, h, tileOf(h, t).i0, st.qPacked);
     else
-      packRows(q, bi, h, tileOf(t).i0, Sq - 1, st.qPacked, scale);
+      packRows(q, bi, h, tileOf(h, t).i0, Sq - 1, st.qPacked, scale);
     loop(0, rows, [&](Value r) {
       memref::StoreOp::create(b, f(kNegInf), st.maxBuf, r);
       memref::StoreOp::create(b, f(0.0f), st.sumBuf, r);
@@ -95,24 +120,37 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
   });
   // Tiles' key ranges grow with their rows: the first tile's start and
   // the last one's end bound the group's.
-  Value jStart = tileOf(idx(0)).keys.start;
-  Value jEnd = tileOf(arith::SubIOp::create(b, count, idx(1))).keys.end;
+  // (The named masks do not depend on the head.)
+  Value jStart = tileOf(h0, idx(0)).keys.start;
+  Value jEnd = tileOf(h0, arith::SubIOp::create(b, count, idx(1))).keys.end;
   loop(jStart, jEnd, width, [&](Value j0) {
-    loop(idx(0), count, 1, [&](Value t) {
-      QueryTile qt = tileOf(t);
+    if (packedBlocks) {
+      // The block's K^T tiles and V chunks (keys past Skv: zeros in K^T;
+      // V's are never read, P V stops at the last key).
+      Value g = arith::DivUIOp::create(b, h0, idx(H / Hkv));
+      transposeTiles(args[1], scratch[6], bi, g,
+                     arith::DivUIOp::create(b, j0, idx(kCols)));
+      copyColumnChunks(
+          args[2], bi, g, j0,
+          arith::MinUIOp::create(b, idx(width),
+                                 arith::SubIOp::create(b, idx(Skv), j0)),
+          scratch[7], {idx(0), idx(0)});
+    }
+    forTiles([&](Value h, Value t, Value state) {
+      QueryTile qt = tileOf(h, t);
       Value sees = masks.seesKeyBlock(b, qt.keys, j0);
       auto ifOp = scf::IfOp::create(b, sees, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      keyBlock(args, scratch, stateOf(scratch, t), qt, bi, h, j0);
+      keyBlock(args, scratch, stateOf(scratch, state), qt, bi, h, j0);
     });
   });
   // O = oBuf / l and LSE = m + log l for the rows that exist; a row that
   // saw no key gets O = 0 and LSE = -inf.
-  loop(idx(0), count, 1, [&](Value t) {
-    TileState st = stateOf(scratch, t);
+  forTiles([&](Value h, Value t, Value state) {
+    TileState st = stateOf(scratch, state);
     Value oBuf = st.oBuf, maxBuf = st.maxBuf, sumBuf = st.sumBuf;
-    Value i0 = tileOf(t).i0;
+    Value i0 = tileOf(h, t).i0;
     forRows(i0, [&](Value r, Value i) {
       auto ifOp = scf::IfOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
@@ -163,8 +201,11 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
           /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      storeTile(tileProduct(qPacked, {}, kt, bi, g,
-                            arith::AddIOp::create(b, tile0, t), kPrefetchRows),
+      storeTile(packedBlocks
+                    ? tileProduct(qPacked, {}, scratch[6], idx(0), idx(0), t)
+                    : tileProduct(qPacked, {}, kt, bi, g,
+                                  arith::AddIOp::create(b, tile0, t),
+                                  kPrefetchRows),
                 pBuf, col);
     });
   Value whole =
@@ -224,7 +265,11 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   // Keys past the tile's have p = 0: no row sees them.
   Value valid = arith::MinUIOp::create(
       b, idx(width), arith::SubIOp::create(b, qt.keys.end, j0));
-  rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf, kPrefetchRows);
+  if (packedBlocks)
+    rowsTimesKeys(oBuf, pBuf, scratch[7], idx(0), idx(0), idx(0), valid,
+                  alphaBuf);
+  else
+    rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf, kPrefetchRows);
 }
 
 bool canLowerToFlashCpu(attn::AttentionOp op) {
