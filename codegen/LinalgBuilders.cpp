@@ -657,4 +657,190 @@ AttentionGrads buildAttentionGrad(OpBuilder &b, Location loc,
   return grads;
 }
 
+//===----------------------------------------------------------------------===//
+// Combine
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// In a linalg body: the LSE of a row's union, m + log sum_k exp(l_k - m)
+/// with m = max_k l_k, and -inf when every l_k is.
+Value combinedLse(OpBuilder &b, Location loc, ValueRange lses) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Value m = lses[0];
+  for (Value l : lses.drop_front())
+    m = arith::MaximumFOp::create(b, loc, m, l);
+  Value negInf = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(-inf));
+  Value none =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, negInf);
+  Value safe = arith::SelectOp::create(
+      b, loc, none, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)),
+      m);
+  Value sum;
+  for (Value l : lses) {
+    Value e =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, l, safe));
+    sum = sum ? arith::AddFOp::create(b, loc, sum, e).getResult() : e;
+  }
+  Value lse =
+      arith::AddFOp::create(b, loc, safe, math::LogOp::create(b, loc, sum));
+  return arith::SelectOp::create(b, loc, none, negInf, lse);
+}
+
+/// In a linalg body: a part's weight exp(l - lse), 0 where no part saw
+/// the row (lse = -inf).
+Value partWeight(OpBuilder &b, Location loc, Value l, Value lse) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Value none = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OEQ, lse,
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(-inf)));
+  Value e = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, l, lse));
+  return arith::SelectOp::create(
+      b, loc, none, arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f)),
+      e);
+}
+
+/// The union's LSE, [B, H, Sq] f32.
+Value buildCombinedLse(OpBuilder &b, Location loc, ValueRange lses) {
+  ArrayRef<int64_t> rowShape = shapeOf(lses[0]);
+  AffineMap id = b.getMultiDimIdentityMap(3);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{lses[0].getType()}, lses,
+             ValueRange{empty(b, loc, rowShape, b.getF32Type())},
+             SmallVector<AffineMap>(lses.size() + 1, id),
+             SmallVector<IteratorType>(3, kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl,
+                                       combinedLse(nb, nl, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+/// O = sum_k exp(l_k - lse) O_k in `elementType` (accumulated in f32).
+Value buildCombinedOutput(OpBuilder &b, Location loc, ValueRange outputs,
+                          ValueRange lses, Value lse, Type elementType) {
+  size_t n = outputs.size();
+  ArrayRef<int64_t> shape = shapeOf(outputs[0]);
+  AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(b.getContext());
+  SmallVector<Value> inputs(outputs);
+  llvm::append_range(inputs, lses);
+  inputs.push_back(lse);
+  SmallVector<AffineMap> maps(n, full);
+  maps.append(n + 1, row);
+  maps.push_back(full);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get(shape, elementType)},
+             inputs, ValueRange{empty(b, loc, shape, elementType)}, maps,
+             SmallVector<IteratorType>(4, kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value sum;
+               for (size_t k = 0; k < n; ++k) {
+                 Value term = arith::MulFOp::create(
+                     nb, nl, partWeight(nb, nl, args[n + k], args[2 * n]),
+                     convertFloat(nb, nl, args[k], nb.getF32Type()));
+                 sum =
+                     sum ? arith::AddFOp::create(nb, nl, sum, term).getResult()
+                         : term;
+               }
+               linalg::YieldOp::create(nb, nl,
+                                       convertFloat(nb, nl, sum, elementType));
+             })
+      .getResult(0);
+}
+
+} // namespace
+
+std::pair<Value, Value> buildCombine(OpBuilder &b, Location loc,
+                                     ValueRange outputs, ValueRange lses) {
+  Value lse = buildCombinedLse(b, loc, lses);
+  return {buildCombinedOutput(b, loc, outputs, lses, lse,
+                              elementTypeOf(outputs[0])),
+          lse};
+}
+
+SmallVector<Value> buildCombineGrad(OpBuilder &b, Location loc,
+                                    ValueRange outputs, ValueRange lses,
+                                    Value outputGrad, Value lseGrad) {
+  size_t n = outputs.size();
+  Type f32 = b.getF32Type(), elementType = elementTypeOf(outputs[0]);
+  ArrayRef<int64_t> shape = shapeOf(outputs[0]);
+  SmallVector<int64_t> rowShape(shape.take_front(3));
+  AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(b.getContext()),
+            rowId = b.getMultiDimIdentityMap(3);
+  Value lse = buildCombinedLse(b, loc, lses);
+  Value output = buildCombinedOutput(b, loc, outputs, lses, lse, f32);
+
+  // rowsum(dO * (O_k - O)) for every k, in one pass over dO and O.
+  SmallVector<Value> inputs(outputs);
+  inputs.append({output, outputGrad});
+  SmallVector<Value> inits;
+  SmallVector<Type> rowTypes;
+  for (size_t k = 0; k < n; ++k) {
+    inits.push_back(filled(b, loc, rowShape, f32, 0.0));
+    rowTypes.push_back(inits.back().getType());
+  }
+  SmallVector<AffineMap> maps(n + 2, full);
+  maps.append(n, row);
+  ValueRange dots =
+      linalg::GenericOp::create(
+          b, loc, rowTypes, inputs, inits, maps,
+          SmallVector<IteratorType>{kPar, kPar, kPar, kRed},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value g = convertFloat(nb, nl, args[n + 1], f32);
+            SmallVector<Value> sums;
+            for (size_t k = 0; k < n; ++k) {
+              Value diff = arith::SubFOp::create(
+                  nb, nl, convertFloat(nb, nl, args[k], f32), args[n]);
+              sums.push_back(arith::AddFOp::create(
+                  nb, nl, args[n + 2 + k],
+                  arith::MulFOp::create(nb, nl, g, diff)));
+            }
+            linalg::YieldOp::create(nb, nl, sums);
+          })
+          .getResults();
+
+  SmallVector<Value> outputGrads, lseGrads;
+  for (size_t k = 0; k < n; ++k) {
+    // dO_k = a_k dO.
+    outputGrads.push_back(
+        linalg::GenericOp::create(
+            b, loc, TypeRange{outputs[k].getType()},
+            ValueRange{outputGrad, lses[k], lse},
+            ValueRange{empty(b, loc, shape, elementType)},
+            SmallVector<AffineMap>{full, row, row, full},
+            SmallVector<IteratorType>(4, kPar),
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value grad = arith::MulFOp::create(
+                  nb, nl, partWeight(nb, nl, args[1], args[2]),
+                  convertFloat(nb, nl, args[0], f32));
+              linalg::YieldOp::create(nb, nl,
+                                      convertFloat(nb, nl, grad, elementType));
+            })
+            .getResult(0));
+    // dLSE_k = a_k (dLSE + rowsum(dO * (O_k - O))).
+    SmallVector<Value> rowInputs = {lses[k], lse, dots[k]};
+    if (lseGrad)
+      rowInputs.push_back(lseGrad);
+    lseGrads.push_back(
+        linalg::GenericOp::create(
+            b, loc, TypeRange{lses[k].getType()}, rowInputs,
+            ValueRange{empty(b, loc, rowShape, f32)},
+            SmallVector<AffineMap>(rowInputs.size() + 1, rowId),
+            SmallVector<IteratorType>(3, kPar),
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value inner = args[2];
+              if (lseGrad)
+                inner = arith::AddFOp::create(nb, nl, inner, args[3]);
+              linalg::YieldOp::create(
+                  nb, nl,
+                  arith::MulFOp::create(
+                      nb, nl, partWeight(nb, nl, args[0], args[1]), inner)
+                      .getResult());
+            })
+            .getResult(0));
+  }
+  llvm::append_range(outputGrads, lseGrads);
+  return outputGrads;
+}
+
 } // namespace attnc

@@ -93,6 +93,18 @@ struct AttentionGrads {
 AttentionGrads buildAttentionGrad(mlir::OpBuilder &b, mlir::Location loc,
                                   const AttentionGradInputs &inputs);
 
+/// attn.combine: the union's O (the partials' type) and LSE.
+std::pair<mlir::Value, mlir::Value> buildCombine(mlir::OpBuilder &b,
+                                                 mlir::Location loc,
+                                                 mlir::ValueRange outputs,
+                                                 mlir::ValueRange lses);
+/// attn.combine_grad: dO_k for every part, then dLSE_k (`lseGrad` may be
+/// null).
+llvm::SmallVector<mlir::Value>
+buildCombineGrad(mlir::OpBuilder &b, mlir::Location loc,
+                 mlir::ValueRange outputs, mlir::ValueRange lses,
+                 mlir::Value outputGrad, mlir::Value lseGrad);
+
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_LINALGBUILDERS_H

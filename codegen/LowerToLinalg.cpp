@@ -239,6 +239,29 @@ struct LowerAttentionGrad : OpRewritePattern<AttentionGradOp> {
   }
 };
 
+struct LowerCombine : OpRewritePattern<CombineOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CombineOp op,
+                                PatternRewriter &rewriter) const override {
+    auto [output, lse] =
+        buildCombine(rewriter, op.getLoc(), op.getOutputs(), op.getLses());
+    rewriter.replaceOp(op, {output, lse});
+    return success();
+  }
+};
+
+struct LowerCombineGrad : OpRewritePattern<CombineGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CombineGradOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op,
+                       buildCombineGrad(rewriter, op.getLoc(), op.getOutputs(),
+                                        op.getLses(), op.getOutputGrad(),
+                                        op.getLseGrad()));
+    return success();
+  }
+};
+
 struct AttnLowerToLinalgPass
     : attnc::impl::AttnLowerToLinalgBase<AttnLowerToLinalgPass> {
   void runOnOperation() override {
@@ -257,11 +280,11 @@ struct AttnLowerToLinalgPass
     });
 
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerProjection, LowerMerge, LowerScores, LowerScale,
-                 LowerScoreMod, LowerMask, LowerSoftmax, LowerApply,
-                 LowerAttention, LowerTransposedApply, LowerProjectionGrad,
-                 LowerMergeGrad, LowerSoftmaxGrad, LowerScoreModGrad,
-                 LowerAttentionGrad>(&getContext());
+    patterns.add<LowerCombine, LowerCombineGrad, LowerProjection, LowerMerge,
+                 LowerScores, LowerScale, LowerScoreMod, LowerMask,
+                 LowerSoftmax, LowerApply, LowerAttention, LowerTransposedApply,
+                 LowerProjectionGrad, LowerMergeGrad, LowerSoftmaxGrad,
+                 LowerScoreModGrad, LowerAttentionGrad>(&getContext());
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     WalkResult left = module.walk([](Operation *op) {

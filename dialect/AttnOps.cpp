@@ -573,3 +573,65 @@ LogicalResult ScoreModGradOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialect/AttnOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// CombineOp, CombineGradOp
+//===----------------------------------------------------------------------===//
+
+/// One or more partial results of one type ([B, H, Sq, Dv] and [B, H, Sq]).
+static LogicalResult verifyPartials(Operation *op, ValueRange outputs,
+                                    ValueRange lses) {
+  if (outputs.empty())
+    return op->emitOpError("needs at least one partial result");
+  if (outputs.size() != lses.size())
+    return op->emitOpError() << "needs one lse per output, got "
+                             << outputs.size() << " outputs and " << lses.size()
+                             << " lses";
+  if (failed(verifyShape(op, outputs[0], 4, "output")) ||
+      failed(verifyShape(op, lses[0], 3, "lse")))
+    return failure();
+  for (Value output : outputs)
+    if (output.getType() != outputs[0].getType())
+      return op->emitOpError() << "needs outputs of one type, got "
+                               << outputs[0].getType() << " and "
+                               << output.getType();
+  ArrayRef<int64_t> o = shapeOf(outputs[0]);
+  for (Value lse : lses)
+    if (failed(verifyExpectedShape(op, lse.getType(), {o[0], o[1], o[2]},
+                                   "lse")))
+      return failure();
+  return success();
+}
+
+LogicalResult CombineOp::verify() {
+  if (failed(verifyPartials(*this, getOutputs(), getLses())))
+    return failure();
+  if (getOutput().getType() != getOutputs()[0].getType() ||
+      getLse().getType() != getLses()[0].getType())
+    return emitOpError() << "results must have the partials' types "
+                         << getOutputs()[0].getType() << " and "
+                         << getLses()[0].getType();
+  return success();
+}
+
+LogicalResult CombineGradOp::verify() {
+  if (failed(verifyPartials(*this, getOutputs(), getLses())))
+    return failure();
+  Type output = getOutputs()[0].getType(), lse = getLses()[0].getType();
+  if (getOutputGrad().getType() != output)
+    return emitOpError() << "output_grad must have the outputs' type "
+                         << output << ", got " << getOutputGrad().getType();
+  if (getLseGrad() && getLseGrad().getType() != lse)
+    return emitOpError() << "lse_grad must have the lses' type " << lse
+                         << ", got " << getLseGrad().getType();
+  size_t n = getOutputs().size();
+  if (getGrads().size() != 2 * n)
+    return emitOpError() << "returns dO_k then dLSE_k: expected " << 2 * n
+                         << " results, got " << getGrads().size();
+  for (auto [k, grad] : llvm::enumerate(getGrads()))
+    if (grad.getType() != (k < n ? output : lse))
+      return emitOpError() << "result " << k << " must have type "
+                           << (k < n ? output : lse) << ", got "
+                           << grad.getType();
+  return success();
+}

@@ -264,6 +264,37 @@ def Attn_AttentionOp : Attn_Op<"attention",
 }
 
 
+def Attn_CombineOp : Attn_Op<"combine", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Exact merge of partial attention results (O, LSE) over disjoint keys";
+  let description = [{
+    Given the results (O_k, LSE_k) of the same queries attending to disjoint
+    sets of keys (the chunks of split-KV decoding, or the shards of
+    context-parallel "ring" attention), returns the attention over their
+    union: `LSE = log sum_k exp(LSE_k)` and `O = sum_k exp(LSE_k - LSE) O_k`
+    (computed in f32 from the largest LSE_k). A row no part saw (every
+    LSE_k = -inf) gets O = 0 and LSE = -inf; a NaN or +inf LSE_k makes its
+    row NaN. Every O_k is [B, H, Sq, Dv] of one float type, every LSE_k
+    [B, H, Sq] f32; the results have the same types. Differentiable:
+    attn-derive-backward emits `attn.combine_grad`.
+
+    ```mlir
+    %o, %lse = attn.combine %o1, %o2 lse %lse1, %lse2
+        : tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
+          lse tensor<1x8x128xf32>, tensor<1x8x128xf32>
+          -> tensor<1x8x128x64xf32>, tensor<1x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Attn_FloatTensor>:$outputs,
+                   Variadic<Attn_ScoreTensor>:$lses);
+  let results = (outs Attn_FloatTensor:$output, Attn_ScoreTensor:$lse);
+  let assemblyFormat = [{
+    $outputs `lse` $lses attr-dict `:` type($outputs) `lse` type($lses) `->`
+    type($output) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+
 //===----------------------------------------------------------------------===//
 // Gradient ops (emitted by attn-derive-backward; users may write them too)
 //===----------------------------------------------------------------------===//
@@ -435,6 +466,37 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad",
     /// The scale this op applies (the explicit one or 1/sqrt(D)).
     double getEffectiveScale();
   }];
+}
+
+def Attn_CombineGradOp : Attn_Op<"combine_grad", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Gradients of attn.combine";
+  let description = [{
+    Given the partial results of an `attn.combine` and the gradients dO (and
+    optionally dLSE) of its results, returns dO_k for every O_k, then dLSE_k
+    for every LSE_k (the combined O and LSE are recomputed):
+    `a_k = exp(LSE_k - LSE)`, `dO_k = a_k dO`,
+    `dLSE_k = a_k (dLSE + rowsum(dO * (O_k - O)))`.
+
+    ```mlir
+    %do1, %do2, %dl1, %dl2 = attn.combine_grad %o1, %o2 lse %l1, %l2 grad %do
+        : tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
+          lse tensor<1x8x128xf32>, tensor<1x8x128xf32> grad tensor<1x8x128x64xf32>
+          -> tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>,
+             tensor<1x8x128xf32>, tensor<1x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Attn_FloatTensor>:$outputs,
+                   Variadic<Attn_ScoreTensor>:$lses,
+                   Attn_FloatTensor:$output_grad,
+                   Optional<Attn_ScoreTensor>:$lse_grad);
+  let results = (outs Variadic<AnyRankedTensor>:$grads);
+  let assemblyFormat = [{
+    $outputs `lse` $lses `grad` $output_grad
+    (`lse_grad` `(` $lse_grad^ `:` type($lse_grad) `)`)? attr-dict `:`
+    type($outputs) `lse` type($lses) `grad` type($output_grad) `->`
+    type($grads)
+  }];
+  let hasVerifier = 1;
 }
 
 def Attn_YieldOp : Attn_Op<"yield",

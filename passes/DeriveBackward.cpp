@@ -27,7 +27,7 @@ namespace {
 LogicalResult checkDifferentiable(func::FuncOp func) {
   for (Operation &op : func.getBody().getOps()) {
     if (isa<ProjectionOp, MergeOp, ScoresOp, ScaleOp, MaskOp, SoftmaxOp,
-            ApplyOp, arith::ConstantOp, func::ReturnOp>(op))
+            ApplyOp, CombineOp, arith::ConstantOp, func::ReturnOp>(op))
       continue;
     if (auto mod = dyn_cast<ScoreModOp>(op)) {
       if (failed(attnc::checkDifferentiable(mod.getBody())))
@@ -143,6 +143,22 @@ public:
           accumulate(o.getValue(),
                      TransposedApplyOp::create(b, loc, o.getValue().getType(),
                                                m(o.getProbs()), g));
+        })
+        .Case([&](CombineOp o) {
+          Value gOutput = adjointOf(o.getOutput());
+          if (!gOutput)
+            gOutput = zerosLike(loc, o.getOutput().getType());
+          SmallVector<Type> types(o.getOutputs().getTypes());
+          llvm::append_range(types, o.getLses().getTypes());
+          auto grad = CombineGradOp::create(
+              b, loc, types, llvm::map_to_vector(o.getOutputs(), m),
+              llvm::map_to_vector(o.getLses(), m), gOutput,
+              adjointOf(o.getLse()));
+          size_t n = o.getOutputs().size();
+          for (auto [k, output] : llvm::enumerate(o.getOutputs()))
+            accumulate(output, grad.getGrads()[k]);
+          for (auto [k, lse] : llvm::enumerate(o.getLses()))
+            accumulate(lse, grad.getGrads()[n + k]);
         })
         .Case([&](AttentionOp o) {
           Value gOutput = adjointOf(o.getOutput());

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -454,3 +455,115 @@ TEST(JitTest, CompileFileReportsUnreadableFile) {
 }
 
 } // namespace
+
+// Context-parallel ("ring") attention: the keys split across two calls on
+// separately compiled entry points, their (O, LSE) merged by an exported
+// attn.combine, equal one call over all the keys up to f32 rounding.
+TEST(JitTest, CombineOfSplitCallsMatchesOneCall) {
+  auto t = [](int64_t h, int64_t s, int64_t d) {
+    return "tensor<1x" + std::to_string(h) + "x" + std::to_string(s) + "x" +
+           std::to_string(d) + "xf32>";
+  };
+  const int64_t sq = 9, skv1 = 20, skv2 = 27, skv = skv1 + skv2;
+  const std::string o = t(4, sq, 8),
+                    lse = "tensor<1x4x" + std::to_string(sq) + "xf32>";
+  auto part = [&](const std::string &name, int64_t keys) {
+    return "func.func @" + name + "(%q: " + t(4, sq, 8) +
+           ", %k: " + t(2, keys, 8) + ", %v: " + t(2, keys, 8) + ") -> (" + o +
+           ", " + lse +
+           ") {\n  %o, %lse = attn.attention %q, %k, %v : " + t(4, sq, 8) +
+           ", " + t(2, keys, 8) + ", " + t(2, keys, 8) + " -> " + o + ", " +
+           lse + "\n  return %o, %lse : " + o + ", " + lse + "\n}\n";
+  };
+  std::string text =
+      part("first", skv1) + part("second", skv2) + part("all", skv) +
+      "func.func @merge(%o1: " + o + ", %o2: " + o + ", %l1: " + lse +
+      ", %l2: " + lse + ") -> (" + o + ", " + lse +
+      ") {\n  %o, %l = attn.combine %o1, %o2 lse %l1, %l2 : " + o + ", " + o +
+      " lse " + lse + ", " + lse + " -> " + o + ", " + lse +
+      "\n  return %o, %l : " + o + ", " + lse + "\n}\n";
+  jit::Options options = testOptions();
+  options.backward = false;
+  std::string error;
+  auto module = jit::Module::compile(text, options, &error);
+  ASSERT_TRUE(module) << error;
+
+  std::vector<float> q(4 * sq * 8), k(2 * skv * 8), v(k.size());
+  std::vector<double> scratch(k.size());
+  for (auto [data, seed] : {std::pair{&q, 1}, {&k, 2}, {&v, 3}}) {
+    ref::fillRandom(scratch.data(), data->size(), seed);
+    std::copy(scratch.begin(), scratch.begin() + data->size(), data->begin());
+  }
+  // K and V of each KV head split at key skv1.
+  auto keys = [&](const std::vector<float> &x, int64_t from, int64_t count) {
+    std::vector<float> part;
+    for (int64_t g = 0; g < 2; ++g)
+      part.insert(part.end(), x.begin() + (g * skv + from) * 8,
+                  x.begin() + (g * skv + from + count) * 8);
+    return part;
+  };
+  std::vector<float> k1 = keys(k, 0, skv1), v1 = keys(v, 0, skv1),
+                     k2 = keys(k, skv1, skv2), v2 = keys(v, skv1, skv2);
+  std::vector<float> o1(q.size()), o2(q.size()), oAll(q.size()),
+      oMerged(q.size()), l1(4 * sq), l2(4 * sq), lAll(4 * sq), lMerged(4 * sq);
+  auto call = [&](const char *name, std::vector<jit::TensorRef> args) {
+    jit::Result r = module->call(name, args);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.error << " status " << r.status;
+  };
+  const std::vector<int64_t> oShape = {1, 4, sq, 8}, lShape = {1, 4, sq};
+  call("first", {{q.data(), oShape},
+                 {k1.data(), {1, 2, skv1, 8}},
+                 {v1.data(), {1, 2, skv1, 8}},
+                 {o1.data(), oShape},
+                 {l1.data(), lShape}});
+  call("second", {{q.data(), oShape},
+                  {k2.data(), {1, 2, skv2, 8}},
+                  {v2.data(), {1, 2, skv2, 8}},
+                  {o2.data(), oShape},
+                  {l2.data(), lShape}});
+  call("merge", {{o1.data(), oShape},
+                 {o2.data(), oShape},
+                 {l1.data(), lShape},
+                 {l2.data(), lShape},
+                 {oMerged.data(), oShape},
+                 {lMerged.data(), lShape}});
+  call("all", {{q.data(), oShape},
+               {k.data(), {1, 2, skv, 8}},
+               {v.data(), {1, 2, skv, 8}},
+               {oAll.data(), oShape},
+               {lAll.data(), lShape}});
+  std::vector<double> oRef(q.size()), lRef(4 * sq);
+  ref::attentionForward(
+      {1, 4, 2, sq, skv, 8, 8}, double(float(ref::defaultScale(8))), {}, {},
+      std::vector<double>(q.begin(), q.end()).data(),
+      std::vector<double>(k.begin(), k.end()).data(),
+      std::vector<double>(v.begin(), v.end()).data(), oRef.data(), lRef.data());
+  std::vector<double> oAllD(oAll.begin(), oAll.end()),
+      lAllD(lAll.begin(), lAll.end());
+  EXPECT_LT(ref::maxRelativeError(oMerged.data(), oAllD.data(), q.size()),
+            1e-6);
+  EXPECT_LT(ref::maxRelativeError(lMerged.data(), lAllD.data(), 4 * sq), 1e-6);
+  EXPECT_LT(ref::maxRelativeError(oMerged.data(), oRef.data(), q.size()), 1e-6);
+  EXPECT_LT(ref::maxRelativeError(lMerged.data(), lRef.data(), 4 * sq), 1e-6);
+
+  // A row no part saw merges to O = 0, LSE = -inf; a NaN LSE makes its row
+  // NaN; a row only one part saw is that part's.
+  const float inf = std::numeric_limits<float>::infinity();
+  l1[0] = l2[0] = -inf;
+  l1[1] = std::nanf("");
+  l2[2] = -inf;
+  call("merge", {{o1.data(), oShape},
+                 {o2.data(), oShape},
+                 {l1.data(), lShape},
+                 {l2.data(), lShape},
+                 {oMerged.data(), oShape},
+                 {lMerged.data(), lShape}});
+  EXPECT_EQ(lMerged[0], -inf);
+  EXPECT_TRUE(std::isnan(lMerged[1]));
+  EXPECT_EQ(lMerged[2], l1[2]);
+  for (int c = 0; c < 8; ++c) {
+    EXPECT_EQ(oMerged[c], 0.0f);
+    EXPECT_TRUE(std::isnan(oMerged[8 + c]));
+    EXPECT_FLOAT_EQ(oMerged[16 + c], o1[16 + c]);
+  }
+}

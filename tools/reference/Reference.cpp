@@ -253,6 +253,37 @@ void softmaxRows(int64_t rows, int64_t cols, double *scores) {
   }
 }
 
+void combinePartials(int64_t rows, int64_t cols,
+                     const std::vector<const double *> &outputs,
+                     const std::vector<const double *> &lses, double *o,
+                     double *lse) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = kNegInf;
+    bool undefined = false;
+    for (const double *l : lses) {
+      m = std::max(m, l[r]);
+      undefined = undefined || std::isnan(l[r]) || l[r] == -kNegInf;
+    }
+    double *row = o + r * cols;
+    if (undefined || m == kNegInf) {
+      std::fill(row, row + cols, undefined ? nan : 0.0);
+      lse[r] = undefined ? nan : kNegInf;
+      continue;
+    }
+    double sum = 0.0;
+    for (const double *l : lses)
+      sum += std::exp(l[r] - m);
+    lse[r] = m + std::log(sum);
+    std::fill(row, row + cols, 0.0);
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const double w = std::exp(lses[k][r] - lse[r]);
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] += w * outputs[k][r * cols + c];
+    }
+  }
+}
+
 void applyProbabilities(const AttentionShape &s, const double *p,
                         const double *v, double *o) {
   checkShape(s);

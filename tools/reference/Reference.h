@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace attnc::ref {
 
@@ -104,6 +105,15 @@ void softmaxRows(int64_t rows, int64_t cols, double *scores);
 /// [B, H, Sq, Skv], o [B, H, Sq, Dv] and overwritten. Shape's D is not read.
 void applyProbabilities(const AttentionShape &shape, const double *p,
                         const double *v, double *o);
+
+/// attn.combine: for `rows` rows of `cols` values, the union of the parts
+/// (outputs[k], lses[k]) over disjoint keys: lse = log sum_k exp(lse_k),
+/// o = sum_k exp(lse_k - lse) o_k; a row every part left empty (all lse_k
+/// = -inf) gets o = 0 and lse = -inf, one with an lse_k of NaN or +inf NaN.
+void combinePartials(int64_t rows, int64_t cols,
+                     const std::vector<const double *> &outputs,
+                     const std::vector<const double *> &lses, double *o,
+                     double *lse);
 
 /// out[b,h,s,d] = sum_e x[b,s,e] * w[e, h*D+d]; x [B,S,E], w [E,H*D],
 /// out [B,H,S,D].

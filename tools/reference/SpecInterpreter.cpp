@@ -66,7 +66,7 @@ public:
     return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
         .Case<attn::ProjectionOp, attn::MergeOp, attn::ScoresOp, attn::ScaleOp,
               attn::ScoreModOp, attn::MaskOp, attn::SoftmaxOp, attn::ApplyOp,
-              attn::AttentionOp, arith::ConstantOp>(
+              attn::AttentionOp, attn::CombineOp, arith::ConstantOp>(
             [&](auto concrete) { return evaluateOp(concrete); })
         .Default([](Operation *other) {
           return other->emitOpError("cannot be evaluated by attnc run");
@@ -202,6 +202,21 @@ private:
         env[a.getValue()].data.data(), out.data.data(), lse.data.data());
     env[a.getOutput()] = std::move(out);
     env[a.getLse()] = std::move(lse);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::CombineOp c) {
+    std::vector<const double *> outputs, lses;
+    for (Value o : c.getOutputs())
+      outputs.push_back(env[o].data.data());
+    for (Value l : c.getLses())
+      lses.push_back(env[l].data.data());
+    auto o = shapeOf(c.getOutput());
+    HostTensor out = zeros(o), lse = zeros({o[0], o[1], o[2]});
+    ref::combinePartials(o[0] * o[1] * o[2], o[3], outputs, lses,
+                         out.data.data(), lse.data.data());
+    env[c.getOutput()] = std::move(out);
+    env[c.getLse()] = std::move(lse);
     return success();
   }
 
