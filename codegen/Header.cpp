@@ -55,7 +55,11 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
       llvm::interleave(arg.shape, os, ",");
       os << "] " << arg.dtype
          << (arg.dtype == "f16" || arg.dtype == "bf16" ? " (bits)" : "")
-         << (arg.isOutput ? ", output" : ", input") << "\n";
+         << (arg.isOutput ? ", output" : ", input");
+      // What a saved value is: e.g. "the LSE (...) of attention #0 (f.mlir:6)".
+      if (!arg.description.empty())
+        os << ": " << arg.description;
+      os << "\n";
     }
     os << " * Returns 0 (ATTNC_STATUS_OK), or 1 (ATTNC_STATUS_NULL_ARGUMENT)"
        << " without writing\n * anything when a pointer is null"

@@ -1,6 +1,8 @@
 // The checks of SourceGuards.h.
 #include "codegen/SourceGuards.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 namespace attnc {
 
 namespace {
@@ -35,6 +37,49 @@ const char *findIndexDenseArray(llvm::StringRef source) {
       rest = rest.ltrim();
       if (rest.consume_front("<") && rest.ltrim().starts_with("index"))
         return p;
+    }
+    ++p;
+  }
+  return nullptr;
+}
+
+const char *findNegativeDimension(llvm::StringRef source,
+                                  llvm::StringRef *typeName) {
+  auto isIdentifierChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$' || c == '%' ||
+           c == '@' || c == '#' || c == '!' || c == '^';
+  };
+  const char *p = source.begin(), *end = source.end();
+  while (p != end) {
+    if (skipCommentOrString(p, end))
+      continue;
+    llvm::StringRef rest(p, end - p);
+    bool atWord = p == source.begin() || !isIdentifierChar(p[-1]);
+    if (atWord &&
+        (rest.consume_front("tensor") || rest.consume_front("memref"))) {
+      rest = rest.ltrim();
+      if (rest.consume_front("<")) {
+        // dimension-list: (`?` | decimal | `*`) `x` ..., then the element
+        // type; blanks are allowed around each `x`.
+        while (true) {
+          rest = rest.ltrim();
+          if (rest.starts_with("-") && rest.size() > 1 &&
+              llvm::isDigit(rest[1])) {
+            if (typeName)
+              *typeName = llvm::StringRef(p, 6);
+            return rest.begin();
+          }
+          size_t size = rest.starts_with("?") || rest.starts_with("*")
+                            ? 1
+                            : rest.find_if_not(llvm::isDigit);
+          if (size == 0 || size == llvm::StringRef::npos)
+            break;
+          llvm::StringRef after = rest.drop_front(size).ltrim();
+          if (!after.consume_front("x"))
+            break;
+          rest = after;
+        }
+      }
     }
     ++p;
   }

@@ -23,6 +23,16 @@ const char *findExcessNesting(llvm::StringRef source,
 /// type's missing bit width on a dense array of index and crashes.
 const char *findIndexDenseArray(llvm::StringRef source);
 
+/// The first `-` of a negative size in the dimension list of a `tensor<` or
+/// `memref<` type (`tensor<1x-2x4xf32>`), outside comments and string
+/// literals, or nullptr. MLIR's parser reports those as "expected
+/// non-function type"; this scan gives them a clearer error. Only the sizes
+/// before the element type are looked at, so that negative numbers
+/// elsewhere (constants, `dense<-2.0>`, the strides of a memref layout) pass.
+/// `typeName`, if given, is set to "tensor" or "memref".
+const char *findNegativeDimension(llvm::StringRef source,
+                                  llvm::StringRef *typeName = nullptr);
+
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_SOURCEGUARDS_H

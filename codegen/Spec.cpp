@@ -11,6 +11,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CrashRecoveryContext.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -246,6 +247,12 @@ FailureOr<OwningOpRef<ModuleOp>> parseModule(llvm::SourceMgr &sourceMgr,
     return emitError(locationOf(array))
            << "dense arrays of index are not supported (MLIR 22's parser "
               "crashes on them); use array<i64: ...>";
+  StringRef typeName;
+  if (const char *negative =
+          findNegativeDimension(buffer->getBuffer(), &typeName))
+    return emitError(locationOf(negative))
+           << "negative dimension size in " << typeName
+           << " type; sizes must be positive";
   auto block = std::make_unique<Block>();
   ParserConfig config(&context, /*verifyAfterParse=*/false);
   // MLIR 22's parser may crash on inputs not yet known (a known one is
@@ -400,6 +407,58 @@ FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
   return spec;
 }
 
+/// What saved value `value` of @f_fwd is, for the header: attn-derive-backward
+/// saves the results of attn.projection and the O and LSE of attn.attention
+/// that @f does not return (DeriveBackward.cpp, savedValues), in the order
+/// of @f_fwd's ops. An op is named by its rank among the ops of its kind in
+/// @f_fwd and by its line in the spec (the first op of a fused chain).
+static std::string describeSaved(func::FuncOp fwd, Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getParentOp() != fwd)
+    return "";
+  std::string where;
+  if (auto file = def->getLoc()->findInstanceOf<FileLineColRange>())
+    where = (" (" + llvm::sys::path::filename(file.getFilename().getValue()) +
+             ":" + Twine(file.getStartLine()) + ")")
+                .str();
+  auto rank = [&](auto op) {
+    unsigned n = 0;
+    for (auto other : fwd.getBody().getOps<decltype(op)>()) {
+      if (other == op)
+        break;
+      ++n;
+    }
+    return n;
+  };
+  if (auto attention = dyn_cast<attn::AttentionOp>(def))
+    return (value == attention.getLse()
+                ? "the LSE (log-sum-exp of each query row's scores) of "
+                  "attention #" +
+                      Twine(rank(attention)) + where
+                : "the output O of attention #" + Twine(rank(attention)) +
+                      where)
+        .str();
+  if (auto projection = dyn_cast<attn::ProjectionOp>(def)) {
+    std::string text =
+        ("the result of projection #" + Twine(rank(projection)) + where).str();
+    // Its role in the first attention it feeds.
+    for (Operation *user : projection->getUsers())
+      if (auto attention = dyn_cast<attn::AttentionOp>(user)) {
+        StringRef role = value == attention.getQuery()   ? "Q"
+                         : value == attention.getKey()   ? "K"
+                         : value == attention.getValue() ? "V"
+                                                         : "";
+        if (!role.empty()) {
+          text += (", the " + role + " of attention #" + Twine(rank(attention)))
+                      .str();
+          break;
+        }
+      }
+    return text;
+  }
+  return "";
+}
+
 void appendDerivedSignatures(Spec &spec) {
   ModuleOp module = *spec.module;
   auto argOf = [](Type type, std::string name, bool isOutput) {
@@ -443,9 +502,15 @@ void appendDerivedSignatures(Spec &spec) {
 
     KernelSignature forward{fwd.getSymName().str(), kernel.args};
     TypeRange fwdResults = fwd.getResultTypes();
-    for (size_t k = results.size(); k < fwdResults.size(); ++k)
+    auto fwdReturn = cast<func::ReturnOp>(fwd.getBody().back().getTerminator());
+    std::vector<std::string> savedDescriptions;
+    for (size_t k = results.size(); k < fwdResults.size(); ++k) {
       forward.args.push_back(
           argOf(fwdResults[k], savedName(k - results.size()), true));
+      forward.args.back().description =
+          describeSaved(fwd, fwdReturn.getOperand(k));
+      savedDescriptions.push_back(forward.args.back().description);
+    }
 
     // Inputs, results and saved values come in; gradients go out.
     KernelSignature backward{bwd.getSymName().str(), {}};
@@ -455,8 +520,10 @@ void appendDerivedSignatures(Spec &spec) {
       backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));
     for (const KernelArg &arg : results)
       backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));
-    for (size_t k = 0; k + results.size() < fwdResults.size(); ++k)
+    for (size_t k = 0; k + results.size() < fwdResults.size(); ++k) {
       backward.args.push_back(argOf(bwdInputs[next++], savedName(k), false));
+      backward.args.back().description = savedDescriptions[k];
+    }
     for (auto [k, arg] : llvm::enumerate(results))
       if (arg.dtype != "i32" && arg.dtype != "i64")
         backward.args.push_back(

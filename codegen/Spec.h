@@ -21,6 +21,9 @@ struct KernelArg {
   std::vector<int64_t> shape; // row-major, contiguous
   std::string dtype;          // f32, f16, bf16, i32, i64
   bool isOutput = false;
+  /// What the argument holds, for the header's comment; set for the saved
+  /// values of @f_fwd/@f_bwd ("the LSE of attention #0 (spec.mlir:6)").
+  std::string description;
 };
 
 /// An exported entry point: inputs in order, then one output per result.
@@ -44,7 +47,7 @@ mlir::FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr,
 
 /// After attn-derive-backward: appends the signatures of every kernel's
 /// @f_fwd and @f_bwd to `spec.kernels`, named after @f's arguments: saved
-/// values are saved<k>, gradients d_<name>.
+/// values are saved<k> (each with its description), gradients d_<name>.
 void appendDerivedSignatures(Spec &spec);
 
 /// The C type of a dtype ("float", "uint16_t", ...).

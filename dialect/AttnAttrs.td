@@ -53,11 +53,15 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     ```
   }];
   let parameters = (ins
-    "int64_t":$rows,
-    DefaultValuedParameter<"int64_t", "0">:$query_block,
-    DefaultValuedParameter<"int64_t", "0">:$key_block,
-    DefaultValuedParameter<"bool", "false">:$amx,
-    DefaultValuedParameter<"int64_t", "1">:$splits
+    AttrParameter<"int64_t", "query rows of a register block, 1 to 16">:$rows,
+    DefaultValuedParameter<"int64_t", "0",
+        "query rows per forward task (0: none, for GEMMs)">:$query_block,
+    DefaultValuedParameter<"int64_t", "0",
+        "keys per online-softmax step or dK/dV block (0: none)">:$key_block,
+    DefaultValuedParameter<"bool", "false",
+        "the forward multiplies on AMX bf16 tiles">:$amx,
+    DefaultValuedParameter<"int64_t", "1",
+        "the backward's dQ copies, summed in order">:$splits
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
@@ -74,8 +78,11 @@ def Attn_GpuPlanAttr : Attn_Attr<"GpuPlan", "gpu_plan",
                                  [Attn_TilePlanAttrInterface]> {
   let summary = "The tile plan of one op for the GPU kernels";
   let description = [{
-    The plan of the target-neutral GPU lowering (no planner writes it yet;
-    the GPU back ends will):
+    The plan attn-plan-gpu-tiles writes on each fused op for the GPU flash
+    kernels of `codegen/gpu/` (the Vulkan and CUDA targets): blocks of up
+    to 16 query rows and 32 keys, halved (keys first) until their tiles fit
+    in a quarter of the target's workgroup memory. The kernels stage one K/V tile at a time in workgroup
+    memory, so the planner writes `stages = 1` and `shared_kv = true`.
 
     - `query_block`: query rows per workgroup;
     - `key_block`: keys per online-softmax step, the K/V tile staged at once;
@@ -91,12 +98,14 @@ def Attn_GpuPlanAttr : Attn_Attr<"GpuPlan", "gpu_plan",
     ```
   }];
   let parameters = (ins
-    "int64_t":$query_block,
-    "int64_t":$key_block,
-    "int64_t":$workgroup_size,
-    "int64_t":$subgroups,
-    DefaultValuedParameter<"int64_t", "1">:$stages,
-    DefaultValuedParameter<"bool", "true">:$shared_kv
+    AttrParameter<"int64_t", "query rows per workgroup">:$query_block,
+    AttrParameter<"int64_t", "keys per online-softmax step">:$key_block,
+    AttrParameter<"int64_t", "invocations per workgroup">:$workgroup_size,
+    AttrParameter<"int64_t", "subgroups per workgroup">:$subgroups,
+    DefaultValuedParameter<"int64_t", "1",
+        "K/V tiles in flight in workgroup memory">:$stages,
+    DefaultValuedParameter<"bool", "true",
+        "K/V tiles staged in workgroup memory">:$shared_kv
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

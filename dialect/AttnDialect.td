@@ -13,6 +13,18 @@ def Attn_Dialect : Dialect {
     tensors. Layouts are row-major: activations X[B,S,E], per-head tensors
     Q/K/V/O[B,H,S,D], scores and probabilities [B,H,Sq,Skv]. Scores are always
     f32 (f16/bf16 inputs accumulate in f32; softmax runs in f32).
+
+    A spec is a `func.func` per kernel, written in one of two forms that mix
+    freely: the graph form, one op per step (`attn.projection`,
+    `attn.scores`, `attn.scale`, `attn.score_mod`, `attn.mask`,
+    `attn.softmax`, `attn.apply`, `attn.merge`), and the fused
+    `attn.attention`, into which attn-fuse rewrites graph-form chains. The
+    `score_mod` and `mask_mod` regions hold scalar arith/math/scf code over
+    the indices b, h, i, j (and the score, in a score_mod), read their
+    captured tensors with `tensor.extract` and end with `attn.yield`. The
+    gradient ops (`attn.*_grad`, `attn.transposed_apply`) are what
+    attn-derive-backward emits for `@f_bwd`; a spec may also write them.
+    The attributes are the tile plans the planners write for the lowerings.
   }];
   // Regions use arith, math and tensor ops; the dialect must be able to parse them.
   let dependentDialects = [

@@ -56,6 +56,75 @@ LogicalResult verifySameElementType(Operation *op, Value a, Value b,
   return success();
 }
 
+/// The custom<...KeywordCheck> directive of an op's syntax, placed after its
+/// optional keywords and before its `:`: it parses nothing when a `{` or the
+/// `:` comes next, and otherwise reports the word there (a misspelt keyword
+/// such as `casual`, or a keyword out of order) rather than the generic
+/// "expected ':'". `keywords` are those the syntax takes before the `:`, in
+/// its order; `regionKeywords` those of regions after the result types.
+/// (MLIR prefixes the errors with "custom op 'attn.<name>'".)
+ParseResult parseKeywordCheck(OpAsmParser &parser, ArrayRef<StringRef> keywords,
+                              ArrayRef<StringRef> regionKeywords) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  StringRef word;
+  if (failed(parser.parseOptionalKeyword(&word)))
+    return success();
+  auto quoted = [](ArrayRef<StringRef> words) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::interleave(
+        words, os, [&](StringRef w) { os << "'" << w << "'"; }, ", ");
+    return text;
+  };
+  if (llvm::is_contained(keywords, word))
+    return parser.emitError(loc)
+           << "keyword '" << word
+           << "' repeated or out of order; the keywords come in this order: "
+           << quoted(keywords);
+  if (llvm::is_contained(regionKeywords, word))
+    return parser.emitError(loc)
+           << "the '" << word
+           << "' region comes after the result types (`: ... -> ... " << word
+           << " { ... }`)";
+  StringRef best;
+  unsigned bestDistance = ~0u;
+  for (ArrayRef<StringRef> list : {keywords, regionKeywords})
+    for (StringRef candidate : list) {
+      unsigned distance = word.edit_distance(candidate);
+      if (distance < bestDistance) {
+        best = candidate;
+        bestDistance = distance;
+      }
+    }
+  InFlightDiagnostic diag = parser.emitError(loc)
+                            << "unknown keyword '" << word << "'";
+  if (!best.empty() && bestDistance <= (word.size() + 2) / 3) {
+    diag << "; did you mean '" << best << "'?";
+    return diag;
+  }
+  diag << "; before the ':' come " << quoted(keywords) << " (in this order)";
+  if (!regionKeywords.empty())
+    diag << ", after the result types the regions " << quoted(regionKeywords);
+  return diag;
+}
+
+ParseResult parseAttentionKeywordCheck(OpAsmParser &parser, IntegerAttr) {
+  return parseKeywordCheck(parser,
+                           {"scale", "causal", "window", "lengths",
+                            "score_captures", "mask_captures"},
+                           {"score_mod", "mask_mod"});
+}
+
+ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
+  return parseKeywordCheck(
+      parser, {"causal", "window", "lengths", "captures", "zero_fill"}, {});
+}
+
+/// The checks print nothing (the IntegerAttr, the window, is unused: a
+/// custom directive needs an argument).
+void printAttentionKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
+void printMaskKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
+
 /// The integer divisions and remainders, undefined behaviour by zero.
 bool isIntegerDivision(Operation *op) {
   return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,

@@ -154,6 +154,9 @@ def Attn_MaskOp : Attn_Op<"mask",
     A row whose every key is masked yields zero probabilities and output.
     With `zero_fill`, masked entries become 0 instead of -inf: the mask's
     gradient, as attn-derive-backward emits it.
+    The keywords come in the order of the op's syntax;
+    `custom<MaskKeywordCheck>` parses nothing, it reports a misspelt or
+    misplaced keyword.
 
     ```mlir
     %m = attn.mask %s causal window 256 lengths(%len : tensor<2xi32>)
@@ -177,7 +180,8 @@ def Attn_MaskOp : Attn_Op<"mask",
     $scores (`causal` $causal^)? (`window` $window^)?
     (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
-    (`zero_fill` $zero_fill^)? attr-dict `:` type($result) ($mask_mod^)?
+    (`zero_fill` $zero_fill^)? `` custom<MaskKeywordCheck>(ref($window))
+    attr-dict `:` type($result) ($mask_mod^)?
   }];
   let hasVerifier = 1;
 }
@@ -232,12 +236,41 @@ def Attn_AttentionOp : Attn_Op<"attention",
     masked row, whose O row is 0). `scale` defaults to 1/sqrt(D). The mask
     options are those of `attn.mask`; the optional `score_mod` region has the
     signature of `attn.score_mod` over `score_captures`, the optional
-    `mask_mod` region that of `attn.mask` over `mask_captures`.
+    `mask_mod` region that of `attn.mask` over `mask_captures`. The keywords
+    come in the order of the op's syntax, the regions after the result
+    types (score_mod first); `custom<AttentionKeywordCheck>` parses nothing,
+    it reports a misspelt or misplaced keyword (`casual`: "did you mean
+    'causal'?"). attn-derive-backward differentiates it into
+    `attn.attention_grad`: Q, K, V and float `score_captures` get gradients;
+    `lengths` and `mask_captures` do not (in `@f_bwd`, a float tensor that
+    only a mask_mod reads gets a gradient of zeros).
 
     ```mlir
     %o, %lse = attn.attention %q, %k, %v causal window 128
         : tensor<1x8x256x64xbf16>, tensor<1x2x256x64xbf16>, tensor<1x2x256x64xbf16>
           -> tensor<1x8x256x64xbf16>, tensor<1x8x256xf32>
+    ```
+
+    A per-head bias (score_mod over a captured tensor) and document masking
+    (mask_mod over captured document ids: query i sees key j only within
+    its document):
+    ```mlir
+    %o, %lse = attn.attention %q, %k, %v causal score_captures(%bias : tensor<8xf32>)
+        mask_captures(%doc : tensor<256xi32>)
+        : tensor<1x8x256x64xf32>, tensor<1x2x256x64xf32>, tensor<1x2x256x64xf32>
+          -> tensor<1x8x256x64xf32>, tensor<1x8x256xf32>
+        score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %bi: tensor<8xf32>):
+      %c = tensor.extract %bi[%h] : tensor<8xf32>
+      %r = arith.addf %s, %c : f32
+      attn.yield %r : f32
+    } mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %ids: tensor<256xi32>):
+      %di = tensor.extract %ids[%i] : tensor<256xi32>
+      %dj = tensor.extract %ids[%j] : tensor<256xi32>
+      %same = arith.cmpi eq, %di, %dj : i32
+      attn.yield %same : i1
+    }
     ```
   }];
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
@@ -253,6 +286,7 @@ def Attn_AttentionOp : Attn_Op<"attention",
     (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
     (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
     (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
+    `` custom<AttentionKeywordCheck>(ref($window))
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->`
     type($output) `,` type($lse) (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];

@@ -30,19 +30,21 @@ LogicalResult checkDifferentiable(func::FuncOp func) {
             ApplyOp, CombineOp, arith::ConstantOp, func::ReturnOp>(op))
       continue;
     if (auto mod = dyn_cast<ScoreModOp>(op)) {
-      if (failed(attnc::checkDifferentiable(mod.getBody())))
+      if (failed(attnc::checkDifferentiable(mod.getBody(), kNoBackwardHint)))
         return failure();
       continue;
     }
     if (auto attention = dyn_cast<AttentionOp>(op)) {
       if (!attention.getScoreMod().empty() &&
-          failed(attnc::checkDifferentiable(attention.getScoreMod())))
+          failed(attnc::checkDifferentiable(attention.getScoreMod(),
+                                            kNoBackwardHint)))
         return failure();
       continue;
     }
     return op.emitOpError()
            << "has no gradient rule; attn-derive-backward differentiates attn "
-              "ops and constants (or compile with --no-backward)";
+              "ops and constants"
+           << kNoBackwardHint;
   }
   return success();
 }

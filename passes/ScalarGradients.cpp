@@ -215,7 +215,7 @@ llvm::DenseSet<Value> activeValues(Block &block) {
 
 } // namespace
 
-LogicalResult checkDifferentiable(Region &region) {
+LogicalResult checkDifferentiable(Region &region, StringRef hint) {
   Block &block = region.front();
   llvm::DenseSet<Value> active = activeValues(block);
   for (Operation &op : block.without_terminator()) {
@@ -226,7 +226,8 @@ LogicalResult checkDifferentiable(Region &region) {
     if (op.getNumRegions() != 0 || op.getNumResults() != 1) {
       return op.emitOpError()
              << "has no gradient rule: attn-derive-backward differentiates "
-                "straight-line arith/math code in score_mod regions";
+                "straight-line arith/math code in score_mod regions"
+             << hint;
     }
     OpBuilder probe(op.getContext());
     // Rules are tried on a throwaway clone: a rule-less op fails here.
@@ -243,7 +244,8 @@ LogicalResult checkDifferentiable(Region &region) {
              << "has no gradient rule; attn-derive-backward supports addf, "
                 "subf, mulf, divf, negf, exp, exp2, log, log2, tanh, sqrt, "
                 "rsqrt, sin, cos, erf, powf, fpowi, absf, maximumf, minimumf, "
-                "maxnumf, minnumf, select, extf/truncf, constants and casts";
+                "maxnumf, minnumf, select, extf/truncf, constants and casts"
+             << hint;
   }
   return success();
 }

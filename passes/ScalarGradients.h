@@ -25,9 +25,19 @@ struct ScoreModAdjoints {
   llvm::SmallVector<CaptureAdjoint> captures;
 };
 
+/// What attn-derive-backward's "has no gradient rule" errors end with: the
+/// way to compile a spec's forward alone (attnc compile, run and bench take
+/// --no-backward; the JIT has Options::backward).
+inline constexpr const char *kNoBackwardHint =
+    "; or compile with --no-backward (jit::Options::backward = false) for "
+    "the forward only";
+
 /// Emits a located error for the first op of a score_mod region that has no
-/// gradient rule.
-mlir::LogicalResult checkDifferentiable(mlir::Region &region);
+/// gradient rule, ending with `hint` (kNoBackwardHint where the gradient is
+/// derived; nothing for a hand-written gradient op, which needs its rules
+/// whatever the options).
+mlir::LogicalResult checkDifferentiable(mlir::Region &region,
+                                        llvm::StringRef hint = {});
 
 /// Clones the score_mod `region` at `b` with its arguments bound to
 /// (score, b, h, i, j, captures...), then builds the reverse sweep seeded

@@ -7,7 +7,7 @@
 func.func @atan(%s: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
   %t = attn.score_mod %s : tensor<1x1x2x2xf32> {
   ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
-    // expected-error @+1 {{'math.atan' op has no gradient rule; attn-derive-backward supports addf, subf, mulf, divf, negf, exp, exp2, log, log2, tanh, sqrt, rsqrt, sin, cos, erf, powf, fpowi, absf, maximumf, minimumf, maxnumf, minnumf, select, extf/truncf, constants and casts}}
+    // expected-error @+1 {{'math.atan' op has no gradient rule; attn-derive-backward supports addf, subf, mulf, divf, negf, exp, exp2, log, log2, tanh, sqrt, rsqrt, sin, cos, erf, powf, fpowi, absf, maximumf, minimumf, maxnumf, minnumf, select, extf/truncf, constants and casts; or compile with --no-backward (jit::Options::backward = false) for the forward only}}
     %r = math.atan %x : f32
     attn.yield %r : f32
   }
@@ -36,7 +36,7 @@ func.func @scf_if(%s: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
   %t = attn.score_mod %s : tensor<1x1x2x2xf32> {
   ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
     %p = arith.cmpi ule, %j, %i : index
-    // expected-error @+1 {{'scf.if' op has no gradient rule: attn-derive-backward differentiates straight-line arith/math code in score_mod regions}}
+    // expected-error @+1 {{'scf.if' op has no gradient rule: attn-derive-backward differentiates straight-line arith/math code in score_mod regions; or compile with --no-backward (jit::Options::backward = false) for the forward only}}
     %r = scf.if %p -> f32 {
       scf.yield %x : f32
     } else {
@@ -57,7 +57,7 @@ func.func private @helper(%s: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
   return %p : tensor<1x1x2x2xf32>
 }
 func.func @call(%s: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
-  // expected-error @+1 {{'func.call' op has no gradient rule; attn-derive-backward differentiates attn ops and constants (or compile with --no-backward)}}
+  // expected-error @+1 {{'func.call' op has no gradient rule; attn-derive-backward differentiates attn ops and constants; or compile with --no-backward (jit::Options::backward = false) for the forward only}}
   %p = func.call @helper(%s) : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
   return %p : tensor<1x1x2x2xf32>
 }

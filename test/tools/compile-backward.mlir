@@ -23,7 +23,8 @@
 // attnc compile inlines (the call of @project) and derives @layer_fwd and
 // @layer_bwd: the object defines all three and the header declares them.
 // @layer_fwd adds the saved values saved<k> as outputs (the projected Q, then
-// attention's O and LSE, which @layer does not return); @layer_bwd takes the
+// attention's O and LSE, which @layer does not return; the header says which
+// is which, with the line of its op); @layer_bwd takes the
 // inputs, the result y, the saved values and d_y, and writes d_<input> for
 // every float input (none for the integer lengths).
 
@@ -41,9 +42,9 @@
 // HEADER-NEXT:  *   len: [1] i32, input
 // HEADER-NEXT:  *   slopes: [2] f32, input
 // HEADER-NEXT:  *   y: [1,4,16] f32, output
-// HEADER-NEXT:  *   saved0: [1,2,4,8] f32, output
-// HEADER-NEXT:  *   saved1: [1,2,4,8] f32, output
-// HEADER-NEXT:  *   saved2: [1,2,4] f32, output
+// HEADER-NEXT:  *   saved0: [1,2,4,8] f32, output: the result of projection #0 (layer.mlir:{{[0-9]+}}), the Q of attention #0{{$}}
+// HEADER-NEXT:  *   saved1: [1,2,4,8] f32, output: the output O of attention #0 (layer.mlir:{{[0-9]+}}){{$}}
+// HEADER-NEXT:  *   saved2: [1,2,4] f32, output: the LSE (log-sum-exp of each query row's scores) of attention #0 (layer.mlir:{{[0-9]+}}){{$}}
 // HEADER: int32_t layer_fwd(const float *x, const float *wq, const float *wo, const int32_t *len, const float *slopes, float *y, float *saved0, float *saved1, float *saved2);
 // HEADER: /* layer_bwd: every pointer
 // HEADER-NEXT:  *   x: [1,4,16] f32, input
@@ -52,9 +53,9 @@
 // HEADER-NEXT:  *   len: [1] i32, input
 // HEADER-NEXT:  *   slopes: [2] f32, input
 // HEADER-NEXT:  *   y: [1,4,16] f32, input
-// HEADER-NEXT:  *   saved0: [1,2,4,8] f32, input
-// HEADER-NEXT:  *   saved1: [1,2,4,8] f32, input
-// HEADER-NEXT:  *   saved2: [1,2,4] f32, input
+// HEADER-NEXT:  *   saved0: [1,2,4,8] f32, input: the result of projection #0 (layer.mlir:{{[0-9]+}}), the Q of attention #0{{$}}
+// HEADER-NEXT:  *   saved1: [1,2,4,8] f32, input: the output O of attention #0 (layer.mlir:{{[0-9]+}}){{$}}
+// HEADER-NEXT:  *   saved2: [1,2,4] f32, input: the LSE (log-sum-exp of each query row's scores) of attention #0 (layer.mlir:{{[0-9]+}}){{$}}
 // HEADER-NEXT:  *   d_y: [1,4,16] f32, input
 // HEADER-NEXT:  *   d_x: [1,4,16] f32, output
 // HEADER-NEXT:  *   d_wq: [16,16] f32, output
@@ -102,7 +103,7 @@ func.func @layer(%x: tensor<1x4x16xf32>, %wq: tensor<16x16xf32>, %wo: tensor<16x
 func.func @wavy(%q: tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32> {
   %o, %lse = attn.attention %q, %q, %q : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32> -> tensor<1x1x4x8xf32>, tensor<1x1x4xf32> score_mod {
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
-    // SIN: sin.mlir:[[@LINE+3]]:10: error: 'math.atan' op has no gradient rule; attn-derive-backward supports addf, subf, mulf, divf, negf, exp, exp2, log, log2, tanh, sqrt, rsqrt, sin, cos, erf, powf, fpowi, absf, maximumf, minimumf, maxnumf, minnumf, select, extf/truncf, constants and casts
+    // SIN: sin.mlir:[[@LINE+3]]:10: error: 'math.atan' op has no gradient rule; attn-derive-backward supports addf, subf, mulf, divf, negf, exp, exp2, log, log2, tanh, sqrt, rsqrt, sin, cos, erf, powf, fpowi, absf, maximumf, minimumf, maxnumf, minnumf, select, extf/truncf, constants and casts; or compile with --no-backward (jit::Options::backward = false) for the forward only
     // SIN-NEXT: %r = math.atan %s : f32
     // SIN-NEXT: ^
     %r = math.atan %s : f32

@@ -42,6 +42,12 @@ int main(int argc, char **argv) {
   if (const char *array = attnc::findIndexDenseArray(input->getBuffer()))
     return refuse(array, "dense arrays of index are not supported (MLIR 22's "
                          "parser crashes on them); use array<i64: ...>");
+  // And what it reports only as "expected non-function type".
+  llvm::StringRef typeName;
+  if (const char *negative =
+          attnc::findNegativeDimension(input->getBuffer(), &typeName))
+    return refuse(negative, "negative dimension size in " + typeName +
+                                " type; sizes must be positive");
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFile, &error);
   if (!output) {
