@@ -183,12 +183,38 @@ void KernelBuilder::packPanels(Value dst, ValueRange prefix, int64_t length,
   });
 }
 
+SmallVector<Value> KernelBuilder::transpose16(ArrayRef<Value> rows) {
+  // Written out because MLIR 22's vector.transpose of 16 x 16 met the
+  // canonicalizer's extract folding before any shuffle lowering and
+  // became 256 element moves. Block-recursive: at stride k, rows i and
+  // i + k (i & k == 0) swap their off-diagonal k x k blocks, which makes
+  // 4 stages of 16 two-source shuffles (unpack-style, one instruction
+  // each on AVX-512).
+  SmallVector<Value> r(rows);
+  for (int64_t k = kLanes / 2; k >= 1; k /= 2) {
+    SmallVector<int64_t> lo, hi;
+    for (int64_t e = 0; e < kLanes; ++e) {
+      lo.push_back(e & k ? kLanes + e - k : e);
+      hi.push_back(e & k ? kLanes + e : e + k);
+    }
+    for (int64_t i = 0; i < kLanes; ++i) {
+      if (i & k)
+        continue;
+      Value a = r[i], c = r[i + k];
+      r[i] = vector::ShuffleOp::create(b, a, c, lo);
+      r[i + k] = vector::ShuffleOp::create(b, a, c, hi);
+    }
+  }
+  return r;
+}
+
 void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
                                    Value tile) {
-  // Each 16-key half of a tile's row d is gathered from 16 rows of src, a
-  // vector store rather than 16 scalar ones 128 bytes apart: with scalar
-  // copies the transposes took 3.8% of a causal forward (S = 2048, D =
-  // 64, perf), ~6 cycles per element.
+  // Each 16-key half of a tile's row d is one vector store rather than 16
+  // scalar ones 128 bytes apart (with scalar copies the transposes took
+  // 3.8% of a causal forward, S = 2048, D = 64, perf, ~6 cycles per
+  // element): 16 x 16 blocks transposed in registers, the columns past the
+  // last whole block gathered from 16 rows of src.
   ArrayRef<int64_t> s = shapeOf(src);
   int64_t length = s[2], width = s[3];
   Value flat = memref::CollapseShapeOp::create(
@@ -235,7 +261,43 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
               b, DenseElementsAttr::get(lanesI32, int32_t(width))));
       Value base = arith::MulIOp::create(b, arith::AddIOp::create(b, headRow0, r0),
                                          idx(width));
-      loop(0, width, [&](Value c) {
+      // Whole 16-column chunks: 16 key rows loaded as they lie (contiguous,
+      // where gathers read 16 cache lines per vector), transposed in
+      // registers (transpose16).
+      int64_t chunks = width / kLanes;
+      if (chunks) {
+        SmallVector<Value> rowBase, rowIn;
+        for (int64_t l = 0; l < kLanes; ++l) {
+          Value key = arith::MinSIOp::create(
+              b, arith::AddIOp::create(b, j, idx(l)), idx(length - 1));
+          rowBase.push_back(arith::MulIOp::create(
+              b, arith::AddIOp::create(b, headRow0, key), idx(width)));
+          rowIn.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                                idx(l), left));
+        }
+        Value zeroRow = splat(f(0.0f));
+        loop(0, chunks, [&](Value chunk) {
+          Value c0 = arith::MulIOp::create(b, chunk, idx(kLanes));
+          SmallVector<Value> tileRows;
+          for (int64_t l = 0; l < kLanes; ++l) {
+            Value x = vector::LoadOp::create(
+                b, VectorType::get({kLanes}, element), flat,
+                ValueRange{arith::AddIOp::create(b, rowBase[l], c0)});
+            if (!element.isF32())
+              x = arith::ExtFOp::create(b, vec, x);
+            tileRows.push_back(
+                arith::SelectOp::create(b, rowIn[l], x, zeroRow));
+          }
+          SmallVector<Value> columns = transpose16(tileRows);
+          for (int64_t c = 0; c < kLanes; ++c) {
+            SmallVector<Value> at(prefix);
+            at.append(
+                {p, arith::AddIOp::create(b, c0, idx(c)), idx(w * kLanes)});
+            vector::StoreOp::create(b, columns[c], dst, at);
+          }
+        });
+      }
+      loop(chunks * kLanes, width, [&](Value c) {
         Value x = vector::GatherOp::create(
             b, VectorType::get({kLanes}, element), flat,
             ValueRange{arith::AddIOp::create(b, base, c)}, offsets, allLanes,

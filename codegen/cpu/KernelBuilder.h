@@ -84,6 +84,10 @@ public:
   void transposeTiles(mlir::Value src, mlir::Value dst, mlir::Value bi,
                       mlir::Value g, mlir::Value tile = mlir::Value());
 
+  /// The 16 columns of the 16 x 16 matrix whose rows are `rows` (16-lane
+  /// f32 vectors), by shuffles.
+  llvm::SmallVector<mlir::Value> transpose16(mlir::ArrayRef<mlir::Value> rows);
+
   /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in f32 (times
   /// `scale` when given): the rows of a tile side by side, so that the tile
   /// product broadcasts them from one stream.
