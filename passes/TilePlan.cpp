@@ -31,16 +31,17 @@ int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
 }
 
 /// Whether the forward of `op` runs on AMX tiles on `target`: bf16 Q, K
-/// and V, D a multiple of 32 and Dv of 16 (whole tiles), and a tile's 16
-/// rows of queries. Fewer (decoding) would waste most of each tile, and the
-/// AMX path copies K and V whole into pairs per call, where AVX-512 packs
-/// one block at a time: a bf16 GQA decode step (B=4, H=32, Hkv=8, Sq=1,
-/// Skv=4096, D=128) ran in 37.6 ms on AMX, +64 MB, and 9.9 ms on
-/// AVX-512, +0.5 MB.
+/// and V, D a multiple of 32 and Dv of 16 (whole tiles), and at least 4
+/// tiles of 16 query rows a head. The AMX path copies K and V whole into
+/// pairs per call, which only several query tiles amortize, where AVX-512
+/// packs one block at a time: a bf16 GQA decode step (B=4, H=32, Hkv=8,
+/// Sq=1, Skv=4096, D=128) ran in 37.6 ms on AMX, +64 MB, and 9.9 ms on
+/// AVX-512, +0.5 MB; at Sq=16 (Hkv=32, Skv=16384) AMX ran at 0.24x torch's
+/// SDPA with +1 GB.
 bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   if (!target.amx || !fwd ||
-      shapeOf(fwd.getQuery())[2] < attn::CpuPlanAttr::kAmxRows)
+      shapeOf(fwd.getQuery())[2] < 4 * attn::CpuPlanAttr::kAmxRows)
     return false;
   for (Value v : {fwd.getQuery(), fwd.getKey(), fwd.getValue()})
     if (!elementTypeOf(v).isBF16())
@@ -166,6 +167,14 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
     keyBlock =
         std::clamp<int64_t>(tileKeys(rows), 32, CpuPlanAttr::kMaxKeyBlock);
   }
+  // A head of 8 query tiles or fewer (decoding, short chunks) is one task:
+  // its kernel then packs K and V a block at a time rather than copying
+  // them whole per call (codegen/cpu/FlashForward.h, packedBlocks). At
+  // Sq = 16, Skv = 4096 (B = 1, H = 32, D = 128, f32) the copy had taken
+  // 129 MB and the step ran at 0.52x torch's SDPA.
+  int64_t headTiles = (sq + rows - 1) / rows;
+  if (fwd && sq > 0 && headTiles <= 8)
+    queryBlock = rows * headTiles;
   int64_t splits = grad ? backwardSplits(grad, rows, keyBlock) : 1;
   return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits);
 }

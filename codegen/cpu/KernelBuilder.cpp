@@ -213,82 +213,103 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
   // Each 16-key half of a tile's row d is one vector store rather than 16
   // scalar ones 128 bytes apart (with scalar copies the transposes took
   // 3.8% of a causal forward, S = 2048, D = 64, perf, ~6 cycles per
-  // element): 16 x 16 blocks transposed in registers, the columns past the
-  // last whole block gathered from 16 rows of src.
+  // element): 16 x 16 blocks of 16 key rows loaded as they lie and
+  // transposed in registers (transpose16; gathers, which read 16 cache
+  // lines per vector, ran a bf16 decode step 1.8x slower), the columns
+  // past the last whole block gathered from the 16 rows. Rows past the
+  // last key read it again, and are zeroed.
   ArrayRef<int64_t> s = shapeOf(src);
-  int64_t length = s[2], width = s[3];
+  int64_t length = s[2], width = s[3], chunks = width / kLanes;
   Value flat = memref::CollapseShapeOp::create(
       b, src, ArrayRef<ReassociationIndices>{{0, 1, 2, 3}});
   SmallVector<Value> prefix = {bi, g};
   if (tile)
     prefix.assign(2, idx(0));
-  Type i32 = b.getI32Type();
-  auto lanesI32 = VectorType::get({kLanes}, i32);
-  SmallVector<int32_t> rowNumbers;
-  for (int32_t l = 0; l < kLanes; ++l)
-    rowNumbers.push_back(l);
-  Value laneRows = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(lanesI32, ArrayRef<int32_t>(rowNumbers)));
-  auto splatI32 = [&](Value index) {
-    return vector::BroadcastOp::create(
-        b, lanesI32, arith::IndexCastOp::create(b, i32, index));
-  };
-  Value allLanes = arith::ConstantOp::create(
-      b,
-      DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), true));
   Type element = cast<MemRefType>(src.getType()).getElementType();
-  Value zeros = arith::ConstantOp::create(
-      b, b.getZeroAttr(VectorType::get({kLanes}, element)));
+  auto elements = VectorType::get({kLanes}, element);
   Value headRow0 = arith::MulIOp::create(
       b, arith::AddIOp::create(b, arith::MulIOp::create(b, bi, idx(s[1])), g),
       idx(length));
+  auto store = [&](Value x, Value p, Value c, int64_t w) {
+    if (!element.isF32())
+      x = arith::ExtFOp::create(b, vec, x);
+    SmallVector<Value> at(prefix);
+    at.append({p, c, idx(w * kLanes)});
+    vector::StoreOp::create(b, x, dst, at);
+  };
+  // The 16 keys from j: row l's offset in `flat` and whether it exists.
+  auto keyRows = [&](Value j, SmallVectorImpl<Value> &base,
+                     SmallVectorImpl<Value> &exists) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      Value key = arith::AddIOp::create(b, j, idx(l));
+      base.push_back(arith::MulIOp::create(
+          b,
+          arith::AddIOp::create(
+              b, headRow0, arith::MinSIOp::create(b, key, idx(length - 1))),
+          idx(width)));
+      exists.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::slt, key,
+                                             idx(length)));
+    }
+  };
+  // The tail's gathers: lane l reads row min(j + l, length - 1).
+  auto gatherTail = [&](Value j, Value p, int64_t w) {
+    Type i32 = b.getI32Type();
+    auto lanesI32 = VectorType::get({kLanes}, i32);
+    SmallVector<int32_t> rowNumbers;
+    for (int32_t l = 0; l < kLanes; ++l)
+      rowNumbers.push_back(l);
+    Value laneRows = arith::ConstantOp::create(
+        b, DenseElementsAttr::get(lanesI32, ArrayRef<int32_t>(rowNumbers)));
+    auto splatI32 = [&](Value index) {
+      return vector::BroadcastOp::create(
+          b, lanesI32, arith::IndexCastOp::create(b, i32, index));
+    };
+    Value zeros = arith::ConstantOp::create(b, b.getZeroAttr(elements));
+    Value r0 = arith::MinSIOp::create(b, j, idx(length - 1));
+    Value inside = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::slt, laneRows,
+        splatI32(arith::SubIOp::create(b, idx(length), j)));
+    Value keys = arith::MinSIOp::create(
+        b, laneRows, splatI32(arith::SubIOp::create(b, idx(length - 1), r0)));
+    Value offsets = arith::MulIOp::create(
+        b, keys,
+        arith::ConstantOp::create(
+            b, DenseElementsAttr::get(lanesI32, int32_t(width))));
+    Value base = arith::MulIOp::create(
+        b, arith::AddIOp::create(b, headRow0, r0), idx(width));
+    Value allLanes = arith::ConstantOp::create(
+        b,
+        DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), true));
+    loop(chunks * kLanes, width, [&](Value c) {
+      Value x = vector::GatherOp::create(
+          b, elements, flat, ValueRange{arith::AddIOp::create(b, base, c)},
+          offsets, allLanes, zeros);
+      store(arith::SelectOp::create(b, inside, x, zeros), p, c, w);
+    });
+  };
   int64_t panels = shapeOf(dst)[2];
   loop(0, panels, [&](Value p) {
     Value panel = tile ? arith::AddIOp::create(b, tile, p).getResult() : p;
     for (int64_t w = 0; w < 2; ++w) {
       Value j = arith::AddIOp::create(
           b, arith::MulIOp::create(b, panel, idx(kCols)), idx(w * kLanes));
-      // Lanes past the last key read it again, and are zeroed.
-      Value r0 = arith::MinSIOp::create(b, j, idx(length - 1));
-      Value left = arith::SubIOp::create(b, idx(length), j);
-      Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                           laneRows, splatI32(left));
-      Value keys = arith::MinSIOp::create(
-          b, laneRows, splatI32(arith::SubIOp::create(b, idx(length - 1), r0)));
-      Value offsets = arith::MulIOp::create(
-          b, keys,
-          arith::ConstantOp::create(
-              b, DenseElementsAttr::get(lanesI32, int32_t(width))));
-      Value base = arith::MulIOp::create(b, arith::AddIOp::create(b, headRow0, r0),
-                                         idx(width));
-      // Whole 16-column chunks: 16 key rows loaded as they lie (contiguous,
-      // where gathers read 16 cache lines per vector), transposed in
-      // registers (transpose16).
-      int64_t chunks = width / kLanes;
       if (chunks) {
-        SmallVector<Value> rowBase, rowIn;
-        for (int64_t l = 0; l < kLanes; ++l) {
-          Value key = arith::MinSIOp::create(
-              b, arith::AddIOp::create(b, j, idx(l)), idx(length - 1));
-          rowBase.push_back(arith::MulIOp::create(
-              b, arith::AddIOp::create(b, headRow0, key), idx(width)));
-          rowIn.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                                idx(l), left));
-        }
-        Value zeroRow = splat(f(0.0f));
+        SmallVector<Value> base, exists;
+        keyRows(j, base, exists);
+        Value zeroRow = arith::ConstantOp::create(b, b.getZeroAttr(elements));
         loop(0, chunks, [&](Value chunk) {
           Value c0 = arith::MulIOp::create(b, chunk, idx(kLanes));
-          SmallVector<Value> tileRows;
+          SmallVector<Value> rows;
           for (int64_t l = 0; l < kLanes; ++l) {
             Value x = vector::LoadOp::create(
-                b, VectorType::get({kLanes}, element), flat,
-                ValueRange{arith::AddIOp::create(b, rowBase[l], c0)});
-            if (!element.isF32())
-              x = arith::ExtFOp::create(b, vec, x);
-            tileRows.push_back(
-                arith::SelectOp::create(b, rowIn[l], x, zeroRow));
+                b, elements, flat,
+                ValueRange{arith::AddIOp::create(b, base[l], c0)});
+            x = arith::SelectOp::create(b, exists[l], x, zeroRow);
+            rows.push_back(element.isF32()
+                               ? x
+                               : arith::ExtFOp::create(b, vec, x).getResult());
           }
-          SmallVector<Value> columns = transpose16(tileRows);
+          SmallVector<Value> columns = transpose16(rows);
           for (int64_t c = 0; c < kLanes; ++c) {
             SmallVector<Value> at(prefix);
             at.append(
@@ -297,18 +318,8 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
           }
         });
       }
-      loop(chunks * kLanes, width, [&](Value c) {
-        Value x = vector::GatherOp::create(
-            b, VectorType::get({kLanes}, element), flat,
-            ValueRange{arith::AddIOp::create(b, base, c)}, offsets, allLanes,
-            zeros);
-        x = arith::SelectOp::create(b, inside, x, zeros);
-        if (!element.isF32())
-          x = arith::ExtFOp::create(b, vec, x);
-        SmallVector<Value> at(prefix);
-        at.append({p, c, idx(w * kLanes)});
-        vector::StoreOp::create(b, x, dst, at);
-      });
+      if (width % kLanes)
+        gatherTail(j, p, w);
     }
   });
 }

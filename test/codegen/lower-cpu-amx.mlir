@@ -2,17 +2,18 @@
 // RUN: attnc-opt %s -attn-plan-tiles=amx=true | FileCheck %s --check-prefix=PLAN
 // RUN: attnc-opt %s -attn-plan-tiles | FileCheck %s --check-prefix=NOAMX
 
-// A bf16 forward on a target with AMX: 16-row tiles and 32-key steps in
-// the plan; K and V copied into bf16 pairs (VNNI) per (batch, KV head);
+// A bf16 forward on a target with AMX (64 query rows: the 4 tiles of 16
+// that AMX needs at least, one task): 16-row tiles and 32-key steps in the
+// plan; K and V copied into bf16 pairs (VNNI) per (batch, KV head);
 // Q K^T as two 16 x 16 f32 tiles of D / 32 tdpbf16ps each; P V on tiles of
 // 16 columns; the module marked for the entry points' AMX request.
 // CHECK: module attributes {attn.uses_amx}
 // CHECK-LABEL: func.func private @__attnc_flash_pairs
 // CHECK-SAME: memref<1x1x20x64xbf16>, %{{.*}}: memref<1x1x20x32xbf16>, %{{.*}}: memref<1x1x2x32x32xbf16>, %{{.*}}: memref<1x1x1x16x64xbf16>
 // CHECK-LABEL: func.func private @__attnc_flash_forward
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x16x64xbf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<4x16x64xbf16>
 // CHECK: amx.tile_zero : !amx.tile<16x16xf32>
-// CHECK: amx.tile_load {{.*}} : memref<1x16x64xbf16> into !amx.tile<16x32xbf16>
+// CHECK: amx.tile_load {{.*}} : memref<4x16x64xbf16> into !amx.tile<16x32xbf16>
 // CHECK: amx.tile_load {{.*}} : memref<1x1x2x32x32xbf16> into !amx.tile<16x32xbf16>
 // CHECK: amx.tile_mulf
 // CHECK: amx.tile_mulf
@@ -22,11 +23,11 @@
 // CHECK: amx.tile_store
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: attn.attention
-// PLAN: attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 16, key_block = 32, amx = true>
-// NOAMX: attn.tile_plan = #attn.cpu_plan<rows = 10, query_block = 10, key_block = 32>
-func.func @forward(%q: tensor<1x2x20x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: tensor<1x1x20x32xbf16>) -> (tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>) {
-  %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x20x64xbf16>, tensor<1x1x20x64xbf16>, tensor<1x1x20x32xbf16> -> tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
-  return %o, %lse : tensor<1x2x20x32xbf16>, tensor<1x2x20xf32>
+// PLAN: attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 64, key_block = 32, amx = true>
+// NOAMX: attn.tile_plan = #attn.cpu_plan<rows = 11, query_block = 66, key_block = 32>
+func.func @forward(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: tensor<1x1x20x32xbf16>) -> (tensor<1x2x64x32xbf16>, tensor<1x2x64xf32>) {
+  %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x64x64xbf16>, tensor<1x1x20x64xbf16>, tensor<1x1x20x32xbf16> -> tensor<1x2x64x32xbf16>, tensor<1x2x64xf32>
+  return %o, %lse : tensor<1x2x64x32xbf16>, tensor<1x2x64xf32>
 }
 
 // With more keys, steps of all 200 (224 in whole 32-key tiles): 14 score

@@ -117,12 +117,14 @@ func.func @planned(%q: tensor<1x2x200x16xf32>, %lse: tensor<1x2x200xf32>) -> (te
 // -----
 
 // Few query rows: tiles as even as 12 rows allow (13 rows: 2 tiles of 7,
-// not 12 and 1 + 11 copies of the last row); one row: a 1-row tile.
+// not 12 and 1 + 11 copies of the last row), all of a head's in one task
+// (8 tiles or fewer: the kernel then packs K and V a block at a time);
+// one row: a 1-row tile.
 // CHECK-LABEL: func.func @short_queries
-// CHECK: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 7, query_block = 7, key_block = 32>}
+// CHECK: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 7, query_block = 14, key_block = 32>}
 // CHECK: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 1, query_block = 1, key_block = 64>}
 // AVX2-LABEL: func.func @short_queries
-// AVX2: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 3, query_block = 3, key_block = 32>}
+// AVX2: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 3, query_block = 15, key_block = 32>}
 // AVX2: attn.attention {{.*}} {attn.tile_plan = #attn.cpu_plan<rows = 1, query_block = 1, key_block = 64>}
 func.func @short_queries(%q: tensor<1x2x13x16xf32>, %q1: tensor<1x2x1x16xf32>, %k: tensor<1x2x40x16xf32>) -> (tensor<1x2x13x16xf32>, tensor<1x2x1x16xf32>) {
   %o, %l = attn.attention %q, %q, %q : tensor<1x2x13x16xf32>, tensor<1x2x13x16xf32>, tensor<1x2x13x16xf32> -> tensor<1x2x13x16xf32>, tensor<1x2x13xf32>

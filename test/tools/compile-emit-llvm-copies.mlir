@@ -1,11 +1,12 @@
 // RUN: attnc compile %s --emit=llvm --triple=x86_64-unknown-linux-gnu --cpu=skylake-avx512 -O1 | FileCheck %s
 
-// The kernels' element-by-element copies (K transposed into key tiles, the
-// packed query rows) reach LLVM with loop metadata that keeps its loop
-// vectorizer away: it made them gathers and scatters, 4 times the code and
-// an eighth of the JIT's work, for no measured speed.
+// The kernels' element-by-element copies (the packed query rows; K's
+// transposes into key tiles are shuffles of 16 x 16 blocks) reach LLVM
+// with loop metadata that keeps its loop vectorizer away: it made them
+// gathers and scatters, 4 times the code and an eighth of the JIT's work,
+// for no measured speed.
 
-// CHECK: define internal void @__attnc_flash_transpose_{{.*}}_packed(
+// CHECK: define internal void @__attnc_flash_forward_packed(
 // CHECK: br {{.*}}, !llvm.loop ![[LOOP:[0-9]+]]
 // CHECK-NOT: masked.scatter
 // CHECK: define

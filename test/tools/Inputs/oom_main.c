@@ -20,7 +20,7 @@ static long mapped_bytes(void) {
 }
 
 int main(void) {
-  enum { S = 65536, D = 64, H = 2, SQ = 16 };
+  enum { S = 65536, D = 64, H = 2, SQ = 128 };
   /* The small kernel starts the thread pool: its workers fail too. */
   float *x = calloc(H * 64 * D, sizeof(float));
   float *y = calloc(H * 64 * D, sizeof(float));

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Decode attention: attnc against torch SDPA (enable_gqa) in the same run.
+
+For each shape, attnc compiles the spec (`attnc bench --json`, forward only)
+and torch runs torch.nn.functional.scaled_dot_product_attention on tensors of
+the same shapes, alternately for --rounds rounds; the table shows medians of
+ms per step, the K/V bytes read per ms of attnc (GB/s) and its fraction of
+the machine's measured read bandwidth, the ratio torch/attnc (above 1: attnc
+faster), and the extra memory of each (attnc: peak RSS beyond inputs and
+outputs, from attnc bench; torch: the peak RSS growth of one call).
+
+usage: decode.py --attnc PATH [--threads N] [--reps N] [--rounds N]
+                 [--batches "1 4"] [--kv-heads "8 32"] [--queries "1 16"]
+                 [--keys "1024 4096 16384"] [--dtypes "f32 bf16"] [--json FILE]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+
+H, D = 32, 128
+
+
+def spec_text(b, hkv, sq, skv, dtype):
+    t = lambda h, s: "tensor<%dx%dx%dx%dx%s>" % (b, h, s, D, dtype)
+    lse = "tensor<%dx%dx%dxf32>" % (b, H, sq)
+    return ("func.func @decode(%%q: %s, %%k: %s, %%v: %s) -> %s {\n"
+            "  %%o, %%lse = attn.attention %%q, %%k, %%v : %s, %s, %s -> %s, %s\n"
+            "  return %%o : %s\n}\n") % (t(H, sq), t(hkv, skv), t(hkv, skv),
+                                          t(H, sq), t(H, sq), t(hkv, skv),
+                                          t(hkv, skv), t(H, sq), lse, t(H, sq))
+
+
+def rss_peak_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def rss_now_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def torch_step(b, hkv, sq, skv, dtype, reps):
+    dt = torch.float32 if dtype == "f32" else torch.bfloat16
+    q = torch.randn(b, H, sq, D, dtype=dt)
+    k = torch.randn(b, hkv, skv, D, dtype=dt)
+    v = torch.randn(b, hkv, skv, D, dtype=dt)
+    with torch.no_grad():
+        F.scaled_dot_product_attention(q, k, v, enable_gqa=True)  # warm up
+        try:  # reset the peak RSS (Linux): the extra memory of one call
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+        before = rss_now_mb()
+        o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        extra = max(0.0, rss_peak_mb() - before - o.numel() * o.element_size() / 2**20)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), extra
+
+
+def attnc_step(attnc, path, threads, reps):
+    out = subprocess.run([attnc, "bench", path, "--json", "--no-backward",
+                          "--threads", str(threads), "--reps", str(reps)],
+                         check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    return r["forward"]["median_ms"], r["forward"]["extra_mb"]
+
+
+def read_bandwidth_gbs():
+    x = torch.ones(1 << 27)  # 512 MB
+    best = 1e9
+    for _ in range(5):
+        t0 = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - t0)
+    return x.numel() * 4 / best / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--attnc", required=True)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batches", default="1 4")
+    ap.add_argument("--kv-heads", default="8 32")
+    ap.add_argument("--queries", default="1 16")
+    ap.add_argument("--keys", default="1024 4096 16384")
+    ap.add_argument("--dtypes", default="f32 bf16")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    bandwidth = read_bandwidth_gbs()
+    print("torch %s, %d threads, measured read bandwidth %.1f GB/s (torch sum)"
+          % (torch.__version__, a.threads, bandwidth))
+    print("%-5s %2s %4s %3s %6s | %9s %9s %6s %6s | %6s | %8s %8s" % (
+        "dtype", "B", "Hkv", "Sq", "Skv", "attnc ms", "torch ms", "GB/s",
+        "of bw", "ratio", "attnc MB", "torch MB"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for dtype in a.dtypes.split():
+            for b in map(int, a.batches.split()):
+                for hkv in map(int, a.kv_heads.split()):
+                    for sq in map(int, a.queries.split()):
+                        for skv in map(int, a.keys.split()):
+                            path = os.path.join(tmp, "decode.mlir")
+                            with open(path, "w") as f:
+                                f.write(spec_text(b, hkv, sq, skv, dtype))
+                            ours, theirs, ratios = [], [], []
+                            for _ in range(a.rounds):
+                                ms, extra = attnc_step(a.attnc, path, a.threads, a.reps)
+                                tms, textra = torch_step(b, hkv, sq, skv, dtype, a.reps)
+                                ours.append(ms)
+                                theirs.append(tms)
+                                ratios.append(tms / ms)
+                            ms, tms = statistics.median(ours), statistics.median(theirs)
+                            kv_bytes = 2 * b * hkv * skv * D * (4 if dtype == "f32" else 2)
+                            gbs = kv_bytes / ms / 1e6
+                            row = dict(dtype=dtype, B=b, H=H, Hkv=hkv, Sq=sq, Skv=skv,
+                                       D=D, attnc_ms=ms, torch_ms=tms,
+                                       ratio=statistics.median(ratios), kv_gbs=gbs,
+                                       bandwidth_fraction=gbs / bandwidth,
+                                       attnc_extra_mb=extra, torch_extra_mb=textra)
+                            rows.append(row)
+                            print("%-5s %2d %4d %3d %6d | %9.3f %9.3f %6.1f %5.0f%% | %6.2f | %8.1f %8.1f" % (
+                                dtype, b, hkv, sq, skv, ms, tms, gbs,
+                                100 * gbs / bandwidth, row["ratio"], extra, textra),
+                                flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(bandwidth_gbs=bandwidth, threads=a.threads, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
