@@ -37,18 +37,11 @@ def spec_text(b, hkv, sq, skv, dtype):
                                           t(hkv, skv), t(H, sq), lse, t(H, sq))
 
 
-def rss_peak_mb():
+def status_mb(field):
+    """A field of /proc/self/status (VmHWM: peak RSS, VmRSS: RSS), in MB."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
-
-
-def rss_now_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
     return 0.0
 
@@ -65,9 +58,9 @@ def torch_step(b, hkv, sq, skv, dtype, reps):
                 f.write("5")
         except OSError:
             pass
-        before = rss_now_mb()
+        before = status_mb("VmRSS")
         o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-        extra = max(0.0, rss_peak_mb() - before - o.numel() * o.element_size() / 2**20)
+        extra = max(0.0, status_mb("VmHWM") - before - o.numel() * o.element_size() / 2**20)
         times = []
         for _ in range(reps):
             t0 = time.perf_counter()

@@ -511,6 +511,14 @@ TEST(JitTest, CombineOfSplitCallsMatchesOneCall) {
     ASSERT_TRUE(r.ok()) << name << ": " << r.error << " status " << r.status;
   };
   const std::vector<int64_t> oShape = {1, 4, sq, 8}, lShape = {1, 4, sq};
+  auto merge = [&] {
+    call("merge", {{o1.data(), oShape},
+                   {o2.data(), oShape},
+                   {l1.data(), lShape},
+                   {l2.data(), lShape},
+                   {oMerged.data(), oShape},
+                   {lMerged.data(), lShape}});
+  };
   call("first", {{q.data(), oShape},
                  {k1.data(), {1, 2, skv1, 8}},
                  {v1.data(), {1, 2, skv1, 8}},
@@ -521,12 +529,7 @@ TEST(JitTest, CombineOfSplitCallsMatchesOneCall) {
                   {v2.data(), {1, 2, skv2, 8}},
                   {o2.data(), oShape},
                   {l2.data(), lShape}});
-  call("merge", {{o1.data(), oShape},
-                 {o2.data(), oShape},
-                 {l1.data(), lShape},
-                 {l2.data(), lShape},
-                 {oMerged.data(), oShape},
-                 {lMerged.data(), lShape}});
+  merge();
   call("all", {{q.data(), oShape},
                {k.data(), {1, 2, skv, 8}},
                {v.data(), {1, 2, skv, 8}},
@@ -552,12 +555,7 @@ TEST(JitTest, CombineOfSplitCallsMatchesOneCall) {
   l1[0] = l2[0] = -inf;
   l1[1] = std::nanf("");
   l2[2] = -inf;
-  call("merge", {{o1.data(), oShape},
-                 {o2.data(), oShape},
-                 {l1.data(), lShape},
-                 {l2.data(), lShape},
-                 {oMerged.data(), oShape},
-                 {lMerged.data(), lShape}});
+  merge();
   EXPECT_EQ(lMerged[0], -inf);
   EXPECT_TRUE(std::isnan(lMerged[1]));
   EXPECT_EQ(lMerged[2], l1[2]);
