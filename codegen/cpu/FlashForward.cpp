@@ -58,9 +58,10 @@ std::pair<Value, Value> FlashForward::build() {
                           scratchBuffer({rows, blockTiles * kCols}, bf16),
                           scratchBuffer({rows, Dv})});
         if (packedBlocks)
-          buffers.append({scratchBuffer({1, 1, blockTiles, D, kCols}),
-                          scratchBuffer({1, 1, (Dv / kLanes + 1) / 2,
-                                         blockTiles * kCols, 2 * kLanes})});
+          buffers.push_back(scratchBuffer({1, 1, blockTiles, D, kCols}));
+        if (packedBlocks && !valuesInPlace)
+          buffers.push_back(scratchBuffer(
+              {1, 1, (Dv / kLanes + 1) / 2, blockTiles * kCols, 2 * kLanes}));
         return buffers;
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
@@ -126,15 +127,17 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
   loop(jStart, jEnd, width, [&](Value j0) {
     if (packedBlocks) {
       // The block's K^T tiles and V chunks (keys past Skv: zeros in K^T;
-      // V's are never read, P V stops at the last key).
+      // V's are never read, P V stops at the last key); V in place when
+      // valuesInPlace.
       Value g = arith::DivUIOp::create(b, h0, idx(H / Hkv));
       transposeTiles(args[1], scratch[6], bi, g,
                      arith::DivUIOp::create(b, j0, idx(kCols)));
-      copyColumnChunks(
-          args[2], bi, g, j0,
-          arith::MinUIOp::create(b, idx(width),
-                                 arith::SubIOp::create(b, idx(Skv), j0)),
-          scratch[7], {idx(0), idx(0)});
+      if (!valuesInPlace)
+        copyColumnChunks(
+            args[2], bi, g, j0,
+            arith::MinUIOp::create(b, idx(width),
+                                   arith::SubIOp::create(b, idx(Skv), j0)),
+            scratch[7], {idx(0), idx(0)});
     }
     forTiles([&](Value h, Value t, Value state) {
       QueryTile qt = tileOf(h, t);
@@ -265,7 +268,9 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   // Keys past the tile's have p = 0: no row sees them.
   Value valid = arith::MinUIOp::create(
       b, idx(width), arith::SubIOp::create(b, qt.keys.end, j0));
-  if (packedBlocks)
+  if (valuesInPlace)
+    rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf);
+  else if (packedBlocks)
     rowsTimesKeys(oBuf, pBuf, scratch[7], idx(0), idx(0), idx(0), valid,
                   alphaBuf);
   else

@@ -22,7 +22,9 @@ public:
         blockTiles(plan.getKeyBlock() / kCols), qTiles((Sq + rows - 1) / rows),
         groupTiles(std::min(qTiles, plan.getQueryBlock() / rows)),
         packedBlocks(!amx && qTiles <= groupTiles),
-        headsPerTask(packedBlocks && B * Hkv >= kMinTasks ? H / Hkv : 1) {}
+        headsPerTask(packedBlocks && B * Hkv >= kMinTasks ? H / Hkv : 1),
+        valuesInPlace(packedBlocks && elementTypeOf(op.getValue()).isF32() &&
+                      headsPerTask * Sq <= kMaxRowsForValuesInPlace) {}
 
   std::pair<mlir::Value, mlir::Value> build();
 
@@ -98,6 +100,14 @@ private:
   // memory once for all of them: the GQA decode (B=4, H=32, Hkv=8, Sq=1,
   // Skv=4096, D=128, f32) ran in 11.8 ms instead of 24.3 ms.
   int64_t headsPerTask;
+  // Whether P V reads V where the caller put it rather than from the
+  // block's column chunks: for f32 V and a task of few query rows, which
+  // read each V row too few times to repay its copy. Interleaved A/B, 2
+  // threads, B=4, H=32, Sq=1, Skv=4096, D=128: GQA (Hkv=8) 9.7-10.2 ->
+  // 8.6-8.8 ms, MHA 28-34 -> 25.1-25.6 ms; slower with bf16 V (converted
+  // at each read: 5.1-5.7 -> 6.2-6.7 ms) and at Sq=16 (GQA: 19.2 -> 20.5-21.3).
+  bool valuesInPlace;
+  static constexpr int64_t kMaxRowsForValuesInPlace = 8;
   // The fewest tasks (batch x KV heads) worth grouping query heads for:
   // fewer would leave threads idle.
   static constexpr int64_t kMinTasks = 8;

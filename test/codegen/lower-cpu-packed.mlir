@@ -1,21 +1,38 @@
-// RUN: attnc-opt %s -attn-plan-tiles -attn-lower-cpu | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attn-plan-tiles -attn-lower-cpu | FileCheck %s
 
 // A GQA decoding step (one query row a head): no per-call copy of K or V.
 // One task per (batch, KV head), 8 of them, runs both query heads of its
 // KV head; it packs each key block it is at, K^T's 16 x 16 blocks
-// transposed by shuffles and V's column chunks, into its own scratch.
+// transposed by shuffles, into its own scratch. Two f32 query rows a task
+// read V where it lies.
 // CHECK-NOT: __attnc_flash_transpose
 // CHECK-NOT: __attnc_flash_chunk
 // CHECK-LABEL: func.func private @__attnc_flash_forward
 // CHECK-SAME: (%{{.*}}: memref<2x8x1x32xf32>, %[[K:.*]]: memref<2x4x300x32xf32>, %[[V:.*]]: memref<2x4x300x32xf32>
-// CHECK-DAG: %[[KT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x{{[0-9]+}}x32x32xf32>
-// CHECK-DAG: %[[VC:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x1x{{[0-9]+}}x32xf32>
+// CHECK: %[[KT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x32x32xf32>
+// CHECK-NOT: memref.alloc
 // CHECK: vector.shuffle
 // CHECK: vector.store %{{.*}}, %[[KT]]
-// CHECK: vector.store %{{.*}}, %[[VC]]
+// CHECK: vector.load %[[V]]
 // CHECK-LABEL: func.func @decode
 // CHECK: call @__attnc_flash_forward({{.*}}, %c0{{.*}}, %c8)
 func.func @decode(%q: tensor<2x8x1x32xf32>, %k: tensor<2x4x300x32xf32>, %v: tensor<2x4x300x32xf32>) -> tensor<2x8x1x32xf32> {
   %o, %lse = attn.attention %q, %k, %v : tensor<2x8x1x32xf32>, tensor<2x4x300x32xf32>, tensor<2x4x300x32xf32> -> tensor<2x8x1x32xf32>, tensor<2x8x1xf32>
   return %o : tensor<2x8x1x32xf32>
+}
+
+// -----
+
+// bf16 V (converted at each read in place) is packed too, in f32 column
+// chunks per block.
+// CHECK-NOT: __attnc_flash_chunk
+// CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK-DAG: %[[KT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x32x32xf32>
+// CHECK-DAG: %[[VC:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x1x256x32xf32>
+// CHECK: vector.store %{{.*}}, %[[KT]]
+// CHECK: vector.store %{{.*}}, %[[VC]]
+// CHECK-LABEL: func.func @decode_bf16
+func.func @decode_bf16(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x4x300x32xbf16>, %v: tensor<2x4x300x32xbf16>) -> tensor<2x8x1x32xbf16> {
+  %o, %lse = attn.attention %q, %k, %v : tensor<2x8x1x32xbf16>, tensor<2x4x300x32xbf16>, tensor<2x4x300x32xbf16> -> tensor<2x8x1x32xbf16>, tensor<2x8x1xf32>
+  return %o : tensor<2x8x1x32xbf16>
 }
