@@ -115,6 +115,13 @@ ParseResult parseAttentionKeywordCheck(OpAsmParser &parser, IntegerAttr) {
                            {"score_mod", "mask_mod"});
 }
 
+ParseResult parseAttentionGradKeywordCheck(OpAsmParser &parser, IntegerAttr) {
+  return parseKeywordCheck(parser,
+                           {"lse_grad", "scale", "causal", "window", "lengths",
+                            "score_captures", "mask_captures"},
+                           {"score_mod", "mask_mod"});
+}
+
 ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(
       parser, {"causal", "window", "lengths", "captures", "zero_fill"}, {});
@@ -124,6 +131,7 @@ ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
 /// custom directive needs an argument).
 void printAttentionKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
 void printMaskKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
+void printAttentionGradKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
 
 /// The integer divisions and remainders, undefined behaviour by zero.
 bool isIntegerDivision(Operation *op) {

@@ -489,6 +489,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad",
     (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
     (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
     (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
+    `` custom<AttentionGradKeywordCheck>(ref($window))
     attr-dict `:` type($query) `,` type($key) `,` type($value) `,`
     type($output) `,` type($lse) `,` type($output_grad) `->`
     type($query_grad) `,` type($key_grad) `,` type($value_grad)

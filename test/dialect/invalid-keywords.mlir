@@ -89,3 +89,25 @@ func.func @mask_no_close_match(%s: tensor<1x2x4x4xf32>) {
   %m = attn.mask %s alibi : tensor<1x2x4x4xf32>
   return
 }
+
+// -----
+
+func.func @grad_casual(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{custom op 'attn.attention_grad' unknown keyword 'casual'; did you mean 'causal'?}}
+  %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q casual
+      : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>,
+        tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>
+        -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @grad_order(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
+  // expected-error @+1 {{custom op 'attn.attention_grad' keyword 'lse_grad' repeated or out of order; the keywords come in this order: 'lse_grad', 'scale', 'causal', 'window', 'lengths', 'score_captures', 'mask_captures'}}
+  %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q causal lse_grad(%lse : tensor<1x2x4xf32>)
+      : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>,
+        tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>
+        -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return
+}
