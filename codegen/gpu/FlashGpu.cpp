@@ -646,7 +646,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
         wg.stageRows(v, bi, kvh, j0, Bk, Dv, s.Skv, vs);
         wg.fill(dks, Bk, D, g.cst(0.0f));
         wg.fill(dvs, Bk, Dv, g.cst(0.0f));
-        // Float captures: invocation tid < Bk sums its key's partials.
+        // Float captures: invocation tid < Bk owns key j0 + tid.
         Value j = g.add(j0, tid);
         Value owner = arith::AndIOp::create(b, g.ult(tid, g.idx(Bk)),
                                             g.ult(j, g.idx(s.Skv)));
@@ -678,29 +678,40 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
             wg.stageRows(q, bi, h, i0, Bq, D, s.Sq, qs);
             wg.stageRows(dO, bi, h, i0, Bq, Dv, s.Sq, dos);
             g.barrier();
-            // dP first, into dS's tile (each element stays with its
-            // invocation): one unrolled dot product at a time holds fewer
-            // registers (ptxas spilled with both).
-            wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
-              memref::StoreOp::create(b, g.dot(dos, r, vs, jj, Dv), dsts,
-                                      ValueRange{jj, r});
-            });
-            wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
+            // P and dS' scale of (key jj, row r) into the transposed
+            // tiles, given dP (and, with `adjoints`, the score_mod's
+            // capture adjoints).
+            auto fillTiles = [&](Value jj, Value r, Value dp,
+                                 SmallVector<CaptureAdjoint> *adjoints) {
               Value i = g.add(i0, r);
-              Value dp = memref::LoadOp::create(b, dsts, ValueRange{jj, r});
               Grad grad = gradAt(g.dot(qs, r, ks, jj, D), dp, bi, h, i,
-                                 g.add(j0, jj), limit, rowAt(h, i), nullptr);
+                                 g.add(j0, jj), limit, rowAt(h, i), adjoints);
               memref::StoreOp::create(b, grad.p, pts, ValueRange{jj, r});
               memref::StoreOp::create(b, s.scaled(g, grad.ds), dsts,
                                       ValueRange{jj, r});
-            });
-            if (anyPartial)
+            };
+            if (!anyPartial) {
+              // dP first, into dS's tile (each element stays with its
+              // invocation): one unrolled dot product at a time holds
+              // fewer registers (ptxas spilled with both).
+              wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
+                memref::StoreOp::create(b, g.dot(dos, r, vs, jj, Dv), dsts,
+                                        ValueRange{jj, r});
+              });
+              wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
+                fillTiles(jj, r,
+                          memref::LoadOp::create(b, dsts, ValueRange{jj, r}),
+                          nullptr);
+              });
+            } else {
+              // Float captures: each key's owner fills its tile rows and
+              // sums its capture partials in row order (rows of keys past
+              // Skv stay unset: they reach only dK and dV rows never
+              // stored).
               g.ifThen(owner, [&] {
                 g.loop(0, Bq, [&](Value r) {
-                  Value i = g.add(i0, r);
                   SmallVector<CaptureAdjoint> adjoints;
-                  gradAt(g.dot(qs, r, ks, tid, D), g.dot(dos, r, vs, tid, Dv),
-                         bi, h, i, j, limit, rowAt(h, i), &adjoints);
+                  fillTiles(tid, r, g.dot(dos, r, vs, tid, Dv), &adjoints);
                   for (CaptureAdjoint &adjoint : adjoints)
                     if (Value partial = partials[adjoint.capture]) {
                       Value at =
@@ -712,6 +723,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
                     }
                 });
               });
+            }
             g.barrier();
             wg.multiplyAccumulate(dvs, pts, dos, Bk, Bq, Dv);
             wg.multiplyAccumulate(dks, dsts, qs, Bk, Bq, D);
