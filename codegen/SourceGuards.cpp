@@ -2,6 +2,7 @@
 #include "codegen/SourceGuards.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/Twine.h"
 
 namespace attnc {
 
@@ -105,6 +106,23 @@ const char *findExcessNesting(llvm::StringRef source, unsigned limit) {
     ++p;
   }
   return nullptr;
+}
+
+std::optional<SourceHazard> findSourceHazard(llvm::StringRef source) {
+  if (const char *deep = findExcessNesting(source))
+    return SourceHazard{deep, ("brackets nest deeper than " +
+                               llvm::Twine(kMaxSourceNesting) + " levels here")
+                                  .str()};
+  if (const char *array = findIndexDenseArray(source))
+    return SourceHazard{array,
+                        "dense arrays of index are not supported (MLIR 22's "
+                        "parser crashes on them); use array<i64: ...>"};
+  llvm::StringRef typeName;
+  if (const char *negative = findNegativeDimension(source, &typeName))
+    return SourceHazard{negative, ("negative dimension size in " + typeName +
+                                   " type; sizes must be positive")
+                                      .str()};
+  return std::nullopt;
 }
 
 } // namespace attnc

@@ -5,6 +5,9 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
+#include <string>
+
 namespace attnc {
 
 /// Deeper nesting than any spec needs (regions, types and attributes nest
@@ -32,6 +35,15 @@ const char *findIndexDenseArray(llvm::StringRef source);
 /// `typeName`, if given, is set to "tensor" or "memref".
 const char *findNegativeDimension(llvm::StringRef source,
                                   llvm::StringRef *typeName = nullptr);
+
+/// What the scans above find first in `source`, in that order: where, and
+/// the error message for it; nullopt when the text may go to the parser.
+/// (attnc, the JIT and attnc-opt report it at that place.)
+struct SourceHazard {
+  const char *at;
+  std::string message;
+};
+std::optional<SourceHazard> findSourceHazard(llvm::StringRef source);
 
 } // namespace attnc
 

@@ -240,19 +240,9 @@ FailureOr<OwningOpRef<ModuleOp>> parseModule(llvm::SourceMgr &sourceMgr,
     return FileLineColLoc::get(&context, buffer->getBufferIdentifier(), line,
                                column);
   };
-  if (const char *deep = findExcessNesting(buffer->getBuffer()))
-    return emitError(locationOf(deep)) << "brackets nest deeper than "
-                                       << kMaxSourceNesting << " levels here";
-  if (const char *array = findIndexDenseArray(buffer->getBuffer()))
-    return emitError(locationOf(array))
-           << "dense arrays of index are not supported (MLIR 22's parser "
-              "crashes on them); use array<i64: ...>";
-  StringRef typeName;
-  if (const char *negative =
-          findNegativeDimension(buffer->getBuffer(), &typeName))
-    return emitError(locationOf(negative))
-           << "negative dimension size in " << typeName
-           << " type; sizes must be positive";
+  if (std::optional<SourceHazard> hazard =
+          findSourceHazard(buffer->getBuffer()))
+    return emitError(locationOf(hazard->at)) << hazard->message;
   auto block = std::make_unique<Block>();
   ParserConfig config(&context, /*verifyAfterParse=*/false);
   // MLIR 22's parser may crash on inputs not yet known (a known one is

@@ -27,27 +27,16 @@ int main(int argc, char **argv) {
     llvm::errs() << error << "\n";
     return 1;
   }
-  // What MLIR 22's parser would crash on (SourceGuards.h).
-  auto refuse = [&](const char *at, const llvm::Twine &message) {
+  // What MLIR 22's parser would crash on, or report unclearly
+  // (SourceGuards.h).
+  if (std::optional<attnc::SourceHazard> hazard =
+          attnc::findSourceHazard(input->getBuffer())) {
     llvm::SourceMgr sourceMgr;
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
-    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(at),
-                           llvm::SourceMgr::DK_Error, message);
+    sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(hazard->at),
+                           llvm::SourceMgr::DK_Error, hazard->message);
     return 1;
-  };
-  if (const char *deep = attnc::findExcessNesting(input->getBuffer()))
-    return refuse(deep, "brackets nest deeper than " +
-                            llvm::Twine(attnc::kMaxSourceNesting) +
-                            " levels here");
-  if (const char *array = attnc::findIndexDenseArray(input->getBuffer()))
-    return refuse(array, "dense arrays of index are not supported (MLIR 22's "
-                         "parser crashes on them); use array<i64: ...>");
-  // And what it reports only as "expected non-function type".
-  llvm::StringRef typeName;
-  if (const char *negative =
-          attnc::findNegativeDimension(input->getBuffer(), &typeName))
-    return refuse(negative, "negative dimension size in " + typeName +
-                                " type; sizes must be positive");
+  }
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFile, &error);
   if (!output) {
