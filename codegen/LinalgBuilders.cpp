@@ -700,33 +700,46 @@ Value partWeight(OpBuilder &b, Location loc, Value l, Value lse) {
       e);
 }
 
-/// The union's LSE, [B, H, Sq] f32.
-Value buildCombinedLse(OpBuilder &b, Location loc, ValueRange lses) {
+/// The union's LSE and each part's weight exp(LSE_k - LSE), [B, H, Sq] f32
+/// each, in one pass over the rows: the weights are computed once a row,
+/// not once an element of O.
+struct CombineWeights {
+  Value lse;
+  SmallVector<Value> weights;
+};
+CombineWeights buildCombineWeights(OpBuilder &b, Location loc,
+                                   ValueRange lses) {
+  size_t n = lses.size();
   ArrayRef<int64_t> rowShape = shapeOf(lses[0]);
-  AffineMap id = b.getMultiDimIdentityMap(3);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{lses[0].getType()}, lses,
-             ValueRange{empty(b, loc, rowShape, b.getF32Type())},
-             SmallVector<AffineMap>(lses.size() + 1, id),
-             SmallVector<IteratorType>(3, kPar),
-             [&](OpBuilder &nb, Location nl, ValueRange args) {
-               linalg::YieldOp::create(nb, nl,
-                                       combinedLse(nb, nl, args.drop_back()));
-             })
-      .getResult(0);
+  SmallVector<Value> inits;
+  for (size_t k = 0; k <= n; ++k)
+    inits.push_back(empty(b, loc, rowShape, b.getF32Type()));
+  ValueRange rows =
+      linalg::GenericOp::create(
+          b, loc, SmallVector<Type>(n + 1, lses[0].getType()), lses, inits,
+          SmallVector<AffineMap>(2 * n + 1, b.getMultiDimIdentityMap(3)),
+          SmallVector<IteratorType>(3, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            ValueRange parts = args.take_front(n);
+            SmallVector<Value> yields = {combinedLse(nb, nl, parts)};
+            for (Value l : parts)
+              yields.push_back(partWeight(nb, nl, l, yields.front()));
+            linalg::YieldOp::create(nb, nl, yields);
+          })
+          .getResults();
+  return {rows.front(), llvm::to_vector(rows.drop_front())};
 }
 
-/// O = sum_k exp(l_k - lse) O_k in `elementType` (accumulated in f32).
+/// O = sum_k w_k O_k in `elementType` (accumulated in f32).
 Value buildCombinedOutput(OpBuilder &b, Location loc, ValueRange outputs,
-                          ValueRange lses, Value lse, Type elementType) {
+                          ValueRange weights, Type elementType) {
   size_t n = outputs.size();
   ArrayRef<int64_t> shape = shapeOf(outputs[0]);
   AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(b.getContext());
   SmallVector<Value> inputs(outputs);
-  llvm::append_range(inputs, lses);
-  inputs.push_back(lse);
+  llvm::append_range(inputs, weights);
   SmallVector<AffineMap> maps(n, full);
-  maps.append(n + 1, row);
+  maps.append(n, row);
   maps.push_back(full);
   return linalg::GenericOp::create(
              b, loc, TypeRange{RankedTensorType::get(shape, elementType)},
@@ -736,7 +749,7 @@ Value buildCombinedOutput(OpBuilder &b, Location loc, ValueRange outputs,
                Value sum;
                for (size_t k = 0; k < n; ++k) {
                  Value term = arith::MulFOp::create(
-                     nb, nl, partWeight(nb, nl, args[n + k], args[2 * n]),
+                     nb, nl, args[n + k],
                      convertFloat(nb, nl, args[k], nb.getF32Type()));
                  sum =
                      sum ? arith::AddFOp::create(nb, nl, sum, term).getResult()
@@ -752,10 +765,10 @@ Value buildCombinedOutput(OpBuilder &b, Location loc, ValueRange outputs,
 
 std::pair<Value, Value> buildCombine(OpBuilder &b, Location loc,
                                      ValueRange outputs, ValueRange lses) {
-  Value lse = buildCombinedLse(b, loc, lses);
-  return {buildCombinedOutput(b, loc, outputs, lses, lse,
+  CombineWeights w = buildCombineWeights(b, loc, lses);
+  return {buildCombinedOutput(b, loc, outputs, w.weights,
                               elementTypeOf(outputs[0])),
-          lse};
+          w.lse};
 }
 
 SmallVector<Value> buildCombineGrad(OpBuilder &b, Location loc,
@@ -767,8 +780,8 @@ SmallVector<Value> buildCombineGrad(OpBuilder &b, Location loc,
   SmallVector<int64_t> rowShape(shape.take_front(3));
   AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(b.getContext()),
             rowId = b.getMultiDimIdentityMap(3);
-  Value lse = buildCombinedLse(b, loc, lses);
-  Value output = buildCombinedOutput(b, loc, outputs, lses, lse, f32);
+  CombineWeights w = buildCombineWeights(b, loc, lses);
+  Value output = buildCombinedOutput(b, loc, outputs, w.weights, f32);
 
   // rowsum(dO * (O_k - O)) for every k, in one pass over dO and O.
   SmallVector<Value> inputs(outputs);
@@ -805,20 +818,19 @@ SmallVector<Value> buildCombineGrad(OpBuilder &b, Location loc,
     outputGrads.push_back(
         linalg::GenericOp::create(
             b, loc, TypeRange{outputs[k].getType()},
-            ValueRange{outputGrad, lses[k], lse},
+            ValueRange{outputGrad, w.weights[k]},
             ValueRange{empty(b, loc, shape, elementType)},
-            SmallVector<AffineMap>{full, row, row, full},
+            SmallVector<AffineMap>{full, row, full},
             SmallVector<IteratorType>(4, kPar),
             [&](OpBuilder &nb, Location nl, ValueRange args) {
               Value grad = arith::MulFOp::create(
-                  nb, nl, partWeight(nb, nl, args[1], args[2]),
-                  convertFloat(nb, nl, args[0], f32));
+                  nb, nl, args[1], convertFloat(nb, nl, args[0], f32));
               linalg::YieldOp::create(nb, nl,
                                       convertFloat(nb, nl, grad, elementType));
             })
             .getResult(0));
     // dLSE_k = a_k (dLSE + rowsum(dO * (O_k - O))).
-    SmallVector<Value> rowInputs = {lses[k], lse, dots[k]};
+    SmallVector<Value> rowInputs = {w.weights[k], dots[k]};
     if (lseGrad)
       rowInputs.push_back(lseGrad);
     lseGrads.push_back(
@@ -828,14 +840,12 @@ SmallVector<Value> buildCombineGrad(OpBuilder &b, Location loc,
             SmallVector<AffineMap>(rowInputs.size() + 1, rowId),
             SmallVector<IteratorType>(3, kPar),
             [&](OpBuilder &nb, Location nl, ValueRange args) {
-              Value inner = args[2];
+              Value inner = args[1];
               if (lseGrad)
-                inner = arith::AddFOp::create(nb, nl, inner, args[3]);
+                inner = arith::AddFOp::create(nb, nl, inner, args[2]);
               linalg::YieldOp::create(
                   nb, nl,
-                  arith::MulFOp::create(
-                      nb, nl, partWeight(nb, nl, args[0], args[1]), inner)
-                      .getResult());
+                  arith::MulFOp::create(nb, nl, args[0], inner).getResult());
             })
             .getResult(0));
   }
