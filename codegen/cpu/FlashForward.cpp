@@ -41,10 +41,10 @@ std::pair<Value, Value> FlashForward::build() {
       B * (H / headsPerTask) * groups,
       [&](ArrayRef<Value>) {
         // Per query tile of the group (of each of the task's heads): O,
-        // the running max and sum, and
-        // the packed rows of Q, times the scale (the products give scaled
-        // scores: no multiply per score); per step: P and the rescaling
-        // factors.
+        // the running max and sum, and the packed rows of Q, times the
+        // scale (the products give scaled scores: no multiply per score);
+        // per step: P and the rescaling factors; with packedBlocks, the
+        // block's K^T tiles (and V chunks).
         // On AMX: Q's rows in bf16, and per step P in bf16 and P V.
         SmallVector<Value> buffers = {scratchBuffer({states, rows, Dv}),
                                       scratchBuffer({rows, blockTiles * kCols}),
@@ -268,13 +268,14 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   // Keys past the tile's have p = 0: no row sees them.
   Value valid = arith::MinUIOp::create(
       b, idx(width), arith::SubIOp::create(b, qt.keys.end, j0));
-  if (valuesInPlace)
-    rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf);
-  else if (packedBlocks)
+  // V from the block's chunks, or where it is (in place, or the per-call
+  // copy, whose rows ahead are prefetched).
+  if (packedBlocks && !valuesInPlace)
     rowsTimesKeys(oBuf, pBuf, scratch[7], idx(0), idx(0), idx(0), valid,
                   alphaBuf);
   else
-    rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf, kPrefetchRows);
+    rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf,
+                  packedBlocks ? 0 : kPrefetchRows);
 }
 
 bool canLowerToFlashCpu(attn::AttentionOp op) {
