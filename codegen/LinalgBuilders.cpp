@@ -596,40 +596,50 @@ buildScoreModGrad(OpBuilder &b, Location loc, Value scores, Value grad,
   return {scoresGrad, captureGrads};
 }
 
-AttentionGrads buildAttentionGrad(OpBuilder &b, Location loc,
-                                  const AttentionGradInputs &in) {
-  // Recompute S' and P = exp(S' - LSE); never stored by the forward.
+/// S (scaled) and S' = mask(score_mod(S)) of `in`.
+static std::pair<Value, Value> buildMaskedScores(OpBuilder &b, Location loc,
+                                                 const ScoreInputs &in) {
   Value scores = buildScale(b, loc, buildScores(b, loc, in.query, in.key),
                             in.scale);
   Value modified = in.scoreMod ? buildScoreMod(b, loc, scores, *in.scoreMod,
                                                in.scoreCaptures)
                                : scores;
-  Value masked = buildMask(b, loc, modified, in.mask);
+  return {scores, buildMask(b, loc, modified, in.mask)};
+}
+
+/// P = exp(S' - LSE), recomputed from the row's LSE; 0 in a fully masked
+/// row (LSE = -inf).
+static Value buildRecomputedProbs(OpBuilder &b, Location loc, Value masked,
+                                  Value lse) {
   AffineMap full = b.getMultiDimIdentityMap(4);
-  MLIRContext *ctx = b.getContext();
-  AffineMap row = rowMap(ctx);
+  AffineMap row = rowMap(b.getContext());
   const float inf = std::numeric_limits<float>::infinity();
-  Value probs =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{masked.getType()}, ValueRange{masked, in.lse},
-          ValueRange{empty(b, loc, shapeOf(masked), b.getF32Type())},
-          ArrayRef<AffineMap>{full, row, full},
-          SmallVector<IteratorType>(4, kPar),
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            // A fully masked row has LSE = -inf and P = 0.
-            Value negInf =
-                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(-inf));
-            Value zero =
-                arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
-            Value empty = arith::CmpFOp::create(
-                nb, nl, arith::CmpFPredicate::OEQ, args[1], negInf);
-            Value e = math::ExpOp::create(
-                nb, nl, arith::SubFOp::create(nb, nl, args[0], args[1]));
-            linalg::YieldOp::create(
-                nb, nl,
-                arith::SelectOp::create(nb, nl, empty, zero, e).getResult());
-          })
-          .getResult(0);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{masked.getType()}, ValueRange{masked, lse},
+             ValueRange{empty(b, loc, shapeOf(masked), b.getF32Type())},
+             ArrayRef<AffineMap>{full, row, full},
+             SmallVector<IteratorType>(4, kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value negInf = arith::ConstantOp::create(
+                   nb, nl, nb.getF32FloatAttr(-inf));
+               Value zero =
+                   arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
+               Value empty = arith::CmpFOp::create(
+                   nb, nl, arith::CmpFPredicate::OEQ, args[1], negInf);
+               Value e = math::ExpOp::create(
+                   nb, nl, arith::SubFOp::create(nb, nl, args[0], args[1]));
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::SelectOp::create(nb, nl, empty, zero, e).getResult());
+             })
+      .getResult(0);
+}
+
+AttentionGrads buildAttentionGrad(OpBuilder &b, Location loc,
+                                  const AttentionGradInputs &in) {
+  // Recompute S' and P = exp(S' - LSE); never stored by the forward.
+  auto [scores, masked] = buildMaskedScores(b, loc, in);
+  Value probs = buildRecomputedProbs(b, loc, masked, in.lse);
 
   Value probsGrad = buildScores(b, loc, in.outputGrad, in.value);
   // delta = rowsum(dO * O) = rowsum(P * dP): from P and dP, which are f32
@@ -852,5 +862,372 @@ SmallVector<Value> buildCombineGrad(OpBuilder &b, Location loc,
   llvm::append_range(outputGrads, lseGrads);
   return outputGrads;
 }
+
+//===----------------------------------------------------------------------===//
+// Statistics
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Value f32Constant(OpBuilder &b, Location loc, float value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+/// In a linalg body: x where p is not 0 (or is NaN), else 0: a masked
+/// entry (p = 0, S' = -inf) adds nothing, never 0 * inf.
+Value whereProbable(OpBuilder &b, Location loc, Value p, Value x) {
+  Value take = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, p,
+                                     f32Constant(b, loc, 0.0f));
+  return arith::SelectOp::create(b, loc, take, x, f32Constant(b, loc, 0.0f));
+}
+
+/// In a linalg body: whether a row saw a key (LSE != -inf; NaN too).
+Value rowSeesKey(OpBuilder &b, Location loc, Value lse) {
+  return arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::UNE, lse,
+      f32Constant(b, loc, -std::numeric_limits<float>::infinity()));
+}
+
+/// sum_j f(S'_ij, P_ij) over each row's keys where P_ij != 0, [B, H, Sq].
+Value buildRowSum(OpBuilder &b, Location loc, Value masked, Value probs,
+                  function_ref<Value(OpBuilder &, Location, Value, Value,
+                                     Value)>
+                      term,
+                  Value rowInput) {
+  ArrayRef<int64_t> shape = shapeOf(masked);
+  SmallVector<int64_t> rowShape(shape.take_front(3));
+  Type f32 = b.getF32Type();
+  AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(b.getContext());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get(rowShape, f32)},
+             ValueRange{masked, probs, rowInput},
+             ValueRange{filled(b, loc, rowShape, f32, 0.0)},
+             ArrayRef<AffineMap>{full, full, row, row},
+             SmallVector<IteratorType>{kPar, kPar, kPar, kRed},
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value x = whereProbable(
+                   nb, nl, args[1], term(nb, nl, args[0], args[1], args[2]));
+               linalg::YieldOp::create(
+                   nb, nl, arith::AddFOp::create(nb, nl, args[3], x).getResult());
+             })
+      .getResult(0);
+}
+
+/// The rows that see a key per (b, h), as f32 [B, H].
+Value buildSeenRows(OpBuilder &b, Location loc, Value lse) {
+  ArrayRef<int64_t> shape = shapeOf(lse);
+  Type f32 = b.getF32Type();
+  MLIRContext *ctx = b.getContext();
+  AffineMap head = AffineMap::get(
+      3, 0, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx)}, ctx);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get(shape.take_front(2), f32)},
+             ValueRange{lse},
+             ValueRange{filled(b, loc, shape.take_front(2), f32, 0.0)},
+             ArrayRef<AffineMap>{b.getMultiDimIdentityMap(3), head},
+             SmallVector<IteratorType>{kPar, kPar, kRed},
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value one = arith::SelectOp::create(
+                   nb, nl, rowSeesKey(nb, nl, args[0]),
+                   f32Constant(nb, nl, 1.0f), f32Constant(nb, nl, 0.0f));
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::AddFOp::create(nb, nl, args[1], one).getResult());
+             })
+      .getResult(0);
+}
+
+/// [n, cells] (or its transpose): 1 / |cell| where element e of n lies in
+/// the cell, cell c holding [floor(c n / cells), floor((c + 1) n / cells)),
+/// else 0: P times it averages P over the cells.
+Value buildCellWeights(OpBuilder &b, Location loc, int64_t n, int64_t cells,
+                       bool transposed) {
+  SmallVector<int64_t> shape = {n, cells};
+  if (transposed)
+    std::swap(shape[0], shape[1]);
+  AffineMap id = b.getMultiDimIdentityMap(2);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get(shape, b.getF32Type())},
+             ValueRange{}, ValueRange{empty(b, loc, shape, b.getF32Type())},
+             ArrayRef<AffineMap>{id}, SmallVector<IteratorType>(2, kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange) {
+               Value e = linalg::IndexOp::create(nb, nl, transposed ? 1 : 0);
+               Value c = linalg::IndexOp::create(nb, nl, transposed ? 0 : 1);
+               auto cst = [&](int64_t v) {
+                 return arith::ConstantIndexOp::create(nb, nl, v);
+               };
+               auto mul = [&](Value x, int64_t y) {
+                 return arith::MulIOp::create(nb, nl, x, cst(y));
+               };
+               auto div = [&](Value x, int64_t y) {
+                 return arith::DivUIOp::create(nb, nl, x, cst(y));
+               };
+               Value one = cst(1);
+               // e's cell: floor(((e + 1) cells - 1) / n).
+               Value cell = div(
+                   arith::SubIOp::create(
+                       nb, nl, mul(arith::AddIOp::create(nb, nl, e, one), cells),
+                       one),
+                   n);
+               Value size = arith::SubIOp::create(
+                   nb, nl, div(mul(arith::AddIOp::create(nb, nl, c, one), n), cells),
+                   div(mul(c, n), cells));
+               Value sizeF = arith::UIToFPOp::create(
+                   nb, nl, nb.getF32Type(),
+                   arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(), size));
+               Value inCell = arith::CmpIOp::create(
+                   nb, nl, arith::CmpIPredicate::eq, cell, c);
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::SelectOp::create(
+                       nb, nl, inCell,
+                       arith::DivFOp::create(nb, nl, f32Constant(nb, nl, 1.0f),
+                                             sizeF),
+                       f32Constant(nb, nl, 0.0f))
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+AffineMap dims(MLIRContext *ctx, unsigned count, ArrayRef<unsigned> results) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : results)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(count, 0, exprs, ctx);
+}
+
+/// P averaged over the cells of `type`'s [B, H, Gq, Gk] grid: R P C with
+/// R [Gq, Sq] and C [Skv, Gk] the cells' weights.
+Value buildPooled(OpBuilder &b, Location loc, Value probs,
+                  RankedTensorType type) {
+  ArrayRef<int64_t> p = shapeOf(probs), grid = type.getShape();
+  MLIRContext *ctx = b.getContext();
+  Value keyCells = buildCellWeights(b, loc, p[3], grid[3], false);
+  Value rowCells = buildCellWeights(b, loc, p[2], grid[2], true);
+  // (b, h, i, c, j): PC[b, h, i, c] = sum_j P[b, h, i, j] C[j, c].
+  Value keysPooled = buildContraction(
+      b, loc, probs, keyCells,
+      {dims(ctx, 5, {0, 1, 2, 4}), dims(ctx, 5, {4, 3}),
+       dims(ctx, 5, {0, 1, 2, 3})},
+      {kPar, kPar, kPar, kPar, kRed},
+      RankedTensorType::get({p[0], p[1], p[2], grid[3]}, b.getF32Type()));
+  // (b, h, r, c, i): pooled[b, h, r, c] = sum_i R[r, i] PC[b, h, i, c].
+  return buildContraction(b, loc, rowCells, keysPooled,
+                          {dims(ctx, 5, {2, 4}), dims(ctx, 5, {0, 1, 4, 3}),
+                           dims(ctx, 5, {0, 1, 2, 3})},
+                          {kPar, kPar, kPar, kPar, kRed}, type);
+}
+
+/// cos(P_h, P_g) = <P_h, P_g> / (|P_h| |P_g|), 0 where a norm is 0.
+Value buildSimilarity(OpBuilder &b, Location loc, Value probs) {
+  ArrayRef<int64_t> p = shapeOf(probs);
+  MLIRContext *ctx = b.getContext();
+  auto type = RankedTensorType::get({p[0], p[1], p[1]}, b.getF32Type());
+  // (b, h, g, i, j): dot[b, h, g] = sum_ij P[b, h, i, j] P[b, g, i, j].
+  Value dot = buildContraction(
+      b, loc, probs, probs,
+      {dims(ctx, 5, {0, 1, 3, 4}), dims(ctx, 5, {0, 2, 3, 4}),
+       dims(ctx, 5, {0, 1, 2})},
+      {kPar, kPar, kPar, kRed, kRed}, type);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{dot, dot, dot},
+             ValueRange{empty(b, loc, type.getShape(), b.getF32Type())},
+             ArrayRef<AffineMap>{b.getMultiDimIdentityMap(3),
+                                 dims(ctx, 3, {0, 1, 1}),
+                                 dims(ctx, 3, {0, 2, 2}),
+                                 b.getMultiDimIdentityMap(3)},
+             SmallVector<IteratorType>(3, kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value norms = arith::MulFOp::create(
+                   nb, nl, math::SqrtOp::create(nb, nl, args[1]),
+                   math::SqrtOp::create(nb, nl, args[2]));
+               Value none = arith::CmpFOp::create(
+                   nb, nl, arith::CmpFPredicate::OEQ, norms,
+                   f32Constant(nb, nl, 0.0f));
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::SelectOp::create(
+                       nb, nl, none, f32Constant(nb, nl, 0.0f),
+                       arith::DivFOp::create(nb, nl, args[0], norms))
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+} // namespace
+
+AttentionStats buildAttentionStats(OpBuilder &b, Location loc,
+                                   const ScoreInputs &in, Value lse,
+                                   bool entropy, bool meanEntropy,
+                                   RankedTensorType pooledType,
+                                   bool similarity) {
+  Value masked = buildMaskedScores(b, loc, in).second;
+  Value probs = buildRecomputedProbs(b, loc, masked, lse);
+  AttentionStats stats;
+  if (entropy || meanEntropy)
+    // -sum_j p log p = sum_j p (LSE - S').
+    stats.entropy = buildRowSum(
+        b, loc, masked, probs,
+        [](OpBuilder &nb, Location nl, Value s, Value p, Value l) -> Value {
+          return arith::MulFOp::create(nb, nl, p,
+                                       arith::SubFOp::create(nb, nl, l, s));
+        },
+        lse);
+  if (meanEntropy) {
+    ArrayRef<int64_t> rows = shapeOf(lse);
+    Type f32 = b.getF32Type();
+    MLIRContext *ctx = b.getContext();
+    AffineMap head = dims(ctx, 3, {0, 1});
+    Value sum =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{RankedTensorType::get(rows.take_front(2), f32)},
+            ValueRange{stats.entropy, lse},
+            ValueRange{filled(b, loc, rows.take_front(2), f32, 0.0)},
+            ArrayRef<AffineMap>{b.getMultiDimIdentityMap(3),
+                                b.getMultiDimIdentityMap(3), head},
+            SmallVector<IteratorType>{kPar, kPar, kRed},
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value x = arith::SelectOp::create(nb, nl,
+                                                rowSeesKey(nb, nl, args[1]),
+                                                args[0], f32Constant(nb, nl, 0));
+              linalg::YieldOp::create(
+                  nb, nl, arith::AddFOp::create(nb, nl, args[2], x).getResult());
+            })
+            .getResult(0);
+    Value seen = buildSeenRows(b, loc, lse);
+    AffineMap id = b.getMultiDimIdentityMap(2);
+    stats.meanEntropy =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{sum.getType()}, ValueRange{sum, seen},
+            ValueRange{empty(b, loc, rows.take_front(2), f32)},
+            ArrayRef<AffineMap>{id, id, id}, SmallVector<IteratorType>(2, kPar),
+            [&](OpBuilder &nb, Location nl, ValueRange args) {
+              Value none = arith::CmpFOp::create(
+                  nb, nl, arith::CmpFPredicate::OEQ, args[1],
+                  f32Constant(nb, nl, 0.0f));
+              linalg::YieldOp::create(
+                  nb, nl,
+                  arith::SelectOp::create(
+                      nb, nl, none, f32Constant(nb, nl, 0.0f),
+                      arith::DivFOp::create(nb, nl, args[0], args[1]))
+                      .getResult());
+            })
+            .getResult(0);
+  }
+  if (!entropy)
+    stats.entropy = Value();
+  if (pooledType)
+    stats.pooled = buildPooled(b, loc, probs, pooledType);
+  if (similarity)
+    stats.similarity = buildSimilarity(b, loc, probs);
+  return stats;
+}
+
+AttentionStatsGrads buildAttentionStatsGrad(OpBuilder &b, Location loc,
+                                            const ScoreInputs &in, Value lse,
+                                            Value entropyGrad,
+                                            Value meanEntropyGrad) {
+  auto [scores, masked] = buildMaskedScores(b, loc, in);
+  Value probs = buildRecomputedProbs(b, loc, masked, lse);
+  ArrayRef<int64_t> rows = shapeOf(lse);
+  Type f32 = b.getF32Type();
+  MLIRContext *ctx = b.getContext();
+  AffineMap rowId = b.getMultiDimIdentityMap(3), head = dims(ctx, 3, {0, 1});
+  // g_i: the entropy's cotangent plus the mean's share, for the rows that
+  // see a key.
+  SmallVector<Value> inputs = {lse};
+  SmallVector<AffineMap> maps = {rowId};
+  if (entropyGrad) {
+    inputs.push_back(entropyGrad);
+    maps.push_back(rowId);
+  }
+  if (meanEntropyGrad) {
+    inputs.append({meanEntropyGrad, buildSeenRows(b, loc, lse)});
+    maps.append({head, head});
+  }
+  maps.push_back(rowId);
+  Value g =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{lse.getType()}, inputs,
+          ValueRange{empty(b, loc, rows, f32)}, maps,
+          SmallVector<IteratorType>(3, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value sum = f32Constant(nb, nl, 0.0f);
+            unsigned next = 1;
+            if (entropyGrad)
+              sum = args[next++];
+            if (meanEntropyGrad) {
+              Value share = arith::DivFOp::create(
+                  nb, nl, args[next],
+                  arith::MaximumFOp::create(nb, nl, args[next + 1],
+                                            f32Constant(nb, nl, 1.0f)));
+              sum = arith::AddFOp::create(nb, nl, sum, share);
+            }
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::SelectOp::create(nb, nl, rowSeesKey(nb, nl, args[0]),
+                                        sum, f32Constant(nb, nl, 0.0f))
+                    .getResult());
+          })
+          .getResult(0);
+  // mu_i = sum_j P_ij S'_ij; dLSE_i = g_i (1 + mu_i).
+  Value mu = buildRowSum(
+      b, loc, masked, probs,
+      [](OpBuilder &nb, Location nl, Value s, Value p, Value) -> Value {
+        return arith::MulFOp::create(nb, nl, p, s);
+      },
+      lse);
+  AttentionStatsGrads grads;
+  grads.lse =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{lse.getType()}, ValueRange{g, mu},
+          ValueRange{empty(b, loc, rows, f32)},
+          ArrayRef<AffineMap>{rowId, rowId, rowId},
+          SmallVector<IteratorType>(3, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::MulFOp::create(
+                    nb, nl, args[0],
+                    arith::AddFOp::create(nb, nl, f32Constant(nb, nl, 1.0f),
+                                          args[1]))
+                    .getResult());
+          })
+          .getResult(0);
+  // dS'_ij = -g_i P_ij (S'_ij + 1).
+  AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(ctx);
+  Value modifiedGrad =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{probs.getType()}, ValueRange{masked, probs, g},
+          ValueRange{empty(b, loc, shapeOf(probs), f32)},
+          ArrayRef<AffineMap>{full, full, row, full},
+          SmallVector<IteratorType>(4, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value shifted = arith::AddFOp::create(nb, nl, args[0],
+                                                  f32Constant(nb, nl, 1.0f));
+            Value x = arith::NegFOp::create(
+                nb, nl,
+                arith::MulFOp::create(
+                    nb, nl, args[2],
+                    arith::MulFOp::create(nb, nl, args[1], shifted)));
+            linalg::YieldOp::create(nb, nl,
+                                    whereProbable(nb, nl, args[1], x));
+          })
+          .getResult(0);
+  Value scoresGrad = modifiedGrad;
+  if (in.scoreMod) {
+    auto [ds, captureGrads] = buildScoreModGrad(
+        b, loc, scores, modifiedGrad, *in.scoreMod, in.scoreCaptures);
+    scoresGrad = ds;
+    grads.scoreCaptures = captureGrads;
+  }
+  scoresGrad = buildScale(b, loc, scoresGrad, in.scale);
+  grads.query = buildApply(b, loc, scoresGrad, in.key,
+                           cast<RankedTensorType>(in.query.getType()));
+  grads.key = buildTransposedApply(b, loc, scoresGrad, in.query,
+                                   cast<RankedTensorType>(in.key.getType()));
+  return grads;
+}
+
 
 } // namespace attnc

@@ -77,13 +77,19 @@ buildScoreModGrad(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scores,
                   mlir::Value grad, mlir::Region &body,
                   mlir::ValueRange captures);
 
-/// The operands of attn.attention_grad, without the op.
-struct AttentionGradInputs {
-  mlir::Value query, key, value, output, lse, outputGrad, lseGrad;
+/// The score options that attn.attention, attn.attention_grad and the
+/// statistics ops share: S' = mask(score_mod(scale Q K^T)).
+struct ScoreInputs {
+  mlir::Value query, key;
   double scale;
   mlir::Region *scoreMod = nullptr;
   mlir::ValueRange scoreCaptures;
   MaskConditions mask;
+};
+
+/// The operands of attn.attention_grad, without the op.
+struct AttentionGradInputs : ScoreInputs {
+  mlir::Value value, output, lse, outputGrad, lseGrad;
 };
 struct AttentionGrads {
   mlir::Value query, key, value;
@@ -92,6 +98,30 @@ struct AttentionGrads {
 /// dQ, dK, dV and the score captures' gradients, recomputing P from LSE.
 AttentionGrads buildAttentionGrad(mlir::OpBuilder &b, mlir::Location loc,
                                   const AttentionGradInputs &inputs);
+
+/// attn.attention_stats: the statistics asked for (the others null),
+/// from P = exp(S' - LSE) materialized (the unfused lowering).
+struct AttentionStats {
+  mlir::Value entropy, meanEntropy, pooled, similarity;
+};
+AttentionStats buildAttentionStats(mlir::OpBuilder &b, mlir::Location loc,
+                                   const ScoreInputs &inputs, mlir::Value lse,
+                                   bool entropy, bool meanEntropy,
+                                   mlir::RankedTensorType pooledType,
+                                   bool similarity);
+/// attn.attention_stats_grad: dQ, dK, dLSE and the score captures'
+/// gradients for the cotangents of the entropy and of the mean entropy
+/// (either may be null).
+struct AttentionStatsGrads {
+  mlir::Value query, key, lse;
+  llvm::SmallVector<mlir::Value> scoreCaptures;
+};
+AttentionStatsGrads buildAttentionStatsGrad(mlir::OpBuilder &b,
+                                            mlir::Location loc,
+                                            const ScoreInputs &inputs,
+                                            mlir::Value lse,
+                                            mlir::Value entropyGrad,
+                                            mlir::Value meanEntropyGrad);
 
 /// attn.combine: the union's O (the partials' type) and LSE.
 std::pair<mlir::Value, mlir::Value> buildCombine(mlir::OpBuilder &b,

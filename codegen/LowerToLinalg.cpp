@@ -36,6 +36,19 @@ MaskConditions maskConditionsOf(OpTy op, ValueRange captures) {
   return mask;
 }
 
+/// The score options of an op with attention's: scale, score_mod, masks.
+template <typename OpTy> ScoreInputs scoreInputsOf(OpTy op) {
+  ScoreInputs inputs;
+  inputs.query = op.getQuery();
+  inputs.key = op.getKey();
+  inputs.scale = op.getEffectiveScale();
+  if (!op.getScoreMod().empty())
+    inputs.scoreMod = &op.getScoreMod();
+  inputs.scoreCaptures = op.getScoreCaptures();
+  inputs.mask = maskConditionsOf(op, op.getMaskCaptures());
+  return inputs;
+}
+
 /// attn.mask's own options: those of the shared conditions plus zero_fill.
 MaskConditions maskConditionsOf(MaskOp op) {
   MaskConditions mask = maskConditionsOf(op, op.getCaptures());
@@ -219,20 +232,51 @@ struct LowerAttentionGrad : OpRewritePattern<AttentionGradOp> {
         failed(checkDifferentiable(op.getScoreMod())))
       return failure();
     AttentionGradInputs inputs;
-    inputs.query = op.getQuery();
-    inputs.key = op.getKey();
+    static_cast<ScoreInputs &>(inputs) = scoreInputsOf(op);
     inputs.value = op.getValue();
     inputs.output = op.getOutput();
     inputs.lse = op.getLse();
     inputs.outputGrad = op.getOutputGrad();
     inputs.lseGrad = op.getLseGrad();
-    inputs.scale = op.getEffectiveScale();
-    if (!op.getScoreMod().empty())
-      inputs.scoreMod = &op.getScoreMod();
-    inputs.scoreCaptures = op.getScoreCaptures();
-    inputs.mask = maskConditionsOf(op, op.getMaskCaptures());
     AttentionGrads grads = buildAttentionGrad(rewriter, op.getLoc(), inputs);
     SmallVector<Value> results = {grads.query, grads.key, grads.value};
+    llvm::append_range(results, grads.scoreCaptures);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct LowerAttentionStats : OpRewritePattern<AttentionStatsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionStatsOp op,
+                                PatternRewriter &rewriter) const override {
+    AttentionStats stats = buildAttentionStats(
+        rewriter, op.getLoc(), scoreInputsOf(op), op.getLse(),
+        bool(op.getEntropy()), bool(op.getMeanEntropy()),
+        op.getPooled() ? cast<RankedTensorType>(op.getPooled().getType())
+                       : RankedTensorType(),
+        bool(op.getSimilarity()));
+    SmallVector<Value> results;
+    for (Value v : {stats.entropy, stats.meanEntropy, stats.pooled,
+                    stats.similarity})
+      if (v)
+        results.push_back(v);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct LowerAttentionStatsGrad : OpRewritePattern<AttentionStatsGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AttentionStatsGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getScoreMod().empty() &&
+        failed(checkDifferentiable(op.getScoreMod())))
+      return failure();
+    AttentionStatsGrads grads = buildAttentionStatsGrad(
+        rewriter, op.getLoc(), scoreInputsOf(op), op.getLse(),
+        op.getEntropyGrad(), op.getMeanEntropyGrad());
+    SmallVector<Value> results = {grads.query, grads.key, grads.lse};
     llvm::append_range(results, grads.scoreCaptures);
     rewriter.replaceOp(op, results);
     return success();
@@ -284,7 +328,8 @@ struct AttnLowerToLinalgPass
                  LowerScores, LowerScale, LowerScoreMod, LowerMask,
                  LowerSoftmax, LowerApply, LowerAttention, LowerTransposedApply,
                  LowerProjectionGrad, LowerMergeGrad, LowerSoftmaxGrad,
-                 LowerScoreModGrad, LowerAttentionGrad>(&getContext());
+                 LowerScoreModGrad, LowerAttentionGrad, LowerAttentionStats,
+                 LowerAttentionStatsGrad>(&getContext());
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     WalkResult left = module.walk([](Operation *op) {

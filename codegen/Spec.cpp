@@ -182,6 +182,14 @@ LogicalResult checkBody(func::FuncOp func) {
           failed(checkHeadDim(op, shapeOf(attention.getValue())[3], "value")))
         return failure();
     }
+    if (auto stats = dyn_cast<attn::AttentionStatsOp>(op)) {
+      auto q = stats.getQuery().getType().getShape();
+      auto k = stats.getKey().getType().getShape();
+      if (failed(checkSize(op.getLoc(), {q[0], q[1], q[2], k[2]},
+                           "the Sq x Skv scores of 'attn.attention_stats'")) ||
+          failed(checkHeadDim(op, q[3], "query and key")))
+        return failure();
+    }
     if (auto scores = dyn_cast<attn::ScoresOp>(op))
       if (failed(
               checkHeadDim(op, shapeOf(scores.getQuery())[3], "query and key")))

@@ -122,6 +122,15 @@ ParseResult parseAttentionGradKeywordCheck(OpAsmParser &parser, IntegerAttr) {
                            {"score_mod", "mask_mod"});
 }
 
+ParseResult parseAttentionStatsGradKeywordCheck(OpAsmParser &parser,
+                                               IntegerAttr) {
+  return parseKeywordCheck(parser,
+                           {"entropy_grad", "mean_entropy_grad", "scale",
+                            "causal", "window", "lengths", "score_captures",
+                            "mask_captures"},
+                           {"score_mod", "mask_mod"});
+}
+
 ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(
       parser, {"causal", "window", "lengths", "captures", "zero_fill"}, {});
@@ -132,6 +141,8 @@ ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
 void printAttentionKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
 void printMaskKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
 void printAttentionGradKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
+void printAttentionStatsGradKeywordCheck(OpAsmPrinter &, Operation *,
+                                         IntegerAttr) {}
 
 /// The integer divisions and remainders, undefined behaviour by zero.
 bool isIntegerDivision(Operation *op) {
@@ -475,8 +486,39 @@ double AttentionOp::getEffectiveScale() {
   return 1.0 / std::sqrt(double(shapeOf(getQuery())[3]));
 }
 
+/// The checks every op with attention's score options shares: the scale,
+/// the mask options and both regions over scores [B, H, Sq, Skv].
+template <typename OpTy>
+static LogicalResult verifyScoreOptions(OpTy op) {
+  Operation *raw = op.getOperation();
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
+  if (FloatAttr scale = op.getScaleAttr())
+    if (failed(verifyScaleValue(raw, scale.getValueAsDouble(), "scale")))
+      return failure();
+  if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
+    return failure();
+  SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], k[2]};
+  if (op.getScoreMod().empty()) {
+    if (!op.getScoreCaptures().empty())
+      return op.emitOpError("has score_captures but no score_mod region");
+  } else if (failed(verifyModRegion(raw, op.getScoreMod(), "score_mod", true,
+                                    op.getScoreCaptures().getTypes(),
+                                    Float32Type::get(op.getContext()),
+                                    scores))) {
+    return failure();
+  }
+  if (op.getMaskMod().empty()) {
+    if (!op.getMaskCaptures().empty())
+      return op.emitOpError("has mask_captures but no mask_mod region");
+    return success();
+  }
+  return verifyModRegion(raw, op.getMaskMod(), "mask_mod", false,
+                         op.getMaskCaptures().getTypes(),
+                         IntegerType::get(op.getContext(), 1), scores);
+}
+
 /// The checks attn.attention and attn.attention_grad share: Q/K/V shapes,
-/// the output and LSE types, the scale, the mask options and both regions.
+/// the output and LSE types, and the score options.
 template <typename OpTy>
 static LogicalResult verifyAttentionLike(OpTy op, Type outputType,
                                          Type lseType) {
@@ -501,29 +543,7 @@ static LogicalResult verifyAttentionLike(OpTy op, Type outputType,
                                  "output")) ||
       failed(verifyExpectedShape(raw, lseType, {q[0], q[1], q[2]}, "lse")))
     return failure();
-  if (FloatAttr scale = op.getScaleAttr())
-    if (failed(verifyScaleValue(raw, scale.getValueAsDouble(), "scale")))
-      return failure();
-  if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
-    return failure();
-  SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], k[2]};
-  if (op.getScoreMod().empty()) {
-    if (!op.getScoreCaptures().empty())
-      return op.emitOpError("has score_captures but no score_mod region");
-  } else if (failed(verifyModRegion(raw, op.getScoreMod(), "score_mod", true,
-                                    op.getScoreCaptures().getTypes(),
-                                    Float32Type::get(op.getContext()),
-                                    scores))) {
-    return failure();
-  }
-  if (op.getMaskMod().empty()) {
-    if (!op.getMaskCaptures().empty())
-      return op.emitOpError("has mask_captures but no mask_mod region");
-    return success();
-  }
-  return verifyModRegion(raw, op.getMaskMod(), "mask_mod", false,
-                         op.getMaskCaptures().getTypes(),
-                         IntegerType::get(op.getContext(), 1), scores);
+  return verifyScoreOptions(op);
 }
 
 /// Each capture gradient has its capture's type.
@@ -568,6 +588,89 @@ LogicalResult AttentionGradOp::verify() {
       getValueGrad().getType() != getValue().getType())
     return emitOpError("query, key and value gradients must have the types "
                        "of query, key and value");
+  return verifyCaptureGrads(*this, getScoreCaptures().getTypes(),
+                            getScoreCapturesGrad().getTypes());
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionStatsOp, AttentionStatsGradOp
+//===----------------------------------------------------------------------===//
+
+double AttentionStatsOp::getEffectiveScale() {
+  if (FloatAttr scale = getScaleAttr())
+    return scale.getValueAsDouble();
+  return 1.0 / std::sqrt(double(shapeOf(getQuery())[3]));
+}
+
+/// The query, key and LSE operands of the statistics ops, and their score
+/// options.
+template <typename OpTy> static LogicalResult verifyStatsInputs(OpTy op) {
+  if (failed(verifyQueryKey(op, op.getQuery(), op.getKey())))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(op.getQuery());
+  if (failed(verifyExpectedShape(op, op.getLse().getType(),
+                                 {q[0], q[1], q[2]}, "lse")))
+    return failure();
+  return verifyScoreOptions(op);
+}
+
+LogicalResult AttentionStatsOp::verify() {
+  if (failed(verifyStatsInputs(*this)))
+    return failure();
+  if (getNumResults() == 0)
+    return emitOpError("must return at least one of entropy, mean_entropy, "
+                       "pooled and similarity");
+  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
+  if (getEntropy() && failed(verifyExpectedShape(*this, getEntropy().getType(),
+                                                 {q[0], q[1], q[2]},
+                                                 "entropy")))
+    return failure();
+  if (getMeanEntropy() &&
+      failed(verifyExpectedShape(*this, getMeanEntropy().getType(),
+                                 {q[0], q[1]}, "mean_entropy")))
+    return failure();
+  if (getSimilarity() &&
+      failed(verifyExpectedShape(*this, getSimilarity().getType(),
+                                 {q[0], q[1], q[1]}, "similarity")))
+    return failure();
+  if (!getPooled())
+    return success();
+  ArrayRef<int64_t> grid = shapeOf(getPooled());
+  if (grid.size() != 4 || grid[0] != q[0] || grid[1] != q[1])
+    return emitOpError() << "pooled must be [B, H, Gq, Gk] = [" << q[0] << ", "
+                         << q[1] << ", Gq, Gk], got " << getPooled().getType();
+  if (grid[2] < 1 || grid[2] > q[2] || grid[3] < 1 || grid[3] > k[2])
+    return emitOpError() << "pooled's grid " << grid[2] << " x " << grid[3]
+                         << " must be between 1 x 1 and Sq x Skv = " << q[2]
+                         << " x " << k[2];
+  return success();
+}
+
+double AttentionStatsGradOp::getEffectiveScale() {
+  if (FloatAttr scale = getScaleAttr())
+    return scale.getValueAsDouble();
+  return 1.0 / std::sqrt(double(shapeOf(getQuery())[3]));
+}
+
+LogicalResult AttentionStatsGradOp::verify() {
+  if (failed(verifyStatsInputs(*this)))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(getQuery());
+  if (!getEntropyGrad() && !getMeanEntropyGrad())
+    return emitOpError("needs entropy_grad, mean_entropy_grad or both");
+  if (getEntropyGrad() &&
+      failed(verifyExpectedShape(*this, getEntropyGrad().getType(),
+                                 {q[0], q[1], q[2]}, "entropy_grad")))
+    return failure();
+  if (getMeanEntropyGrad() &&
+      failed(verifyExpectedShape(*this, getMeanEntropyGrad().getType(),
+                                 {q[0], q[1]}, "mean_entropy_grad")))
+    return failure();
+  if (getQueryGrad().getType() != getQuery().getType() ||
+      getKeyGrad().getType() != getKey().getType() ||
+      getLseGrad().getType() != getLse().getType())
+    return emitOpError("query, key and lse gradients must have the types of "
+                       "query, key and lse");
   return verifyCaptureGrads(*this, getScoreCaptures().getTypes(),
                             getScoreCapturesGrad().getTypes());
 }

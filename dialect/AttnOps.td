@@ -298,6 +298,74 @@ def Attn_AttentionOp : Attn_Op<"attention",
 }
 
 
+def Attn_AttentionStatsOp : Attn_Op<"attention_stats",
+    [Pure, IsolatedFromAbove, AttrSizedOperandSegments,
+     AttrSizedResultSegments]> {
+  let summary = "Statistics of attention's probabilities, never storing them";
+  let description = [{
+    For the probabilities `P = exp(S' - LSE)` of an `attn.attention` over
+    Q[B,H,Sq,D] and K[B,Hkv,Skv,D] with the same options and regions (S' its
+    scaled, modified and masked scores) and that op's LSE[B,H,Sq], returns
+    the statistics named after `->` (at least one, in this order), all f32:
+    - `entropy` [B,H,Sq]: `-sum_j P_ij log P_ij = LSE_i - sum_j P_ij S'_ij`
+      per row (0 for a row that sees no key);
+    - `mean_entropy` [B,H]: the mean of the entropy over the rows that see a
+      key (0 when none does);
+    - `pooled` [B,H,Gq,Gk]: P averaged over a Gq x Gk grid of cells (the
+      result type gives the grid; cell I holds rows
+      [floor(I Sq / Gq), floor((I + 1) Sq / Gq)), keys likewise), masked
+      entries counting as 0: a heatmap at any sequence length;
+    - `similarity` [B,H,H]: the cosine similarity of the heads' attention
+      distributions, `<P_h, P_g> / (|P_h| |P_g|)` over all (i, j) (0 where a
+      head attends nowhere).
+    The kernels recompute P tile by tile from LSE and never store it (on
+    CPU; other targets use the unfused lowering). A row whose softmax is
+    undefined (a score of +inf or NaN) makes its statistics NaN. `lse` must
+    be the LSE of the same attention (for any other value the results are
+    those of `exp(S' - lse)`). attn-derive-backward differentiates
+    `entropy` and `mean_entropy` (entropy regularisation), into
+    `attn.attention_stats_grad` and the LSE's gradient; `pooled` and
+    `similarity` are forward only: the backward treats them as constants
+    (their cotangents are ignored, as after torch's `detach`).
+
+    ```mlir
+    %o, %lse = attn.attention %q, %k, %v causal
+        : tensor<1x8x256x64xf32>, tensor<1x2x256x64xf32>, tensor<1x2x256x64xf32>
+          -> tensor<1x8x256x64xf32>, tensor<1x8x256xf32>
+    %h, %map = attn.attention_stats %q, %k, %lse causal
+        : tensor<1x8x256x64xf32>, tensor<1x2x256x64xf32>, tensor<1x8x256xf32>
+          -> entropy tensor<1x8x256xf32> pooled tensor<1x8x64x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                   Attn_ScoreTensor:$lse, OptionalAttr<F64Attr>:$scale,
+                   UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                   Optional<Attn_LengthsTensor>:$lengths,
+                   Variadic<AnyRankedTensor>:$score_captures,
+                   Variadic<AnyRankedTensor>:$mask_captures);
+  let results = (outs Optional<Attn_ScoreTensor>:$entropy,
+                  Optional<Attn_ScoreTensor>:$mean_entropy,
+                  Optional<Attn_ScoreTensor>:$pooled,
+                  Optional<Attn_ScoreTensor>:$similarity);
+  let regions = (region MaxSizedRegion<1>:$score_mod, MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $query `,` $key `,` $lse (`scale` $scale^)? (`causal` $causal^)?
+    (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
+    (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
+    `` custom<AttentionKeywordCheck>(ref($window))
+    attr-dict `:` type($query) `,` type($key) `,` type($lse) `->`
+    (`entropy` type($entropy)^)? (`mean_entropy` type($mean_entropy)^)?
+    (`pooled` type($pooled)^)? (`similarity` type($similarity)^)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale this op applies (the explicit one or 1/sqrt(D)).
+    double getEffectiveScale();
+  }];
+}
+
 def Attn_CombineOp : Attn_Op<"combine", [Pure, AttrSizedOperandSegments]> {
   let summary = "Exact merge of partial attention results (O, LSE) over disjoint keys";
   let description = [{
@@ -503,6 +571,62 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad",
   }];
 }
 
+def Attn_AttentionStatsGradOp : Attn_Op<"attention_stats_grad",
+    [Pure, IsolatedFromAbove, AttrSizedOperandSegments]> {
+  let summary = "Gradients of attn.attention_stats's entropies";
+  let description = [{
+    Given the inputs of an `attn.attention_stats` (same options and regions)
+    and the cotangents of its `entropy` [B,H,Sq] and/or `mean_entropy`
+    [B,H] (at least one), returns dQ, dK, the gradient of its `lse` operand
+    and one gradient per score capture. With `g_i` the row's cotangent (the
+    mean's shared among the rows that see a key), `P = exp(S' - LSE)` and
+    `mu_i = sum_j P_ij S'_ij`: `dS'_ij = -g_i P_ij (S'_ij + 1)` and
+    `dLSE_i = g_i (1 + mu_i)` (the entropy's partial derivatives with LSE
+    held fixed; through the attention's LSE gradient, the total is
+    `-g_i P_ij (S'_ij - mu_i)`), then as in `attn.attention_grad`:
+    `dS = dS' * dscore_mod/dS`, `dQ = scale dS K`, `dK = scale dS^T Q`.
+
+    ```mlir
+    %dq, %dk, %dlse = attn.attention_stats_grad %q, %k, %lse
+        entropy_grad(%dh : tensor<1x8x64xf32>) causal
+        : tensor<1x8x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x8x64xf32>
+          -> tensor<1x8x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                   Attn_ScoreTensor:$lse,
+                   Optional<Attn_ScoreTensor>:$entropy_grad,
+                   Optional<Attn_ScoreTensor>:$mean_entropy_grad,
+                   OptionalAttr<F64Attr>:$scale,
+                   UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                   Optional<Attn_LengthsTensor>:$lengths,
+                   Variadic<AnyRankedTensor>:$score_captures,
+                   Variadic<AnyRankedTensor>:$mask_captures);
+  let results = (outs Attn_FloatTensor:$query_grad, Attn_FloatTensor:$key_grad,
+                  Attn_ScoreTensor:$lse_grad,
+                  Variadic<AnyRankedTensor>:$score_captures_grad);
+  let regions = (region MaxSizedRegion<1>:$score_mod, MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $query `,` $key `,` $lse
+    (`entropy_grad` `(` $entropy_grad^ `:` type($entropy_grad) `)`)?
+    (`mean_entropy_grad` `(` $mean_entropy_grad^ `:` type($mean_entropy_grad) `)`)?
+    (`scale` $scale^)? (`causal` $causal^)?
+    (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
+    (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
+    `` custom<AttentionStatsGradKeywordCheck>(ref($window))
+    attr-dict `:` type($query) `,` type($key) `,` type($lse) `->`
+    type($query_grad) `,` type($key_grad) `,` type($lse_grad)
+    (`,` type($score_captures_grad)^)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale this op applies (the explicit one or 1/sqrt(D)).
+    double getEffectiveScale();
+  }];
+}
+
 def Attn_CombineGradOp : Attn_Op<"combine_grad", [Pure, AttrSizedOperandSegments]> {
   let summary = "Gradients of attn.combine";
   let description = [{
@@ -537,7 +661,8 @@ def Attn_CombineGradOp : Attn_Op<"combine_grad", [Pure, AttrSizedOperandSegments
 def Attn_YieldOp : Attn_Op<"yield",
     [Pure, Terminator, ReturnLike,
      ParentOneOf<["ScoreModOp", "MaskOp", "AttentionOp", "ScoreModGradOp",
-                  "AttentionGradOp"]>]> {
+                  "AttentionGradOp", "AttentionStatsOp",
+                  "AttentionStatsGradOp"]>]> {
   let summary = "Yield the value of a score_mod or mask_mod region";
   let description = [{
     Terminates a `score_mod` region (one f32) or a `mask_mod` region (one i1).

@@ -34,10 +34,10 @@ LogicalResult checkDifferentiable(func::FuncOp func) {
         return failure();
       continue;
     }
-    if (auto attention = dyn_cast<AttentionOp>(op)) {
-      if (!attention.getScoreMod().empty() &&
-          failed(attnc::checkDifferentiable(attention.getScoreMod(),
-                                            kNoBackwardHint)))
+    if (isa<AttentionOp, AttentionStatsOp>(op)) {
+      Region &scoreMod = op.getRegion(0);
+      if (!scoreMod.empty() &&
+          failed(attnc::checkDifferentiable(scoreMod, kNoBackwardHint)))
         return failure();
       continue;
     }
@@ -161,6 +161,31 @@ public:
             accumulate(output, grad.getGrads()[k]);
           for (auto [k, lse] : llvm::enumerate(o.getLses()))
             accumulate(lse, grad.getGrads()[n + k]);
+        })
+        .Case([&](AttentionStatsOp o) {
+          // Only the entropies have a rule: pooled maps and similarities
+          // are constants to the backward (their cotangents are ignored).
+          Value gEntropy = o.getEntropy() ? adjointOf(o.getEntropy()) : Value();
+          Value gMean =
+              o.getMeanEntropy() ? adjointOf(o.getMeanEntropy()) : Value();
+          if (!gEntropy && !gMean)
+            return;
+          auto grad = AttentionStatsGradOp::create(
+              b, loc, o.getQuery().getType(), o.getKey().getType(),
+              o.getLse().getType(), o.getScoreCaptures().getTypes(),
+              m(o.getQuery()), m(o.getKey()), m(o.getLse()), gEntropy, gMean,
+              o.getScaleAttr(), o.getCausalAttr(), o.getWindowAttr(),
+              o.getLengths() ? m(o.getLengths()) : Value(),
+              llvm::map_to_vector(o.getScoreCaptures(), m),
+              llvm::map_to_vector(o.getMaskCaptures(), m));
+          IRMapping scoreMapping, maskMapping;
+          o.getScoreMod().cloneInto(&grad.getScoreMod(), scoreMapping);
+          o.getMaskMod().cloneInto(&grad.getMaskMod(), maskMapping);
+          accumulate(o.getQuery(), grad.getQueryGrad());
+          accumulate(o.getKey(), grad.getKeyGrad());
+          accumulate(o.getLse(), grad.getLseGrad());
+          accumulateCaptures(o.getScoreCaptures(),
+                             grad.getScoreCapturesGrad());
         })
         .Case([&](AttentionOp o) {
           Value gOutput = adjointOf(o.getOutput());

@@ -18,6 +18,7 @@ using namespace attnc;
 
 namespace {
 
+using test::Buffer;
 using test::tensorType;
 using test::testOptions;
 
@@ -276,56 +277,6 @@ std::string specFor(const AttentionCase &c) {
   os << "\n  return %o, %lse : " << oT << ", " << lseT << "\n}\n";
   return os.str();
 }
-
-/// A tensor argument held as doubles (what the reference sees) and as the
-/// bytes the kernel reads, rounded to its dtype.
-struct Buffer {
-  std::vector<double> values;
-  std::vector<uint8_t> bytes;
-  std::string dtype;
-
-  Buffer(size_t n, const std::string &dtype) : values(n), dtype(dtype) {
-    bytes.resize(n * elementSize());
-  }
-  size_t elementSize() const {
-    return dtype == "f32" || dtype == "i32" ? 4 : dtype == "i64" ? 8 : 2;
-  }
-  void *data() { return bytes.data(); }
-  /// Stores `values` into `bytes`, rounding them to the dtype first.
-  void pack() {
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (dtype == "f32") {
-        float f = float(values[i]);
-        std::memcpy(&bytes[4 * i], &f, 4);
-        values[i] = f;
-      } else if (dtype == "i32") {
-        int32_t v = int32_t(values[i]);
-        std::memcpy(&bytes[4 * i], &v, 4);
-      } else {
-        uint16_t bits = dtype == "f16" ? ref::floatToHalf(float(values[i]))
-                                       : ref::floatToBFloat16(float(values[i]));
-        std::memcpy(&bytes[2 * i], &bits, 2);
-        values[i] = dtype == "f16" ? ref::halfToFloat(bits)
-                                   : ref::bfloat16ToFloat(bits);
-      }
-    }
-  }
-  /// Reads the kernel's output back into `values`.
-  void unpack() {
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (dtype == "f32") {
-        float f;
-        std::memcpy(&f, &bytes[4 * i], 4);
-        values[i] = f;
-      } else {
-        uint16_t bits;
-        std::memcpy(&bits, &bytes[2 * i], 2);
-        values[i] = dtype == "f16" ? ref::halfToFloat(bits)
-                                   : ref::bfloat16ToFloat(bits);
-      }
-    }
-  }
-};
 
 double toleranceFor(const std::string &dtype) {
   // f32: accumulation error only. f16 keeps 11 significant bits, bf16 8:

@@ -29,6 +29,7 @@ void checkShape(const AttentionShape &s) {
 struct Row {
   std::vector<double> raw;     // scale * q.k, before scoreMod
   std::vector<double> p;       // softmax probabilities (0 where masked)
+  std::vector<double> modded;  // scoreMod(raw) (-inf where masked)
   std::vector<char> visible;   // mask result per key
   double lse = kNegInf;
 };
@@ -40,7 +41,8 @@ void computeRow(const AttentionShape &s, double scale, const MaskSpec &mask,
   row.raw.assign(s.Skv, 0.0);
   row.p.assign(s.Skv, 0.0);
   row.visible.assign(s.Skv, 0);
-  std::vector<double> modded(s.Skv, kNegInf);
+  row.modded.assign(s.Skv, kNegInf);
+  std::vector<double> &modded = row.modded;
   double rowMax = kNegInf;
   for (int64_t j = 0; j < s.Skv; ++j) {
     if (!isVisible(mask, b, h, i, j))
@@ -84,6 +86,158 @@ void computeRow(const AttentionShape &s, double scale, const MaskSpec &mask,
 }
 
 } // namespace
+
+namespace {
+
+/// The first row (or key) of cell `cell` of `cells` over `n`.
+int64_t cellStart(int64_t cell, int64_t n, int64_t cells) {
+  return cell * n / cells;
+}
+
+/// -sum_j p log p over a row's visible keys, as sum_j p (LSE - S'_j);
+/// 0 for a row that sees no key, NaN for an undefined one.
+double rowEntropy(const Row &row) {
+  if (row.lse == kNegInf)
+    return 0.0;
+  double h = 0.0;
+  for (size_t j = 0; j < row.p.size(); ++j)
+    if (row.visible[j] && row.p[j] != 0.0)
+      h += row.p[j] * (row.lse - row.modded[j]);
+  return std::isnan(row.lse) ? row.lse : h;
+}
+
+} // namespace
+
+AttentionStatistics attentionStatistics(const AttentionShape &s, double scale,
+                                        const MaskSpec &mask,
+                                        const ScoreMod &scoreMod,
+                                        const double *q, const double *k,
+                                        int64_t Gq, int64_t Gk) {
+  checkShape(s);
+  if (Gq <= 0 || Gk <= 0 || Gq > s.Sq || Gk > s.Skv)
+    throw std::invalid_argument("attnc::ref: invalid statistics grid");
+  const int64_t group = s.H / s.Hkv;
+  AttentionStatistics stats;
+  stats.entropy.assign(s.B * s.H * s.Sq, 0.0);
+  stats.meanEntropy.assign(s.B * s.H, 0.0);
+  stats.pooled.assign(s.B * s.H * Gq * Gk, 0.0);
+  stats.similarity.assign(s.B * s.H * s.H, 0.0);
+  std::vector<int64_t> keyCell(s.Skv);
+  for (int64_t c = 0; c < Gk; ++c)
+    for (int64_t j = cellStart(c, s.Skv, Gk); j < cellStart(c + 1, s.Skv, Gk);
+         ++j)
+      keyCell[j] = c;
+  std::vector<Row> rows(s.H);
+  for (int64_t b = 0; b < s.B; ++b) {
+    std::vector<int64_t> seen(s.H, 0);
+    double *sim = stats.similarity.data() + b * s.H * s.H;
+    for (int64_t qc = 0; qc < Gq; ++qc) {
+      for (int64_t i = cellStart(qc, s.Sq, Gq);
+           i < cellStart(qc + 1, s.Sq, Gq); ++i) {
+        for (int64_t h = 0; h < s.H; ++h) {
+          const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
+          computeRow(s, scale, mask, scoreMod, q + rowIdx * s.D,
+                     k + (b * s.Hkv + h / group) * s.Skv * s.D, b, h, i,
+                     rows[h]);
+          double entropy = rowEntropy(rows[h]);
+          stats.entropy[rowIdx] = entropy;
+          if (rows[h].lse != kNegInf) {
+            stats.meanEntropy[b * s.H + h] += entropy;
+            ++seen[h];
+          }
+          double *cells = stats.pooled.data() + ((b * s.H + h) * Gq + qc) * Gk;
+          for (int64_t j = 0; j < s.Skv; ++j)
+            cells[keyCell[j]] += rows[h].p[j];
+        }
+        for (int64_t h = 0; h < s.H; ++h)
+          for (int64_t g = 0; g < s.H; ++g)
+            for (int64_t j = 0; j < s.Skv; ++j)
+              sim[h * s.H + g] += rows[h].p[j] * rows[g].p[j];
+      }
+    }
+    for (int64_t h = 0; h < s.H; ++h)
+      if (seen[h])
+        stats.meanEntropy[b * s.H + h] /= double(seen[h]);
+    std::vector<double> norms(s.H);
+    for (int64_t h = 0; h < s.H; ++h)
+      norms[h] = std::sqrt(sim[h * s.H + h]);
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t g = 0; g < s.H; ++g)
+        sim[h * s.H + g] = norms[h] == 0.0 || norms[g] == 0.0
+                               ? 0.0
+                               : sim[h * s.H + g] / (norms[h] * norms[g]);
+  }
+  for (int64_t bh = 0; bh < s.B * s.H; ++bh)
+    for (int64_t qc = 0; qc < Gq; ++qc)
+      for (int64_t kc = 0; kc < Gk; ++kc)
+        stats.pooled[(bh * Gq + qc) * Gk + kc] /=
+            double((cellStart(qc + 1, s.Sq, Gq) - cellStart(qc, s.Sq, Gq)) *
+                   (cellStart(kc + 1, s.Skv, Gk) - cellStart(kc, s.Skv, Gk)));
+  return stats;
+}
+
+void entropyBackward(const AttentionShape &s, double scale,
+                     const MaskSpec &mask, const ScoreMod &scoreMod,
+                     const double *q, const double *k, const double *dEntropy,
+                     const double *dMeanEntropy, double *dQ, double *dK) {
+  checkShape(s);
+  if (scoreMod.apply && !scoreMod.dScore)
+    throw std::invalid_argument(
+        "attnc::ref: scoreMod.dScore is required for the backward");
+  const int64_t group = s.H / s.Hkv;
+  std::fill(dQ, dQ + s.B * s.H * s.Sq * s.D, 0.0);
+  std::fill(dK, dK + s.B * s.Hkv * s.Skv * s.D, 0.0);
+  Row row;
+  for (int64_t b = 0; b < s.B; ++b) {
+    for (int64_t h = 0; h < s.H; ++h) {
+      const int64_t kvOff = (b * s.Hkv + h / group) * s.Skv;
+      const double *kHead = k + kvOff * s.D;
+      double *dKHead = dK + kvOff * s.D;
+      // The mean's cotangent reaches each row that sees a key.
+      double meanShare = 0.0;
+      if (dMeanEntropy) {
+        int64_t seen = 0;
+        for (int64_t i = 0; i < s.Sq; ++i) {
+          const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
+          computeRow(s, scale, mask, scoreMod, q + rowIdx * s.D, kHead, b, h,
+                     i, row);
+          seen += row.lse != kNegInf;
+        }
+        if (seen)
+          meanShare = dMeanEntropy[b * s.H + h] / double(seen);
+      }
+      for (int64_t i = 0; i < s.Sq; ++i) {
+        const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
+        const double *qRow = q + rowIdx * s.D;
+        computeRow(s, scale, mask, scoreMod, qRow, kHead, b, h, i, row);
+        if (row.lse == kNegInf)
+          continue;
+        double g = (dEntropy ? dEntropy[rowIdx] : 0.0) + meanShare;
+        double mean = 0.0;
+        for (int64_t j = 0; j < s.Skv; ++j)
+          if (row.visible[j] && row.p[j] != 0.0)
+            mean += row.p[j] * row.modded[j];
+        for (int64_t j = 0; j < s.Skv; ++j) {
+          if (!row.visible[j])
+            continue;
+          double dSPrime =
+              row.p[j] == 0.0 ? 0.0 : -g * row.p[j] * (row.modded[j] - mean);
+          double dRaw = dSPrime;
+          if (scoreMod.apply) {
+            dRaw *= scoreMod.dScore(row.raw[j], b, h, i, j);
+            if (scoreMod.accumulateCaptureGrad)
+              scoreMod.accumulateCaptureGrad(row.raw[j], b, h, i, j, dSPrime);
+          }
+          const double *kRow = kHead + j * s.D;
+          for (int64_t d = 0; d < s.D; ++d) {
+            dQ[rowIdx * s.D + d] += scale * dRaw * kRow[d];
+            dKHead[j * s.D + d] += scale * dRaw * qRow[d];
+          }
+        }
+      }
+    }
+  }
+}
 
 bool isVisible(const MaskSpec &mask, int64_t b, int64_t h, int64_t i,
                int64_t j) {

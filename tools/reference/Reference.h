@@ -80,6 +80,40 @@ void attentionBackward(const AttentionShape &shape, double scale,
                        const double *q, const double *k, const double *v,
                        const double *dO, double *dQ, double *dK, double *dV);
 
+/// attn.attention_stats: statistics of P = softmax(mask(scoreMod(scale Q
+/// K^T))), computed row by row (never the whole P).
+struct AttentionStatistics {
+  std::vector<double> entropy;     // [B, H, Sq]: -sum_j p log p (0 for a row
+                                   // that sees no key)
+  std::vector<double> meanEntropy; // [B, H]: mean over the rows that see a
+                                   // key (0 if none)
+  std::vector<double> pooled;      // [B, H, Gq, Gk]: mean of p over each
+                                   // cell's rows x keys
+  std::vector<double> similarity;  // [B, H, H]: <P_h, P_g> / (|P_h| |P_g|),
+                                   // 0 where a norm is 0
+};
+
+/// Cells: rows [floor(I Sq / Gq), floor((I + 1) Sq / Gq)), keys likewise
+/// with Skv and Gk (Gq <= Sq, Gk <= Skv). A row whose softmax is undefined
+/// (a visible score of +inf or NaN) makes its statistics NaN.
+AttentionStatistics attentionStatistics(const AttentionShape &shape,
+                                        double scale, const MaskSpec &mask,
+                                        const ScoreMod &scoreMod,
+                                        const double *q, const double *k,
+                                        int64_t Gq, int64_t Gk);
+
+/// Gradients of the entropy (and mean entropy) of attentionStatistics given
+/// their cotangents dEntropy [B, H, Sq] and dMeanEntropy [B, H] (either may
+/// be nullptr): dQ and dK are overwritten. Per visible (i, j),
+/// dS'_ij = -g_i p_ij (S'_ij - sum_k p_ik S'_ik) with g_i the row's
+/// cotangent, then through scoreMod.dScore and the scale as in
+/// attentionBackward (accumulateCaptureGrad is called once per visible
+/// (b, h, i, j)).
+void entropyBackward(const AttentionShape &shape, double scale,
+                     const MaskSpec &mask, const ScoreMod &scoreMod,
+                     const double *q, const double *k, const double *dEntropy,
+                     const double *dMeanEntropy, double *dQ, double *dK);
+
 /// The pieces of attention as the graph-form ops compute them, for specs
 /// that spell attention out (attn.scores, attn.mask, attn.softmax,
 /// attn.apply). Composed as softmaxRows(maskScores(scale * computeScores))

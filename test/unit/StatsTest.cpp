@@ -1,0 +1,315 @@
+// attn.attention_stats (entropy, mean entropy, pooled maps, head similarity)
+// and the entropy's derived gradients, compiled through the JIT, against
+// the float64 reference computed from the full P.
+#include "attnc/jit.h"
+#include "test/unit/TestUtil.h"
+#include "tools/reference/Reference.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+
+using namespace attnc;
+
+namespace {
+
+using test::Buffer;
+using test::tensorType;
+
+struct StatsCase {
+  int64_t B = 1, H = 1, Hkv = 1, Sq = 1, Skv = 1, D = 16, Gq = 1, Gk = 1;
+  std::string dtype = "f32";
+  bool causal = false;
+  int64_t window = 0;
+  bool lengths = false;   // batch 0 sees no key (fully masked rows)
+  bool softcap = false;   // score_mod: 5 tanh(s / 5)
+  bool documents = false; // mask_mod: same document (ids captured)
+
+  std::string describe() const {
+    std::ostringstream os;
+    os << "B=" << B << " H=" << H << " Hkv=" << Hkv << " Sq=" << Sq
+       << " Skv=" << Skv << " D=" << D << " grid=" << Gq << "x" << Gk << " "
+       << dtype << (causal ? " causal" : "") << " window=" << window
+       << (lengths ? " lengths" : "") << (softcap ? " softcap" : "")
+       << (documents ? " documents" : "");
+    return os.str();
+  }
+};
+
+constexpr double kSoftcap = 5.0;
+
+/// @stats(q, k, v, [len], [doc_q, doc_k]) -> (O, entropy, mean entropy,
+/// pooled, similarity): attn.attention and its statistics.
+std::string specFor(const StatsCase &c) {
+  std::string qT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
+              kT = tensorType({c.B, c.Hkv, c.Skv, c.D}, c.dtype),
+              oT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
+              lseT = tensorType({c.B, c.H, c.Sq}),
+              meanT = tensorType({c.B, c.H}),
+              poolT = tensorType({c.B, c.H, c.Gq, c.Gk}),
+              simT = tensorType({c.B, c.H, c.H}),
+              docQT = tensorType({c.Sq}, "i32"),
+              docKT = tensorType({c.Skv}, "i32");
+  std::ostringstream options, types, regions;
+  if (c.causal)
+    options << " causal";
+  if (c.window)
+    options << " window " << c.window;
+  if (c.lengths)
+    options << " lengths(%len : " << tensorType({c.B}, "i32") << ")";
+  if (c.documents)
+    options << " mask_captures(%dq, %dk : " << docQT << ", " << docKT << ")";
+  if (c.softcap)
+    regions << " score_mod {\n"
+            << "^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
+            << "  %c = arith.constant 5.0 : f32\n"
+            << "  %x = arith.divf %s, %c : f32\n"
+            << "  %t = math.tanh %x : f32\n"
+            << "  %r = arith.mulf %t, %c : f32\n"
+            << "  attn.yield %r : f32\n}";
+  if (c.documents)
+    regions << " mask_mod {\n"
+            << "^bb0(%b: index, %h: index, %i: index, %j: index, %a: "
+            << docQT << ", %e: " << docKT << "):\n"
+            << "  %di = tensor.extract %a[%i] : " << docQT << "\n"
+            << "  %dj = tensor.extract %e[%j] : " << docKT << "\n"
+            << "  %same = arith.cmpi eq, %di, %dj : i32\n"
+            << "  attn.yield %same : i1\n}";
+  std::ostringstream os;
+  os << "func.func @stats(%q: " << qT << ", %k: " << kT << ", %v: " << kT;
+  if (c.lengths)
+    os << ", %len: " << tensorType({c.B}, "i32");
+  if (c.documents)
+    os << ", %dq: " << docQT << ", %dk: " << docKT;
+  os << ") -> (" << oT << ", " << lseT << ", " << meanT << ", " << poolT
+     << ", " << simT << ") {\n"
+     << "  %o, %lse = attn.attention %q, %k, %v" << options.str() << " : "
+     << qT << ", " << kT << ", " << kT << " -> " << oT << ", " << lseT
+     << regions.str() << "\n"
+     << "  %h, %m, %p, %s = attn.attention_stats %q, %k, %lse"
+     << options.str() << " : " << qT << ", " << kT << ", " << lseT
+     << " -> entropy " << lseT << " mean_entropy " << meanT << " pooled "
+     << poolT << " similarity " << simT << regions.str() << "\n"
+     << "  return %o, %h, %m, %p, %s : " << oT << ", " << lseT << ", " << meanT
+     << ", " << poolT << ", " << simT << "\n}\n";
+  return os.str();
+}
+
+/// max |actual - expected| / max(max |expected|, floor); NaN must match.
+double errorOf(const std::vector<double> &actual,
+               const std::vector<double> &expected, double floor) {
+  double diff = 0, norm = floor;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (std::isnan(actual[i]) != std::isnan(expected[i]))
+      return std::numeric_limits<double>::infinity();
+    if (std::isnan(expected[i]))
+      continue;
+    diff = std::max(diff, std::fabs(actual[i] - expected[i]));
+    norm = std::max(norm, std::fabs(expected[i]));
+  }
+  return diff / norm;
+}
+
+jit::Result call(const jit::Module &module, const std::string &name,
+                 std::vector<Buffer *> buffers) {
+  std::vector<jit::TensorRef> tensors;
+  const jit::EntryPoint *entry = module.find(name);
+  if (!entry)
+    return {1, "no entry point " + name};
+  for (size_t k = 0; k < entry->args.size() && k < buffers.size(); ++k)
+    tensors.push_back(
+        {buffers[k]->data(), entry->args[k].shape, entry->args[k].dtype});
+  return module.call(name, tensors);
+}
+
+/// Runs the forward (and with `gradients` the backward) of a case and
+/// compares every statistic and gradient with the reference.
+void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
+  SCOPED_TRACE(c.describe());
+  std::string spec = specFor(c);
+  SCOPED_TRACE(spec);
+  std::string error;
+  auto module = jit::Module::compile(spec, test::testOptions(), &error);
+  ASSERT_TRUE(module) << error;
+
+  const int64_t rows = c.B * c.H * c.Sq;
+  Buffer q(rows * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
+      v(c.B * c.Hkv * c.Skv * c.D, c.dtype), len(c.B, "i32"),
+      docQ(c.Sq, "i32"), docK(c.Skv, "i32"), o(rows * c.D, c.dtype),
+      entropy(rows, "f32"), mean(c.B * c.H, "f32"),
+      pooled(c.B * c.H * c.Gq * c.Gk, "f32"), sim(c.B * c.H * c.H, "f32"),
+      lse(rows, "f32");
+  ref::fillRandom(q.values.data(), q.values.size(), seed + 1, -2, 2);
+  ref::fillRandom(k.values.data(), k.values.size(), seed + 2, -2, 2);
+  ref::fillRandom(v.values.data(), v.values.size(), seed + 3);
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> lengths(c.B);
+  for (int64_t b = 0; b < c.B; ++b) {
+    lengths[b] = (b == 0 && c.B > 1) ? 0 : int64_t(rng() % (c.Skv + 3));
+    len.values[b] = double(lengths[b]);
+  }
+  for (int64_t i = 0; i < c.Sq; ++i)
+    docQ.values[i] = double(i * 3 / c.Sq);
+  for (int64_t j = 0; j < c.Skv; ++j)
+    docK.values[j] = double(j * 3 / c.Skv);
+  for (Buffer *x : {&q, &k, &v, &len, &docQ, &docK})
+    x->pack();
+
+  std::vector<Buffer *> inputs = {&q, &k, &v};
+  if (c.lengths)
+    inputs.push_back(&len);
+  if (c.documents)
+    inputs.insert(inputs.end(), {&docQ, &docK});
+  std::vector<Buffer *> results = {&o, &entropy, &mean, &pooled, &sim};
+  std::vector<Buffer *> args = inputs;
+  args.insert(args.end(), results.begin(), results.end());
+  // With gradients, @stats_fwd also returns the saved LSE.
+  if (gradients)
+    args.push_back(&lse);
+  jit::Result status =
+      call(*module, gradients ? "stats_fwd" : "stats", args);
+  ASSERT_TRUE(status.ok()) << status.error << " status " << status.status;
+  for (Buffer *r : results)
+    r->unpack();
+
+  ref::AttentionShape shape{c.B, c.H, c.Hkv, c.Sq, c.Skv, c.D, c.D};
+  ref::MaskSpec mask;
+  mask.causal = c.causal;
+  mask.window = c.window;
+  if (c.lengths)
+    mask.lengths = lengths.data();
+  if (c.documents)
+    mask.maskMod = [&](int64_t, int64_t, int64_t i, int64_t j) {
+      return docQ.values[i] == docK.values[j];
+    };
+  ref::ScoreMod mod;
+  if (c.softcap) {
+    mod.apply = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      return kSoftcap * std::tanh(s / kSoftcap);
+    };
+    mod.dScore = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      double t = std::tanh(s / kSoftcap);
+      return 1 - t * t;
+    };
+  }
+  double scale = 1.0 / std::sqrt(double(c.D));
+  ref::AttentionStatistics expected = ref::attentionStatistics(
+      shape, double(float(scale)), mask, mod, q.values.data(),
+      k.values.data(), c.Gq, c.Gk);
+  // The statistics are computed in f32 from the inputs as rounded.
+  const double tolerance = 2e-5;
+  EXPECT_LE(errorOf(entropy.values, expected.entropy, 1e-3), tolerance)
+      << "entropy";
+  EXPECT_LE(errorOf(mean.values, expected.meanEntropy, 1e-3), tolerance)
+      << "mean entropy";
+  EXPECT_LE(errorOf(pooled.values, expected.pooled, 1e-6), tolerance)
+      << "pooled";
+  EXPECT_LE(errorOf(sim.values, expected.similarity, 1e-3), tolerance)
+      << "similarity";
+  if (!gradients)
+    return;
+
+  // Cotangents of every result (pooled's and similarity's are ignored).
+  std::vector<Buffer> cot;
+  for (Buffer *r : results) {
+    cot.emplace_back(r->values.size(), r->dtype);
+    ref::fillRandom(cot.back().values.data(), cot.back().values.size(),
+                    seed + 10 + cot.size());
+    cot.back().pack();
+  }
+  Buffer dq(q.values.size(), c.dtype), dk(k.values.size(), c.dtype),
+      dv(v.values.size(), c.dtype);
+  std::vector<Buffer *> bwd = inputs;
+  bwd.insert(bwd.end(), results.begin(), results.end());
+  bwd.push_back(&lse);
+  for (Buffer &x : cot)
+    bwd.push_back(&x);
+  bwd.insert(bwd.end(), {&dq, &dk, &dv});
+  for (Buffer *r : results)
+    r->pack();
+  status = call(*module, "stats_bwd", bwd);
+  ASSERT_TRUE(status.ok()) << status.error << " status " << status.status;
+  for (Buffer *g : {&dq, &dk, &dv})
+    g->unpack();
+
+  std::vector<double> eq(q.values.size()), ek(k.values.size()),
+      ev(v.values.size()), hq(q.values.size()), hk(k.values.size());
+  ref::attentionBackward(shape, double(float(scale)), mask, mod,
+                         q.values.data(), k.values.data(), v.values.data(),
+                         cot[0].values.data(), eq.data(), ek.data(),
+                         ev.data());
+  ref::entropyBackward(shape, double(float(scale)), mask, mod,
+                       q.values.data(), k.values.data(), cot[1].values.data(),
+                       cot[2].values.data(), hq.data(), hk.data());
+  for (size_t i = 0; i < eq.size(); ++i)
+    eq[i] += hq[i];
+  for (size_t i = 0; i < ek.size(); ++i)
+    ek[i] += hk[i];
+  const double gradTolerance = c.dtype == "f32" ? 1e-4 : 3e-2;
+  EXPECT_LE(errorOf(dq.values, eq, 1.0), gradTolerance) << "d_q";
+  EXPECT_LE(errorOf(dk.values, ek, 1.0), gradTolerance) << "d_k";
+  EXPECT_LE(errorOf(dv.values, ev, 1.0), gradTolerance) << "d_v";
+}
+
+TEST(StatsTest, EveryStatisticMatchesTheReference) {
+  StatsCase c;
+  c.B = 2, c.H = 4, c.Hkv = 2, c.Sq = 40, c.Skv = 48, c.Gq = 8, c.Gk = 6;
+  c.causal = true;
+  runCase(c, 1, /*gradients=*/false);
+}
+
+TEST(StatsTest, MasksScoreModsAndGrids) {
+  std::mt19937_64 rng(7);
+  for (int n = 0; n < 12; ++n) {
+    StatsCase c;
+    c.B = 1 + rng() % 2;
+    c.Hkv = 1 + rng() % 2;
+    c.H = c.Hkv * (1 + rng() % 3);
+    c.Sq = 1 + rng() % 70;
+    c.Skv = 1 + rng() % 90;
+    c.D = 16 * (1 + rng() % 2);
+    c.Gq = 1 + rng() % c.Sq;
+    c.Gk = 1 + rng() % c.Skv;
+    c.causal = rng() % 3 == 0;
+    c.window = rng() % 4 == 0 ? 1 + rng() % 20 : 0;
+    c.lengths = rng() % 3 == 0;
+    c.softcap = rng() % 3 == 0;
+    c.documents = rng() % 4 == 0;
+    c.dtype = rng() % 3 == 0 ? "bf16" : "f32";
+    runCase(c, 100 + n, /*gradients=*/n % 2 == 0);
+  }
+}
+
+TEST(StatsTest, FullyMaskedRowsHaveZeroStatistics) {
+  StatsCase c;
+  c.B = 3, c.H = 2, c.Sq = 17, c.Skv = 33, c.Gq = 4, c.Gk = 4;
+  c.lengths = true; // batch 0: no key at all
+  runCase(c, 5, /*gradients=*/true);
+}
+
+TEST(StatsTest, EntropyGradients) {
+  StatsCase c;
+  c.B = 1, c.H = 4, c.Hkv = 2, c.Sq = 37, c.Skv = 45, c.Gq = 3, c.Gk = 5;
+  c.softcap = true;
+  c.causal = true;
+  runCase(c, 9, /*gradients=*/true);
+  c.dtype = "bf16";
+  runCase(c, 10, /*gradients=*/true);
+}
+
+TEST(StatsTest, InvalidGridIsALocatedError) {
+  std::string spec = R"(
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %l: tensor<1x2x8xf32>) -> tensor<1x2x9x4xf32> {
+  %p = attn.attention_stats %q, %k, %l : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32> -> pooled tensor<1x2x9x4xf32>
+  return %p : tensor<1x2x9x4xf32>
+})";
+  std::string error;
+  EXPECT_FALSE(jit::Module::compile(spec, test::testOptions(), &error));
+  EXPECT_NE(error.find("3:8"), std::string::npos) << error;
+  EXPECT_NE(error.find("pooled's grid 9 x 4"), std::string::npos) << error;
+}
+
+} // namespace
