@@ -184,6 +184,8 @@ bool promoteMaskModOfFusedOp(Operation *op) {
     promote(fwd);
   else if (auto grad = dyn_cast<attn::AttentionGradOp>(op))
     promote(grad);
+  else if (auto stats = dyn_cast<attn::AttentionStatsOp>(op))
+    promote(stats);
   else
     return false;
   return true;

@@ -26,8 +26,9 @@ IndexBounds analyzeMaskMod(mlir::Region &maskMod);
 bool promoteMaskMod(attn::AttentionOp op);
 bool promoteMaskMod(attn::AttentionGradOp op);
 
-/// What the tile planners do first: for an attn.attention or
-/// attn.attention_grad, promoteMaskMod and true; false for other ops.
+/// What the tile planners do first: for an attn.attention,
+/// attn.attention_grad or attn.attention_stats, promoteMaskMod and true;
+/// false for other ops.
 bool promoteMaskModOfFusedOp(mlir::Operation *op);
 
 } // namespace attnc

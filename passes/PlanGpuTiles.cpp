@@ -38,7 +38,8 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
         attn::setTilePlan(op, gpuPlan);
     };
     getOperation().walk([&](Operation *op) {
-      if (promoteMaskModOfFusedOp(op))
+      // The statistics have no GPU kernel: they keep the unfused lowering.
+      if (promoteMaskModOfFusedOp(op) && !isa<attn::AttentionStatsOp>(op))
         plan(op);
     });
   }

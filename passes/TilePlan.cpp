@@ -103,7 +103,16 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
           maxKeyBlock = CpuPlanAttr::kMaxKeyBlock;
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
-  if (fwd) {
+  auto stats = dyn_cast<attn::AttentionStatsOp>(op);
+  if (stats) {
+    // Rows and key blocks as a forward's (no AMX, no query blocks: a task
+    // is a cell of rows, see codegen/cpu/FlashStats.h); 128-key blocks
+    // keep every head's P of a block (similarity) in L2.
+    sq = shapeOf(stats.getQuery())[2];
+    skv = shapeOf(stats.getKey())[2];
+    visible = visibleKeys(stats);
+    maxKeyBlock = 128;
+  } else if (fwd) {
     ArrayRef<int64_t> q = shapeOf(fwd.getQuery());
     sq = q[2];
     heads = q[0] * q[1];
@@ -141,7 +150,7 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
     rows = std::min<int64_t>(maxRows, 8);
   }
   MLIRContext *context = op->getContext();
-  if (!fwd && !grad)
+  if (!fwd && !grad && !stats)
     return CpuPlanAttr::get(context, rows, /*queryBlock=*/0, /*keyBlock=*/0,
                             /*amx=*/false, /*splits=*/1);
   int64_t queryTiles = heads ? heads * ((sq + rows - 1) / rows) : 1;

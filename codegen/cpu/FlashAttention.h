@@ -21,19 +21,28 @@ namespace attnc {
 /// ops keep the unfused lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
 bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan);
+/// attn.attention_stats: float Q and K and widenable regions.
+bool canLowerToFlashCpu(attn::AttentionStatsOp op);
 
 /// What lowerToFlashForward built: O and LSE.
 struct FlashForwardResult {
   mlir::Value output, lse;
 };
 
+/// The attn.attention_stats over `op`'s LSE with its Q, K, options and
+/// regions that asks for the entropies (entropy or mean_entropy), if any:
+/// lowerToFlashForward computes them in the forward kernel, online.
+attn::AttentionStatsOp entropyCompanion(attn::AttentionOp op);
+
 /// Builds the forward kernel of `op` as `plan` says, for vector registers
 /// `vectorBits` wide (512: exp through AVX-512's vscalefps), before
 /// bufferization (inputs through bufferization.to_buffer, results back
 /// through to_tensor), and replaces `op` with it. With plan.amx the
 /// products run on AMX tiles and the module is marked attn.uses_amx (its
-/// entry points must first get the OS's leave: attn-export-abi). Fails,
-/// changing nothing, when !canLowerToFlashCpu(op).
+/// entry points must first get the OS's leave: attn-export-abi). With an
+/// entropyCompanion, the kernel computes its entropies too, and the
+/// companion keeps only its other statistics (or goes). Fails, changing
+/// nothing, when !canLowerToFlashCpu(op).
 mlir::FailureOr<FlashForwardResult>
 lowerToFlashForward(mlir::RewriterBase &rewriter, attn::AttentionOp op,
                     attn::CpuPlanAttr plan, int64_t vectorBits);
@@ -47,6 +56,13 @@ lowerToFlashForward(mlir::RewriterBase &rewriter, attn::AttentionOp op,
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 lowerToFlashBackward(mlir::RewriterBase &rewriter, attn::AttentionGradOp op,
                      attn::CpuPlanAttr plan, int64_t vectorBits);
+
+/// The statistics of attn.attention_stats from P recomputed a score tile
+/// at a time (FlashStats.h), in place of `op`; returns its results. Fails,
+/// changing nothing, when !canLowerToFlashCpu(op).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+lowerToFlashStats(mlir::RewriterBase &rewriter, attn::AttentionStatsOp op,
+                  attn::CpuPlanAttr plan, int64_t vectorBits);
 
 } // namespace attnc
 

@@ -358,4 +358,43 @@ Value FlashCommon::flushTiny(Value x, Value e) {
   return arith::SelectOp::create(b, tiny, constant(0.0f), e);
 }
 
+Value FlashCommon::meanEntropy(Value entropy, Value lse) {
+  Value mean = alloc({B, H});
+  loop(0, B, [&](Value bi) {
+    loop(0, H, [&](Value h) {
+      auto rowLoop = scf::ForOp::create(b, idx(0), idx(Sq), idx(1),
+                                        ValueRange{f(0.0f), f(0.0f)});
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(rowLoop.getBody());
+        SmallVector<Value> at{bi, h, rowLoop.getInductionVar()};
+        Value seen = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE,
+                                           memref::LoadOp::create(b, lse, at),
+                                           f(kNegInf));
+        Value sum = rowLoop.getRegionIterArgs()[0],
+              rowsSeen = rowLoop.getRegionIterArgs()[1];
+        scf::YieldOp::create(
+            b,
+            ValueRange{arith::SelectOp::create(
+                           b, seen,
+                           arith::AddFOp::create(
+                               b, sum, memref::LoadOp::create(b, entropy, at)),
+                           sum),
+                       arith::SelectOp::create(
+                           b, seen, arith::AddFOp::create(b, rowsSeen, f(1.0f)),
+                           rowsSeen)});
+      }
+      Value sum = rowLoop.getResult(0), rowsSeen = rowLoop.getResult(1);
+      Value none = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, rowsSeen,
+                                         f(0.0f));
+      memref::StoreOp::create(
+          b,
+          arith::SelectOp::create(b, none, f(0.0f),
+                                  arith::DivFOp::create(b, sum, rowsSeen)),
+          mean, ValueRange{bi, h});
+    });
+  });
+  return mean;
+}
+
 } // namespace attnc

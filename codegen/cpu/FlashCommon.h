@@ -10,6 +10,7 @@
 
 #include "codegen/MaskTiles.h"
 #include "codegen/cpu/KernelBuilder.h"
+#include "dialect/AttnOps.h"
 #include "dialect/ShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,13 +36,24 @@ public:
     for (mlir::Value capture : op.getMaskCaptures())
       captures.push_back(capture);
     mlir::ArrayRef<int64_t> q = shapeOf(op.getQuery()),
-                            k = shapeOf(op.getKey()),
-                            v = shapeOf(op.getValue());
-    B = q[0], H = q[1], Sq = q[2], D = q[3], Hkv = k[1], Skv = k[2], Dv = v[3];
+                            k = shapeOf(op.getKey());
+    B = q[0], H = q[1], Sq = q[2], D = q[3], Hkv = k[1], Skv = k[2];
+    Dv = valueDimOf(op);
     tiles = (Skv + kCols - 1) / kCols;
   }
 
+  /// The mean over each head's rows that see a key (LSE > -inf; NaN
+  /// too) of the entropies [B, H, Sq] (0 when none does), as a new [B, H]
+  /// buffer: a loop after the kernel's tasks, summing in row order.
+  mlir::Value meanEntropy(mlir::Value entropy, mlir::Value lse);
+
 protected:
+  /// Dv: V's head dimension, 0 for the statistics (no V).
+  template <typename OpTy> static int64_t valueDimOf(OpTy op) {
+    return shapeOf(op.getValue())[3];
+  }
+  static int64_t valueDimOf(attn::AttentionStatsOp) { return 0; }
+
   /// Runs body(args, bi, head) for every (batch, head) of `heads` heads on
   /// the thread pool: the per-call data preparation (transposes, packing,
   /// row sums) is parallel too.

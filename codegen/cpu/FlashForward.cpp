@@ -9,12 +9,15 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <limits>
 
 using namespace mlir;
 
 namespace attnc {
 
-std::pair<Value, Value> FlashForward::build() {
+FlashForward::Built FlashForward::build() {
   Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
         v = bufferOf(op.getValue());
   Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
@@ -34,6 +37,12 @@ std::pair<Value, Value> FlashForward::build() {
   if (lengths)
     captured.push_back(lengths);
   appendCaptures(captured);
+  Value entropyBuf;
+  if (entropy) {
+    entropyBuf = alloc({B, H, Sq});
+    entropyArg = captured.size();
+    captured.push_back(entropyBuf);
+  }
   int64_t groups = (qTiles + groupTiles - 1) / groupTiles;
   int64_t states = headsPerTask * groupTiles;
   parallelTasks(
@@ -62,6 +71,10 @@ std::pair<Value, Value> FlashForward::build() {
         if (packedBlocks && !valuesInPlace)
           buffers.push_back(scratchBuffer(
               {1, 1, (Dv / kLanes + 1) / 2, blockTiles * kCols, 2 * kLanes}));
+        if (entropy) {
+          entropyScratch = buffers.size();
+          buffers.push_back(scratchBuffer({states, rows}));
+        }
         return buffers;
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
@@ -75,13 +88,17 @@ std::pair<Value, Value> FlashForward::build() {
              group);
       });
   return {tensorOf(o, op.getOutput().getType()),
-          tensorOf(l, op.getLse().getType())};
+          tensorOf(l, op.getLse().getType()), entropyBuf, l};
 }
 
 FlashForward::TileState FlashForward::stateOf(ArrayRef<Value> scratch,
                                               Value t) {
-  return {t, view(scratch[0], t), view(scratch[2], t), view(scratch[3], t),
-          view(scratch[5], t)};
+  return {t,
+          view(scratch[0], t),
+          view(scratch[2], t),
+          view(scratch[3], t),
+          view(scratch[5], t),
+          entropy ? view(scratch[entropyScratch], t) : Value()};
 }
 
 void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
@@ -117,6 +134,8 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
     loop(0, rows, [&](Value r) {
       memref::StoreOp::create(b, f(kNegInf), st.maxBuf, r);
       memref::StoreOp::create(b, f(0.0f), st.sumBuf, r);
+      if (entropy)
+        memref::StoreOp::create(b, f(0.0f), st.tBuf, r);
     });
   });
   // Tiles' key ranges grow with their rows: the first tile's start and
@@ -171,10 +190,21 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
         storeVector(arith::MulFOp::create(b, x, inv), o,
                     ValueRange{bi, h, i, c});
       });
-      Value lse = arith::AddFOp::create(b, m, math::LogOp::create(b, sum));
+      Value logSum = math::LogOp::create(b, sum);
+      Value lse = arith::AddFOp::create(b, m, logSum);
       memref::StoreOp::create(
           b, arith::SelectOp::create(b, empty, f(kNegInf), lse), l,
           ValueRange{bi, h, i});
+      if (entropy) {
+        // H = log l - t / l (0 for a row that saw no key).
+        Value rowEntropy = arith::SubFOp::create(
+            b, logSum,
+            arith::DivFOp::create(b, memref::LoadOp::create(b, st.tBuf, r),
+                                  sum));
+        memref::StoreOp::create(
+            b, arith::SelectOp::create(b, empty, f(0.0f), rowEntropy),
+            args[entropyArg], ValueRange{bi, h, i});
+      }
     });
   });
 }
@@ -240,11 +270,18 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     Value alpha = flushTiny(shift, math::ExpOp::create(b, shift));
     // P for the step's P V: f32 for the FMA product, bf16 straight into
     // the A tile's rows on AMX.
-    SmallVector<Value> p;
+    SmallVector<Value> p, terms;
     for (int64_t w = 0; w < n; ++w) {
-      p.push_back(expVector(arith::SubFOp::create(b, s[w], splat(safe))));
+      Value shifted = arith::SubFOp::create(b, s[w], splat(safe));
+      p.push_back(expVector(shifted));
       storeVector(p.back(), amx ? scratch[6] : pBuf,
                   ValueRange{r, idx(w * kLanes)});
+      // p (S' - m), with -inf (masked: p = 0) as the lowest float: 0.
+      if (entropy)
+        terms.push_back(arith::MulFOp::create(
+            b, p.back(),
+            arith::MaximumFOp::create(
+                b, shifted, splat(f(-std::numeric_limits<float>::max())))));
     }
     Value pSum = tree(p, [&](Value x, Value y) {
       return arith::AddFOp::create(b, x, y).getResult();
@@ -257,6 +294,31 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
         b,
         arith::MulFOp::create(b, memref::LoadOp::create(b, sumBuf, r), alpha),
         blockSum);
+    if (entropy) {
+      // t = alpha (t + (mOld - m) l) + sum_j p (S' - m): the sums of the
+      // earlier keys move to the new max (nothing to move while l = 0).
+      Value sumOld = memref::LoadOp::create(b, sumBuf, r);
+      Value moved = arith::SelectOp::create(
+          b,
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, sumOld, f(0.0f)),
+          f(0.0f),
+          arith::MulFOp::create(b, arith::SubFOp::create(b, mOld, safe),
+                                sumOld));
+      Value tOld = arith::AddFOp::create(
+          b, memref::LoadOp::create(b, st.tBuf, r), moved);
+      Value blockT = vector::ReductionOp::create(
+          b, vector::CombiningKind::ADD,
+          tree(terms,
+               [&](Value x, Value y) {
+                 return arith::AddFOp::create(b, x, y).getResult();
+               }),
+          Value(), arith::FastMathFlags::reassoc);
+      memref::StoreOp::create(
+          b,
+          arith::AddFOp::create(b, arith::MulFOp::create(b, tOld, alpha),
+                                blockT),
+          st.tBuf, r);
+    }
     memref::StoreOp::create(b, m, maxBuf, r);
     memref::StoreOp::create(b, sum, sumBuf, r);
     memref::StoreOp::create(b, alpha, alphaBuf, r);
@@ -284,6 +346,62 @@ bool canLowerToFlashCpu(attn::AttentionOp op) {
          shapeOf(op.getValue())[3] % kLanes == 0;
 }
 
+attn::AttentionStatsOp entropyCompanion(attn::AttentionOp op) {
+  for (Operation *user : op.getLse().getUsers()) {
+    auto stats = dyn_cast<attn::AttentionStatsOp>(user);
+    if (!stats || (!stats.getEntropy() && !stats.getMeanEntropy()) ||
+        stats.getQuery() != op.getQuery() || stats.getKey() != op.getKey() ||
+        stats.getEffectiveScale() != op.getEffectiveScale() ||
+        stats.getCausal() != op.getCausal() ||
+        stats.getWindow() != op.getWindow() ||
+        stats.getLengths() != op.getLengths() ||
+        !llvm::equal(stats.getScoreCaptures(), op.getScoreCaptures()) ||
+        !llvm::equal(stats.getMaskCaptures(), op.getMaskCaptures()))
+      continue;
+    auto flags = OperationEquivalence::IgnoreLocations;
+    if (OperationEquivalence::isRegionEquivalentTo(&stats.getScoreMod(),
+                                                   &op.getScoreMod(), flags) &&
+        OperationEquivalence::isRegionEquivalentTo(&stats.getMaskMod(),
+                                                   &op.getMaskMod(), flags))
+      return stats;
+  }
+  return {};
+}
+
+/// Replaces the entropies of `stats` with the forward's, and its other
+/// statistics (if any) with those of a new attn.attention_stats asking for
+/// them only (the same plan), which attn-lower-cpu lowers next.
+/// (`kernel` builds at `b`, which is set before `stats`.)
+static void replaceCompanion(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
+                             attn::AttentionStatsOp stats, FlashCommon &kernel,
+                             Value entropyBuf, Value lseBuf) {
+  if (Value entropy = stats.getEntropy())
+    rewriter.replaceAllUsesWith(entropy,
+                                kernel.tensorOf(entropyBuf, entropy.getType()));
+  if (Value mean = stats.getMeanEntropy())
+    rewriter.replaceAllUsesWith(
+        mean, kernel.tensorOf(kernel.meanEntropy(entropyBuf, lseBuf),
+                              mean.getType()));
+  if (stats.getPooled() || stats.getSimilarity()) {
+    auto rest = attn::AttentionStatsOp::create(
+        b, Type(), Type(),
+        stats.getPooled() ? stats.getPooled().getType() : Type(),
+        stats.getSimilarity() ? stats.getSimilarity().getType() : Type(),
+        stats.getQuery(), stats.getKey(), stats.getLse(), stats.getScaleAttr(),
+        stats.getCausalAttr(), stats.getWindowAttr(), stats.getLengths(),
+        stats.getScoreCaptures(), stats.getMaskCaptures());
+    IRMapping scoreMapping, maskMapping;
+    stats.getScoreMod().cloneInto(&rest.getScoreMod(), scoreMapping);
+    stats.getMaskMod().cloneInto(&rest.getMaskMod(), maskMapping);
+    attn::setTilePlan(rest, attn::getTilePlan(stats));
+    if (stats.getPooled())
+      rewriter.replaceAllUsesWith(stats.getPooled(), rest.getPooled());
+    if (stats.getSimilarity())
+      rewriter.replaceAllUsesWith(stats.getSimilarity(), rest.getSimilarity());
+  }
+  rewriter.eraseOp(stats);
+}
+
 FailureOr<FlashForwardResult> lowerToFlashForward(RewriterBase &rewriter,
                                                   attn::AttentionOp op,
                                                   attn::CpuPlanAttr plan,
@@ -295,12 +413,19 @@ FailureOr<FlashForwardResult> lowerToFlashForward(RewriterBase &rewriter,
         ->getLoadedDialect<attn::AttnDialect>()
         ->getUsesAmxAttrHelper()
         .setAttr(op->getParentOfType<ModuleOp>(), rewriter.getUnitAttr());
+  attn::AttentionStatsOp companion = entropyCompanion(op);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  auto [output, lse] = FlashForward(b, op, plan, vectorBits).build();
-  rewriter.replaceOp(op, ValueRange{output, lse});
-  return FlashForwardResult{output, lse};
+  FlashForward kernel(b, op, plan, vectorBits, bool(companion));
+  FlashForward::Built built = kernel.build();
+  if (companion) {
+    b.setInsertionPoint(companion);
+    replaceCompanion(rewriter, b, companion, kernel, built.entropyBuf,
+                     built.lseBuf);
+  }
+  rewriter.replaceOp(op, ValueRange{built.output, built.lse});
+  return FlashForwardResult{built.output, built.lse};
 }
 
 } // namespace attnc

@@ -15,10 +15,11 @@ namespace attnc {
 
 class FlashForward : public FlashCommon {
 public:
+  /// With `entropy`, the kernel also computes each row's entropy online.
   FlashForward(mlir::ImplicitLocOpBuilder &b, attn::AttentionOp op,
-               attn::CpuPlanAttr plan, int64_t vectorBits)
+               attn::CpuPlanAttr plan, int64_t vectorBits, bool entropy)
       : FlashCommon(b, op, plan.getRows(), vectorBits), op(op),
-        amx(plan.getAmx()), bf16(b.getBF16Type()),
+        entropy(entropy), amx(plan.getAmx()), bf16(b.getBF16Type()),
         blockTiles(plan.getKeyBlock() / kCols), qTiles((Sq + rows - 1) / rows),
         groupTiles(std::min(qTiles, plan.getQueryBlock() / rows)),
         packedBlocks(!amx && qTiles <= groupTiles),
@@ -26,12 +27,19 @@ public:
         valuesInPlace(packedBlocks && elementTypeOf(op.getValue()).isF32() &&
                       headsPerTask * Sq <= kMaxRowsForValuesInPlace) {}
 
-  std::pair<mlir::Value, mlir::Value> build();
+  /// O and LSE (tensors) and, with entropy, the buffers of the entropies
+  /// [B, H, Sq] and of the LSE.
+  struct Built {
+    mlir::Value output, lse, entropyBuf, lseBuf;
+  };
+  Built build();
 
 private:
   /// The state of one query tile: views of the group's scratch buffers.
+  /// With entropy, tBuf holds sum_j exp(S'_j - m) (S'_j - m) per row,
+  /// rescaled with the running sum: the entropy is log l - t / l.
   struct TileState {
-    mlir::Value t, oBuf, maxBuf, sumBuf, qPacked;
+    mlir::Value t, oBuf, maxBuf, sumBuf, qPacked, tBuf;
   };
   TileState stateOf(mlir::ArrayRef<mlir::Value> scratch, mlir::Value t);
 
@@ -82,6 +90,10 @@ private:
                  mlir::Value tile);
 
   attn::AttentionOp op;
+  bool entropy; // the rows' entropies too (FlashAttention.h)
+  // Where the entropies' buffer is in a task's arguments and the entropy
+  // sums in its scratch.
+  unsigned entropyArg = 0, entropyScratch = 0;
   bool amx; // the products on AMX tiles
   mlir::Type bf16;
   int64_t blockTiles; // 32-key tiles per online-softmax step

@@ -39,7 +39,8 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     // decision from it.
     llvm::DenseMap<Operation *, attnc::attn::CpuPlanAttr> plans;
     WalkResult planned = getOperation().walk([&](Operation *op) {
-      if (!isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp>(op) &&
+      if (!isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp,
+               attnc::attn::AttentionStatsOp>(op) &&
           !attnc::canLowerToGemmCpu(op))
         return WalkResult::advance();
       attnc::attn::TilePlanAttrInterface plan = attnc::attn::getTilePlan(op);
@@ -60,8 +61,8 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     if (planned.wasInterrupted())
       return signalPassFailure();
 
-    // Forwards, then backwards, then GEMMs, each in walk order; an op a
-    // kernel does not cover is left to attn-lower-to-linalg.
+    // Forwards, then backwards, then statistics, then GEMMs, each in walk
+    // order; an op a kernel does not cover is left to attn-lower-to-linalg.
     IRRewriter rewriter(&getContext());
     bool lowered = false;
     SmallVector<attnc::attn::AttentionOp> forwards;
@@ -76,6 +77,16 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     for (attnc::attn::AttentionGradOp op : backwards)
       lowered |= succeeded(attnc::lowerToFlashBackward(
           rewriter, op, plans.lookup(op), vectorBits));
+    SmallVector<attnc::attn::AttentionStatsOp> statistics;
+    getOperation().walk(
+        [&](attnc::attn::AttentionStatsOp op) { statistics.push_back(op); });
+    // (Some are new: the forwards moved the entropies of their companions
+    // into their kernels and left the rest in new ops of the same plans.)
+    for (attnc::attn::AttentionStatsOp op : statistics)
+      lowered |= succeeded(attnc::lowerToFlashStats(
+          rewriter, op,
+          cast<attnc::attn::CpuPlanAttr>(attnc::attn::getTilePlan(op)),
+          vectorBits));
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       if (attnc::canLowerToGemmCpu(op))

@@ -1382,6 +1382,6 @@ func.func @attention_mask_mod_terminator(%q: tensor<1x2x4x8xf32>) {
 // -----
 
 func.func @yield_outside(%x: f32) {
-  // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.score_mod, attn.mask, attn.attention, attn.score_mod_grad, attn.attention_grad'}}
+  // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.score_mod, attn.mask, attn.attention, attn.score_mod_grad, attn.attention_grad, attn.attention_stats}}
   attn.yield %x : f32
 }

@@ -72,8 +72,8 @@ std::string specFor(const StatsCase &c) {
             << "  attn.yield %r : f32\n}";
   if (c.documents)
     regions << " mask_mod {\n"
-            << "^bb0(%b: index, %h: index, %i: index, %j: index, %a: "
-            << docQT << ", %e: " << docKT << "):\n"
+            << "^bb0(%b: index, %h: index, %i: index, %j: index, %a: " << docQT
+            << ", %e: " << docKT << "):\n"
             << "  %di = tensor.extract %a[%i] : " << docQT << "\n"
             << "  %dj = tensor.extract %e[%j] : " << docKT << "\n"
             << "  %same = arith.cmpi eq, %di, %dj : i32\n"
@@ -84,15 +84,15 @@ std::string specFor(const StatsCase &c) {
     os << ", %len: " << tensorType({c.B}, "i32");
   if (c.documents)
     os << ", %dq: " << docQT << ", %dk: " << docKT;
-  os << ") -> (" << oT << ", " << lseT << ", " << meanT << ", " << poolT
-     << ", " << simT << ") {\n"
-     << "  %o, %lse = attn.attention %q, %k, %v" << options.str() << " : "
-     << qT << ", " << kT << ", " << kT << " -> " << oT << ", " << lseT
+  os << ") -> (" << oT << ", " << lseT << ", " << meanT << ", " << poolT << ", "
+     << simT << ") {\n"
+     << "  %o, %lse = attn.attention %q, %k, %v" << options.str() << " : " << qT
+     << ", " << kT << ", " << kT << " -> " << oT << ", " << lseT
      << regions.str() << "\n"
-     << "  %h, %m, %p, %s = attn.attention_stats %q, %k, %lse"
-     << options.str() << " : " << qT << ", " << kT << ", " << lseT
-     << " -> entropy " << lseT << " mean_entropy " << meanT << " pooled "
-     << poolT << " similarity " << simT << regions.str() << "\n"
+     << "  %h, %m, %p, %s = attn.attention_stats %q, %k, %lse" << options.str()
+     << " : " << qT << ", " << kT << ", " << lseT << " -> entropy " << lseT
+     << " mean_entropy " << meanT << " pooled " << poolT << " similarity "
+     << simT << regions.str() << "\n"
      << "  return %o, %h, %m, %p, %s : " << oT << ", " << lseT << ", " << meanT
      << ", " << poolT << ", " << simT << "\n}\n";
   return os.str();
@@ -137,11 +137,10 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
 
   const int64_t rows = c.B * c.H * c.Sq;
   Buffer q(rows * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
-      v(c.B * c.Hkv * c.Skv * c.D, c.dtype), len(c.B, "i32"),
-      docQ(c.Sq, "i32"), docK(c.Skv, "i32"), o(rows * c.D, c.dtype),
-      entropy(rows, "f32"), mean(c.B * c.H, "f32"),
-      pooled(c.B * c.H * c.Gq * c.Gk, "f32"), sim(c.B * c.H * c.H, "f32"),
-      lse(rows, "f32");
+      v(c.B * c.Hkv * c.Skv * c.D, c.dtype), len(c.B, "i32"), docQ(c.Sq, "i32"),
+      docK(c.Skv, "i32"), o(rows * c.D, c.dtype), entropy(rows, "f32"),
+      mean(c.B * c.H, "f32"), pooled(c.B * c.H * c.Gq * c.Gk, "f32"),
+      sim(c.B * c.H * c.H, "f32"), lse(rows, "f32");
   ref::fillRandom(q.values.data(), q.values.size(), seed + 1, -2, 2);
   ref::fillRandom(k.values.data(), k.values.size(), seed + 2, -2, 2);
   ref::fillRandom(v.values.data(), v.values.size(), seed + 3);
@@ -169,8 +168,7 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
   // With gradients, @stats_fwd also returns the saved LSE.
   if (gradients)
     args.push_back(&lse);
-  jit::Result status =
-      call(*module, gradients ? "stats_fwd" : "stats", args);
+  jit::Result status = call(*module, gradients ? "stats_fwd" : "stats", args);
   ASSERT_TRUE(status.ok()) << status.error << " status " << status.status;
   for (Buffer *r : results)
     r->unpack();
@@ -196,9 +194,9 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
     };
   }
   double scale = 1.0 / std::sqrt(double(c.D));
-  ref::AttentionStatistics expected = ref::attentionStatistics(
-      shape, double(float(scale)), mask, mod, q.values.data(),
-      k.values.data(), c.Gq, c.Gk);
+  ref::AttentionStatistics expected =
+      ref::attentionStatistics(shape, double(float(scale)), mask, mod,
+                               q.values.data(), k.values.data(), c.Gq, c.Gk);
   // The statistics are computed in f32 from the inputs as rounded.
   const double tolerance = 2e-5;
   EXPECT_LE(errorOf(entropy.values, expected.entropy, 1e-3), tolerance)
@@ -239,10 +237,9 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
       ev(v.values.size()), hq(q.values.size()), hk(k.values.size());
   ref::attentionBackward(shape, double(float(scale)), mask, mod,
                          q.values.data(), k.values.data(), v.values.data(),
-                         cot[0].values.data(), eq.data(), ek.data(),
-                         ev.data());
-  ref::entropyBackward(shape, double(float(scale)), mask, mod,
-                       q.values.data(), k.values.data(), cot[1].values.data(),
+                         cot[0].values.data(), eq.data(), ek.data(), ev.data());
+  ref::entropyBackward(shape, double(float(scale)), mask, mod, q.values.data(),
+                       k.values.data(), cot[1].values.data(),
                        cot[2].values.data(), hq.data(), hk.data());
   for (size_t i = 0; i < eq.size(); ++i)
     eq[i] += hq[i];
@@ -298,6 +295,59 @@ TEST(StatsTest, EntropyGradients) {
   runCase(c, 9, /*gradients=*/true);
   c.dtype = "bf16";
   runCase(c, 10, /*gradients=*/true);
+}
+
+/// Statistics over an LSE the caller passes (no attention in the spec): the
+/// statistics kernel computes the entropies itself.
+TEST(StatsTest, StatisticsOfAGivenLse) {
+  const int64_t B = 2, H = 4, Hkv = 1, Sq = 45, Skv = 70, D = 32, Gq = 5,
+                Gk = 7;
+  std::string qT = tensorType({B, H, Sq, D}), kT = tensorType({B, Hkv, Skv, D}),
+              lseT = tensorType({B, H, Sq}), meanT = tensorType({B, H}),
+              poolT = tensorType({B, H, Gq, Gk}), simT = tensorType({B, H, H});
+  std::ostringstream spec;
+  spec << "func.func @stats(%q: " << qT << ", %k: " << kT << ", %lse: " << lseT
+       << ") -> (" << lseT << ", " << meanT << ", " << poolT << ", " << simT
+       << ") {\n  %h, %m, %p, %s = attn.attention_stats %q, %k, %lse window "
+          "30 : "
+       << qT << ", " << kT << ", " << lseT << " -> entropy " << lseT
+       << " mean_entropy " << meanT << " pooled " << poolT << " similarity "
+       << simT << "\n  return %h, %m, %p, %s : " << lseT << ", " << meanT
+       << ", " << poolT << ", " << simT << "\n}\n";
+  SCOPED_TRACE(spec.str());
+  jit::Options options = test::testOptions();
+  options.backward = false;
+  std::string error;
+  auto module = jit::Module::compile(spec.str(), options, &error);
+  ASSERT_TRUE(module) << error;
+  Buffer q(B * H * Sq * D, "f32"), k(B * Hkv * Skv * D, "f32"),
+      v(B * Hkv * Skv * D, "f32"), lse(B * H * Sq, "f32"),
+      entropy(B * H * Sq, "f32"), mean(B * H, "f32"),
+      pooled(B * H * Gq * Gk, "f32"), sim(B * H * H, "f32");
+  ref::fillRandom(q.values.data(), q.values.size(), 3, -2, 2);
+  ref::fillRandom(k.values.data(), k.values.size(), 4, -2, 2);
+  q.pack();
+  k.pack();
+  ref::AttentionShape shape{B, H, Hkv, Sq, Skv, D, D};
+  ref::MaskSpec mask;
+  mask.window = 30;
+  double scale = double(float(1.0 / std::sqrt(double(D))));
+  std::vector<double> o(B * H * Sq * D);
+  ref::attentionForward(shape, scale, mask, {}, q.values.data(),
+                        k.values.data(), v.values.data(), o.data(),
+                        lse.values.data());
+  lse.pack();
+  jit::Result status =
+      call(*module, "stats", {&q, &k, &lse, &entropy, &mean, &pooled, &sim});
+  ASSERT_TRUE(status.ok()) << status.error << " status " << status.status;
+  for (Buffer *r : {&entropy, &mean, &pooled, &sim})
+    r->unpack();
+  ref::AttentionStatistics expected = ref::attentionStatistics(
+      shape, scale, mask, {}, q.values.data(), k.values.data(), Gq, Gk);
+  EXPECT_LE(errorOf(entropy.values, expected.entropy, 1e-3), 2e-5);
+  EXPECT_LE(errorOf(mean.values, expected.meanEntropy, 1e-3), 2e-5);
+  EXPECT_LE(errorOf(pooled.values, expected.pooled, 1e-6), 2e-5);
+  EXPECT_LE(errorOf(sim.values, expected.similarity, 1e-3), 2e-5);
 }
 
 TEST(StatsTest, InvalidGridIsALocatedError) {
