@@ -29,30 +29,55 @@ struct FlashForwardResult {
   mlir::Value output, lse;
 };
 
-/// The attn.attention_stats over `op`'s LSE with its Q, K, options and
-/// regions that asks for the entropies (entropy or mean_entropy), if any:
-/// lowerToFlashForward computes them in the forward kernel, online.
-attn::AttentionStatsOp entropyCompanion(attn::AttentionOp op);
+/// What the forward kernel of `op` computes, online, for an
+/// attn.attention_stats over its LSE with its Q, K, options and regions
+/// (the first such user): the entropies (entropy, mean_entropy) and the
+/// pooled map when each query tile of `plan` spans at most two of its row
+/// cells (Sq / Gq >= rows). Null `op` when there is no such user or it
+/// asks for neither.
+struct ForwardStatistics {
+  attn::AttentionStatsOp op;
+  bool entropy = false;
+  int64_t gq = 0, gk = 0; // the pooled grid, 0 when not computed
+};
+ForwardStatistics forwardStatistics(attn::AttentionOp op,
+                                    attn::CpuPlanAttr plan);
 
 /// Builds the forward kernel of `op` as `plan` says, for vector registers
 /// `vectorBits` wide (512: exp through AVX-512's vscalefps), before
 /// bufferization (inputs through bufferization.to_buffer, results back
 /// through to_tensor), and replaces `op` with it. With plan.amx the
 /// products run on AMX tiles and the module is marked attn.uses_amx (its
-/// entry points must first get the OS's leave: attn-export-abi). With an
-/// entropyCompanion, the kernel computes its entropies too, and the
-/// companion keeps only its other statistics (or goes). Fails, changing
+/// entry points must first get the OS's leave: attn-export-abi). With
+/// forwardStatistics, the kernel computes those statistics too, and the
+/// companion keeps only its others (or goes). Fails, changing
 /// nothing, when !canLowerToFlashCpu(op).
 mlir::FailureOr<FlashForwardResult>
 lowerToFlashForward(mlir::RewriterBase &rewriter, attn::AttentionOp op,
                     attn::CpuPlanAttr plan, int64_t vectorBits);
 
+/// An attn.attention_stats_grad whose gradients add to those of an
+/// attn.attention_grad: the same Q, K, LSE, options and regions, its LSE
+/// gradient the attention's lse_grad and nothing else's, and each of its dQ,
+/// dK and capture gradients used once, by an arith.addf with the
+/// attention's (as attn-derive-backward builds an entropy penalty's
+/// backward). lowerToFlashBackward computes both in one kernel.
+struct EntropyGradient {
+  attn::AttentionStatsGradOp op;
+  /// The sums to replace: with dQ, dK, then each score capture's gradient
+  /// (null where op's gradient is unused).
+  llvm::SmallVector<mlir::Operation *> sums;
+};
+EntropyGradient entropyGradientOf(attn::AttentionGradOp op);
+
 /// The FlashAttention-2 backward in one pass over key blocks (dK/dV per key
 /// block, dQ into one copy per split of the key blocks summed in order:
 /// deterministic, no atomics), recomputing P from LSE, in place of `op`;
 /// returns its results: (dQ, dK, dV) and one gradient per score capture
-/// (zeros for integer ones). Fails, changing nothing, when
-/// !canLowerToFlashCpu(op, plan).
+/// (zeros for integer ones). With an entropyGradientOf(op), the kernel
+/// adds the entropy's gradients (dS' -= g P (S' - mu), the rows' entropies
+/// from a statistics kernel first) and replaces the sums of the two ops'
+/// gradients. Fails, changing nothing, when !canLowerToFlashCpu(op, plan).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 lowerToFlashBackward(mlir::RewriterBase &rewriter, attn::AttentionGradOp op,
                      attn::CpuPlanAttr plan, int64_t vectorBits);

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -19,7 +20,10 @@ SmallVector<Value> FlashBackward::build() {
   Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
         v = bufferOf(op.getValue()), o = bufferOf(op.getOutput()),
         lse = bufferOf(op.getLse()), dO = bufferOf(op.getOutputGrad());
-  Value dLse = op.getLseGrad() ? bufferOf(op.getLseGrad()) : Value();
+  // With the entropy's gradient folded in, the LSE gradient is the
+  // entropy op's, which entropyCoefficients accounts for.
+  Value dLse =
+      op.getLseGrad() && !entropyBuf ? bufferOf(op.getLseGrad()) : Value();
   Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
   Value dQ = alloc({B, H, Sq, D}, elementTypeOf(op.getQuery())),
         dK = alloc({B, Hkv, Skv, D}, elementTypeOf(op.getKey())),
@@ -51,6 +55,7 @@ SmallVector<Value> FlashBackward::build() {
                     ? exactRowDeltas(qT, transposed(k), transposed(v), dOT, lse,
                                      dLse, lengths)
                     : rowDeltas(o, dO, dLse);
+  Value coefficients = entropyBuf ? entropyCoefficients(lse, delta) : Value();
   SmallVector<Value> common = {qT, k, v, dOT, lse, delta};
   // The dQ copies of the splits ([splits, B, H, rows * qTiles, D]).
   Value dqCopies = alloc({splits, B, H, qTiles * rows, D});
@@ -61,6 +66,10 @@ SmallVector<Value> FlashBackward::build() {
   if (lengths)
     captured1.push_back(lengths);
   appendCaptures(captured1);
+  if (coefficients) {
+    entropyArg = captured1.size();
+    captured1.push_back(coefficients);
+  }
   partialBase = captured1.size();
   captured1.append(partials);
   parallelTasks(
@@ -126,6 +135,58 @@ Value FlashBackward::rowDeltas(Value o, Value dO, Value dLse) {
   return delta;
 }
 
+Value FlashBackward::entropyCoefficients(Value lse, Value delta) {
+  Value coefficients = alloc({B, H, Sq});
+  loop(0, B, [&](Value bi) {
+    loop(0, H, [&](Value h) {
+      auto seenRow = [&](Value i) {
+        return arith::CmpFOp::create(
+            b, arith::CmpFPredicate::UNE,
+            memref::LoadOp::create(b, lse, ValueRange{bi, h, i}), f(kNegInf));
+      };
+      // The mean's cotangent, shared among the rows that see a key.
+      Value share = f(0.0f);
+      if (meanEntropyGradBuf) {
+        auto count =
+            scf::ForOp::create(b, idx(0), idx(Sq), idx(1), ValueRange{f(0.0f)});
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(count.getBody());
+          Value n = count.getRegionIterArgs()[0];
+          scf::YieldOp::create(b,
+                               ValueRange{arith::SelectOp::create(
+                                   b, seenRow(count.getInductionVar()),
+                                   arith::AddFOp::create(b, n, f(1.0f)), n)});
+        }
+        share = arith::DivFOp::create(
+            b, memref::LoadOp::create(b, meanEntropyGradBuf, ValueRange{bi, h}),
+            arith::MaximumFOp::create(b, count.getResult(0), f(1.0f)));
+      }
+      loop(0, Sq, [&](Value i) {
+        SmallVector<Value> at{bi, h, i};
+        Value g = share;
+        if (entropyGradBuf)
+          g = arith::AddFOp::create(
+              b, g, memref::LoadOp::create(b, entropyGradBuf, at));
+        Value seen = seenRow(i);
+        g = arith::SelectOp::create(b, seen, g, f(0.0f));
+        Value mu =
+            arith::SubFOp::create(b, memref::LoadOp::create(b, lse, at),
+                                  memref::LoadOp::create(b, entropyBuf, at));
+        Value shift = arith::SelectOp::create(
+            b, seen, arith::MulFOp::create(b, g, mu), f(0.0f));
+        memref::StoreOp::create(
+            b,
+            arith::SubFOp::create(b, memref::LoadOp::create(b, delta, at),
+                                  shift),
+            delta, at);
+        memref::StoreOp::create(b, g, coefficients, at);
+      });
+    });
+  });
+  return coefficients;
+}
+
 Value FlashBackward::recomputedP(const Scores &sc, Value lse) {
   return arith::SelectOp::create(
       b, sc.keep, expVector(arith::SubFOp::create(b, sc.modified, lse)),
@@ -188,6 +249,9 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
     Value l = rowLse(lse, bi, h, range.row);
     Value d =
         splat(memref::LoadOp::create(b, delta, ValueRange{bi, h, range.row}));
+    Value g = entropyBuf ? splat(memref::LoadOp::create(
+                               b, rest[11], ValueRange{bi, h, range.row}))
+                         : Value();
     for (int64_t w = 0; w < 2; ++w) {
       SmallVector<Value, 2> at = {r, idx(w * kLanes)};
       Value s = vector::LoadOp::create(b, vec, pBuf, at);
@@ -196,7 +260,18 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                            /*prescaled=*/true);
       Value p = recomputedP(sc, l);
       // dS' = P (dP - Delta), through the score_mod's adjoint to dS.
-      Value ds = arith::MulFOp::create(b, p, arith::SubFOp::create(b, dp, d));
+      Value centered = arith::SubFOp::create(b, dp, d);
+      if (g) {
+        // - g S' where P != 0 (S' = -inf has P = 0: never 0 * inf).
+        Value take = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, p,
+                                           splat(f(0.0f)));
+        centered = arith::SubFOp::create(
+            b, centered,
+            arith::SelectOp::create(b, take,
+                                    arith::MulFOp::create(b, g, sc.modified),
+                                    splat(f(0.0f))));
+      }
+      Value ds = arith::MulFOp::create(b, p, centered);
       if (adjointBlock) {
         SmallVector<Value> bound = {sc.scaled, bi, h, range.row, sc.keys};
         bound.append(caps.begin(), caps.begin() + numScoreCaptures);
@@ -334,11 +409,11 @@ void FlashBackward::chunkProbabilities(const KeyBlock &kb, Value h, Value c0,
       auto ifOp = scf::IfOp::create(b, live, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      probabilities(args.take_front(6),
-                    args.slice(captureBase, captures.size()),
-                    args.drop_front(partialBase),
-                    {pTile, dsTile, kb.ktTile(), kb.vtTile(), kb.bi, h, jt, i0,
-                     kb.limit, kb.task, t});
+      probabilities(
+          args.take_front(6), args.slice(captureBase, captures.size()),
+          args.drop_front(partialBase),
+          {pTile, dsTile, kb.ktTile(), kb.vtTile(), kb.bi, h, jt, i0, kb.limit,
+           kb.task, t, entropyBuf ? args[entropyArg] : Value()});
       // Only dQ's product reads a tile no row sees.
       b.setInsertionPointToStart(ifOp.elseBlock());
       storeTile(SmallVector<Value>(2 * rows, splat(f(0.0f))), dsTile);
@@ -433,16 +508,101 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
          q[3] % kLanes == 0 && shapeOf(op.getValue())[3] % kLanes == 0;
 }
 
+EntropyGradient entropyGradientOf(attn::AttentionGradOp op) {
+  Value lseGrad = op.getLseGrad();
+  auto grad = lseGrad ? lseGrad.getDefiningOp<attn::AttentionStatsGradOp>()
+                      : attn::AttentionStatsGradOp();
+  if (!grad || !lseGrad.hasOneUse() || grad.getQuery() != op.getQuery() ||
+      grad.getKey() != op.getKey() || grad.getLse() != op.getLse() ||
+      grad.getEffectiveScale() != op.getEffectiveScale() ||
+      grad.getCausal() != op.getCausal() ||
+      grad.getWindow() != op.getWindow() ||
+      grad.getLengths() != op.getLengths() ||
+      !llvm::equal(grad.getScoreCaptures(), op.getScoreCaptures()) ||
+      !llvm::equal(grad.getMaskCaptures(), op.getMaskCaptures()))
+    return {};
+  auto flags = OperationEquivalence::IgnoreLocations;
+  if (!OperationEquivalence::isRegionEquivalentTo(&grad.getScoreMod(),
+                                                  &op.getScoreMod(), flags) ||
+      !OperationEquivalence::isRegionEquivalentTo(&grad.getMaskMod(),
+                                                  &op.getMaskMod(), flags))
+    return {};
+  SmallVector<std::pair<Value, Value>> pairs = {
+      {grad.getQueryGrad(), op.getQueryGrad()},
+      {grad.getKeyGrad(), op.getKeyGrad()}};
+  for (auto [mine, theirs] :
+       llvm::zip(grad.getScoreCapturesGrad(), op.getScoreCapturesGrad()))
+    pairs.push_back({mine, theirs});
+  EntropyGradient found;
+  for (auto [mine, theirs] : pairs) {
+    if (mine.use_empty()) {
+      found.sums.push_back(nullptr);
+      continue;
+    }
+    auto sum = dyn_cast<arith::AddFOp>(*mine.getUsers().begin());
+    if (!mine.hasOneUse() || !sum ||
+        !((sum.getLhs() == mine && sum.getRhs() == theirs) ||
+          (sum.getRhs() == mine && sum.getLhs() == theirs)))
+      return {};
+    found.sums.push_back(sum);
+  }
+  found.op = grad;
+  return found;
+}
+
 FailureOr<SmallVector<Value>> lowerToFlashBackward(RewriterBase &rewriter,
                                                    attn::AttentionGradOp op,
                                                    attn::CpuPlanAttr plan,
                                                    int64_t vectorBits) {
   if (!canLowerToFlashCpu(op, plan))
     return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
+  EntropyGradient entropy = entropyGradientOf(op);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  SmallVector<Value> results = FlashBackward(b, op, plan, vectorBits).build();
+  FlashBackward kernel(b, op, plan, vectorBits);
+  if (entropy.op) {
+    // The rows' entropies from the statistics kernel (mu = LSE - H).
+    attn::AttentionStatsGradOp grad = entropy.op;
+    auto stats = attn::AttentionStatsOp::create(
+        b, grad.getLse().getType(), Type(), Type(), Type(), grad.getQuery(),
+        grad.getKey(), grad.getLse(), grad.getScaleAttr(), grad.getCausalAttr(),
+        grad.getWindowAttr(), grad.getLengths(), grad.getScoreCaptures(),
+        grad.getMaskCaptures());
+    IRMapping scoreMapping, maskMapping;
+    grad.getScoreMod().cloneInto(&stats.getScoreMod(), scoreMapping);
+    grad.getMaskMod().cloneInto(&stats.getMaskMod(), maskMapping);
+    auto statsPlan = attn::CpuPlanAttr::get(
+        op.getContext(), plan.getRows(), plan.getRows(),
+        std::min<int64_t>(plan.getKeyBlock(), 128), /*amx=*/false,
+        /*splits=*/1);
+    FailureOr<SmallVector<Value>> entropies =
+        lowerToFlashStats(rewriter, stats, statsPlan, vectorBits);
+    if (failed(entropies)) {
+      rewriter.eraseOp(stats);
+      entropy = {};
+    } else {
+      kernel.addEntropyGradient(
+          kernel.bufferOf(entropies->front()),
+          grad.getEntropyGrad() ? kernel.bufferOf(grad.getEntropyGrad())
+                                : Value(),
+          grad.getMeanEntropyGrad() ? kernel.bufferOf(grad.getMeanEntropyGrad())
+                                    : Value());
+    }
+  }
+  SmallVector<Value> results = kernel.build();
+  if (entropy.op) {
+    // The sums of the two ops' gradients are the kernel's; then neither op
+    // is used.
+    SmallVector<Value> summed = {results[0], results[1]};
+    summed.append(results.begin() + 3, results.end());
+    for (auto [sum, result] : llvm::zip(entropy.sums, summed))
+      if (sum)
+        rewriter.replaceOp(sum, result);
+    rewriter.replaceOp(op, results);
+    rewriter.eraseOp(entropy.op);
+    return results;
+  }
   rewriter.replaceOp(op, results);
   return results;
 }

@@ -32,9 +32,26 @@ public:
       buildAdjointBlock();
   }
 
+  /// With the entropy's cotangents folded in (FlashAttention.h,
+  /// EntropyGradient): the rows' entropies H (a buffer [B, H, Sq], from the
+  /// statistics kernel) and the cotangents of the entropies and of their
+  /// means (buffers, either may be null).
+  void addEntropyGradient(mlir::Value entropy, mlir::Value entropyGrad,
+                          mlir::Value meanEntropyGrad) {
+    entropyBuf = entropy;
+    entropyGradBuf = entropyGrad;
+    meanEntropyGradBuf = meanEntropyGrad;
+  }
+
   mlir::SmallVector<mlir::Value> build();
 
 private:
+  /// The entropy's part: g_i, the row's entropy cotangent (plus its share
+  /// of the mean's), into a new buffer, and Delta_i -= g_i mu_i with
+  /// mu_i = LSE_i - H_i = sum_j P_ij S'_ij, so that dS' = P (dP - Delta -
+  /// g S') is the attention's and the entropy's: -g P (S' - mu).
+  mlir::Value entropyCoefficients(mlir::Value lse, mlir::Value delta);
+
   /// Delta[b, h, i] = rowsum(dO * O) - dLSE (the dLSE term of the LSE's own
   /// gradient folds in here).
   mlir::Value rowDeltas(mlir::Value o, mlir::Value dO, mlir::Value dLse);
@@ -68,7 +85,8 @@ private:
   /// see no key, so that they add no capture gradient); the task's rows of
   /// the float captures' partial gradients receive theirs. `common`: qT,
   /// K, V, dOT, lse, delta; `rest`: pBuf, dsBuf, the block's K^T and V^T
-  /// ([1, 1, tiles, D or Dv, 32]), bi, h, j0, i0, limit, task, t.
+  /// ([1, 1, tiles, D or Dv, 32]), bi, h, j0, i0, limit, task, t and the
+  /// entropy's coefficients g (entropyCoefficients; null without).
   void probabilities(mlir::ArrayRef<mlir::Value> common,
                      mlir::ArrayRef<mlir::Value> caps,
                      mlir::ArrayRef<mlir::Value> partials,
@@ -201,6 +219,8 @@ private:
   mlir::SmallVector<CaptureRead> reads;
   mlir::SmallVector<unsigned> floatCaptures; // score captures with a gradient
   size_t partialBase = 0; // where their partial buffers start in task args
+  mlir::Value entropyBuf, entropyGradBuf, meanEntropyGradBuf;
+  size_t entropyArg = 0; // where g is in task args (with entropyBuf)
 };
 
 } // namespace attnc

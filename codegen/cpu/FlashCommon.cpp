@@ -397,4 +397,102 @@ Value FlashCommon::meanEntropy(Value entropy, Value lse) {
   return mean;
 }
 
+Value FlashCommon::cellOf(Value e, int64_t n, int64_t count) {
+  // floor(((e + 1) count - 1) / n): the last cell whose start is <= e.
+  Value scaled =
+      arith::MulIOp::create(b, arith::AddIOp::create(b, e, idx(1)), idx(count));
+  return arith::DivUIOp::create(b, arith::SubIOp::create(b, scaled, idx(1)),
+                                idx(n));
+}
+
+Value FlashCommon::cellStart(Value c, int64_t n, int64_t count) {
+  return arith::DivUIOp::create(b, arith::MulIOp::create(b, c, idx(n)),
+                                idx(count));
+}
+
+void FlashCommon::addToKeyCells(Value p, Value j0, int64_t w, int64_t cells,
+                                Value to, ValueRange at) {
+  auto i64Vec = VectorType::get({kLanes}, b.getI64Type());
+  auto toI64 = [&](Value index) {
+    return arith::IndexCastUIOp::create(b, b.getI64Type(), index).getResult();
+  };
+  auto splatI64 = [&](int64_t v) {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(i64Vec, ArrayRef<int64_t>(v)));
+  };
+  Value first = arith::AddIOp::create(b, j0, idx(w * kLanes));
+  auto ifOp = scf::IfOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, first, idx(Skv)),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value last = arith::MinUIOp::create(
+      b, arith::AddIOp::create(b, first, idx(kLanes - 1)), idx(Skv - 1));
+  auto addTo = [&](Value c, Value part) {
+    SmallVector<Value> where(at);
+    where.push_back(c);
+    memref::StoreOp::create(
+        b, arith::AddFOp::create(b, memref::LoadOp::create(b, to, where), part),
+        to, where);
+  };
+  auto sumOf = [&](Value lanes) {
+    return vector::ReductionOp::create(b, vector::CombiningKind::ADD, lanes,
+                                       Value(), arith::FastMathFlags::reassoc)
+        .getResult();
+  };
+  // The keys in one cell (cells of 16 keys or more: most vectors): their
+  // sum. (The pooled forward at S = 16384 ran 12% faster with this path.)
+  Value firstCell = cellOf(first, Skv, cells),
+        lastCell = cellOf(last, Skv, cells);
+  auto oneCell = scf::IfOp::create(
+      b,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, firstCell, lastCell),
+      /*withElseRegion=*/true);
+  b.setInsertionPointToStart(oneCell.thenBlock());
+  addTo(firstCell, sumOf(p));
+  b.setInsertionPointToStart(oneCell.elseBlock());
+  // Each lane's key cell (a lane past Skv lands in a cell past the last).
+  SmallVector<int64_t> lanes = llvm::to_vector(llvm::seq<int64_t>(0, kLanes));
+  Value keys = arith::AddIOp::create(
+      b,
+      arith::ConstantOp::create(
+          b, DenseElementsAttr::get(i64Vec, ArrayRef<int64_t>(lanes))),
+      vector::BroadcastOp::create(b, i64Vec, toI64(first)));
+  Value laneCells = arith::DivUIOp::create(
+      b,
+      arith::SubIOp::create(
+          b,
+          arith::MulIOp::create(b, arith::AddIOp::create(b, keys, splatI64(1)),
+                                splatI64(cells)),
+          splatI64(1)),
+      splatI64(Skv));
+  loop(firstCell, arith::AddIOp::create(b, lastCell, idx(1)), 1, [&](Value c) {
+    Value inCell =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, laneCells,
+                              vector::BroadcastOp::create(b, i64Vec, toI64(c)));
+    addTo(c, sumOf(arith::SelectOp::create(b, inCell, p, splat(f(0.0f)))));
+  });
+}
+
+void FlashCommon::toCellMeans(Value pooled, Value bi, Value h, Value rowCell,
+                              int64_t gq, int64_t gk) {
+  Value cellRows = arith::SubIOp::create(
+      b, cellStart(arith::AddIOp::create(b, rowCell, idx(1)), Sq, gq),
+      cellStart(rowCell, Sq, gq));
+  loop(0, gk, [&](Value c) {
+    Value cellKeys = arith::SubIOp::create(
+        b, cellStart(arith::AddIOp::create(b, c, idx(1)), Skv, gk),
+        cellStart(c, Skv, gk));
+    Value count = arith::UIToFPOp::create(
+        b, f32,
+        arith::IndexCastUIOp::create(
+            b, b.getI64Type(), arith::MulIOp::create(b, cellRows, cellKeys)));
+    SmallVector<Value> at{bi, h, rowCell, c};
+    memref::StoreOp::create(
+        b,
+        arith::DivFOp::create(b, memref::LoadOp::create(b, pooled, at), count),
+        pooled, at);
+  });
+}
+
 } // namespace attnc

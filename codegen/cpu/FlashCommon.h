@@ -42,6 +42,23 @@ public:
     tiles = (Skv + kCols - 1) / kCols;
   }
 
+  /// The cell of `cells` over `n` (cell c holds [floor(c n / cells),
+  /// floor((c + 1) n / cells))) that element e lies in, and where cell c
+  /// starts: the pooled grids of attn.attention_stats.
+  mlir::Value cellOf(mlir::Value e, int64_t n, int64_t cells);
+  mlir::Value cellStart(mlir::Value c, int64_t n, int64_t cells);
+
+  /// to[at..., c] += the p of each key j0 + w * 16 + lane, lane < 16, in
+  /// its cell c of `cells` over Skv (vectors past Skv add nothing; lanes
+  /// past it must be 0).
+  void addToKeyCells(mlir::Value p, mlir::Value j0, int64_t w, int64_t cells,
+                     mlir::Value to, mlir::ValueRange at);
+
+  /// pooled[bi, h, rowCell, :] (sums over its cells' rows and keys, of a
+  /// gq x gk grid over Sq x Skv) divided by the cells' sizes: means.
+  void toCellMeans(mlir::Value pooled, mlir::Value bi, mlir::Value h,
+                   mlir::Value rowCell, int64_t gq, int64_t gk);
+
   /// The mean over each head's rows that see a key (LSE > -inf; NaN
   /// too) of the entropies [B, H, Sq] (0 when none does), as a new [B, H]
   /// buffer: a loop after the kernel's tasks, summing in row order.

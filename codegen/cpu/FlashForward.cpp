@@ -37,11 +37,17 @@ FlashForward::Built FlashForward::build() {
   if (lengths)
     captured.push_back(lengths);
   appendCaptures(captured);
-  Value entropyBuf;
+  Value entropyBuf, poolParts;
   if (entropy) {
     entropyBuf = alloc({B, H, Sq});
     entropyArg = captured.size();
     captured.push_back(entropyBuf);
+  }
+  int64_t cellWidth = (gk + kLanes - 1) / kLanes * kLanes;
+  if (gk) {
+    poolParts = alloc({B, H, qTiles, 2, gk});
+    poolArg = captured.size();
+    captured.push_back(poolParts);
   }
   int64_t groups = (qTiles + groupTiles - 1) / groupTiles;
   int64_t states = headsPerTask * groupTiles;
@@ -75,6 +81,10 @@ FlashForward::Built FlashForward::build() {
           entropyScratch = buffers.size();
           buffers.push_back(scratchBuffer({states, rows}));
         }
+        if (gk) {
+          poolScratch = buffers.size();
+          buffers.push_back(scratchBuffer({states, rows, cellWidth}));
+        }
         return buffers;
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
@@ -88,7 +98,8 @@ FlashForward::Built FlashForward::build() {
              group);
       });
   return {tensorOf(o, op.getOutput().getType()),
-          tensorOf(l, op.getLse().getType()), entropyBuf, l};
+          tensorOf(l, op.getLse().getType()), l, entropyBuf,
+          gk ? finishPooled(poolParts) : Value()};
 }
 
 FlashForward::TileState FlashForward::stateOf(ArrayRef<Value> scratch,
@@ -98,7 +109,8 @@ FlashForward::TileState FlashForward::stateOf(ArrayRef<Value> scratch,
           view(scratch[2], t),
           view(scratch[3], t),
           view(scratch[5], t),
-          entropy ? view(scratch[entropyScratch], t) : Value()};
+          entropy ? view(scratch[entropyScratch], t) : Value(),
+          gk ? view(scratch[poolScratch], t) : Value()};
 }
 
 void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
@@ -137,6 +149,16 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
       if (entropy)
         memref::StoreOp::create(b, f(0.0f), st.tBuf, r);
     });
+    if (gk) {
+      zero(st.cellBuf);
+      loop(0, 2, [&](Value slot) {
+        loop(0, gk, [&](Value c) {
+          memref::StoreOp::create(
+              b, f(0.0f), args[poolArg],
+              ValueRange{bi, h, arith::AddIOp::create(b, first, t), slot, c});
+        });
+      });
+    }
   });
   // Tiles' key ranges grow with their rows: the first tile's start and
   // the last one's end bound the group's.
@@ -195,6 +217,27 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
       memref::StoreOp::create(
           b, arith::SelectOp::create(b, empty, f(kNegInf), lse), l,
           ValueRange{bi, h, i});
+      if (gk) {
+        // The row's P summed over each key cell, into its row cell's slot
+        // of the tile's partial.
+        Value tile = arith::AddIOp::create(b, first, t);
+        Value slot = arith::SubIOp::create(
+            b, cellOf(i, Sq, gq),
+            cellOf(arith::MulIOp::create(b, tile, idx(rows)), Sq, gq));
+        Value invSum = arith::SelectOp::create(
+            b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sum));
+        loop(0, gk, [&](Value c) {
+          SmallVector<Value> at{bi, h, tile, slot, c};
+          Value x = arith::MulFOp::create(
+              b, memref::LoadOp::create(b, st.cellBuf, ValueRange{r, c}),
+              invSum);
+          memref::StoreOp::create(
+              b,
+              arith::AddFOp::create(
+                  b, memref::LoadOp::create(b, args[poolArg], at), x),
+              args[poolArg], at);
+        });
+      }
       if (entropy) {
         // H = log l - t / l (0 for a row that saw no key).
         Value rowEntropy = arith::SubFOp::create(
@@ -294,6 +337,16 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
         b,
         arith::MulFOp::create(b, memref::LoadOp::create(b, sumBuf, r), alpha),
         blockSum);
+    if (gk) {
+      // The key cells' sums move to the new max, then take the block's p.
+      loop(idx(0), idx(shapeOf(st.cellBuf)[1]), kLanes, [&](Value c) {
+        Value x = vector::LoadOp::create(b, vec, st.cellBuf, ValueRange{r, c});
+        vector::StoreOp::create(b, arith::MulFOp::create(b, x, splat(alpha)),
+                                st.cellBuf, ValueRange{r, c});
+      });
+      for (int64_t w = 0; w < n; ++w)
+        addToKeyCells(p[w], j0, w, gk, st.cellBuf, {r});
+    }
     if (entropy) {
       // t = alpha (t + (mOld - m) l) + sum_j p (S' - m): the sums of the
       // earlier keys move to the new max (nothing to move while l = 0).
@@ -346,11 +399,52 @@ bool canLowerToFlashCpu(attn::AttentionOp op) {
          shapeOf(op.getValue())[3] % kLanes == 0;
 }
 
-attn::AttentionStatsOp entropyCompanion(attn::AttentionOp op) {
+Value FlashForward::finishPooled(Value parts) {
+  Value pooled = alloc({B, H, gq, gk});
+  loop(0, B, [&](Value bi) {
+    loop(0, H, [&](Value h) {
+      loop(0, gq, [&](Value cell) {
+        loop(0, gk, [&](Value c) {
+          memref::StoreOp::create(b, f(0.0f), pooled,
+                                  ValueRange{bi, h, cell, c});
+        });
+      });
+      loop(0, qTiles, [&](Value tile) {
+        Value cell0 = cellOf(arith::MulIOp::create(b, tile, idx(rows)), Sq, gq);
+        loop(0, 2, [&](Value slot) {
+          Value cell = arith::AddIOp::create(b, cell0, slot);
+          auto ifOp = scf::IfOp::create(
+              b,
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, cell,
+                                    idx(gq)),
+              /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          loop(0, gk, [&](Value c) {
+            SmallVector<Value> at{bi, h, cell, c};
+            memref::StoreOp::create(
+                b,
+                arith::AddFOp::create(
+                    b, memref::LoadOp::create(b, pooled, at),
+                    memref::LoadOp::create(b, parts,
+                                           ValueRange{bi, h, tile, slot, c})),
+                pooled, at);
+          });
+        });
+      });
+      loop(0, gq,
+           [&](Value cell) { toCellMeans(pooled, bi, h, cell, gq, gk); });
+    });
+  });
+  return pooled;
+}
+
+ForwardStatistics forwardStatistics(attn::AttentionOp op,
+                                    attn::CpuPlanAttr plan) {
   for (Operation *user : op.getLse().getUsers()) {
     auto stats = dyn_cast<attn::AttentionStatsOp>(user);
-    if (!stats || (!stats.getEntropy() && !stats.getMeanEntropy()) ||
-        stats.getQuery() != op.getQuery() || stats.getKey() != op.getKey() ||
+    if (!stats || stats.getQuery() != op.getQuery() ||
+        stats.getKey() != op.getKey() ||
         stats.getEffectiveScale() != op.getEffectiveScale() ||
         stats.getCausal() != op.getCausal() ||
         stats.getWindow() != op.getWindow() ||
@@ -359,47 +453,67 @@ attn::AttentionStatsOp entropyCompanion(attn::AttentionOp op) {
         !llvm::equal(stats.getMaskCaptures(), op.getMaskCaptures()))
       continue;
     auto flags = OperationEquivalence::IgnoreLocations;
-    if (OperationEquivalence::isRegionEquivalentTo(&stats.getScoreMod(),
-                                                   &op.getScoreMod(), flags) &&
-        OperationEquivalence::isRegionEquivalentTo(&stats.getMaskMod(),
-                                                   &op.getMaskMod(), flags))
-      return stats;
+    if (!OperationEquivalence::isRegionEquivalentTo(&stats.getScoreMod(),
+                                                    &op.getScoreMod(), flags) ||
+        !OperationEquivalence::isRegionEquivalentTo(&stats.getMaskMod(),
+                                                    &op.getMaskMod(), flags))
+      continue;
+    ForwardStatistics forward;
+    forward.op = stats;
+    forward.entropy = stats.getEntropy() || stats.getMeanEntropy();
+    if (Value pooled = stats.getPooled()) {
+      ArrayRef<int64_t> grid = shapeOf(pooled);
+      // A query tile's rows in at most two row cells.
+      if (shapeOf(op.getQuery())[2] / grid[2] >= plan.getRows())
+        forward.gq = grid[2], forward.gk = grid[3];
+    }
+    if (!forward.entropy && !forward.gk)
+      continue;
+    return forward;
   }
   return {};
 }
 
-/// Replaces the entropies of `stats` with the forward's, and its other
-/// statistics (if any) with those of a new attn.attention_stats asking for
-/// them only (the same plan), which attn-lower-cpu lowers next.
-/// (`kernel` builds at `b`, which is set before `stats`.)
+/// Replaces the statistics of `stats.op` that the forward computed with its
+/// buffers, and the others (if any) with those of a new
+/// attn.attention_stats asking for them only (the same plan), which
+/// attn-lower-cpu lowers next. (`kernel` builds at `b`, set before it.)
 static void replaceCompanion(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
-                             attn::AttentionStatsOp stats, FlashCommon &kernel,
-                             Value entropyBuf, Value lseBuf) {
-  if (Value entropy = stats.getEntropy())
-    rewriter.replaceAllUsesWith(entropy,
-                                kernel.tensorOf(entropyBuf, entropy.getType()));
-  if (Value mean = stats.getMeanEntropy())
+                             const ForwardStatistics &stats,
+                             FlashCommon &kernel,
+                             const FlashForward::Built &built) {
+  attn::AttentionStatsOp op = stats.op;
+  if (Value entropy = op.getEntropy())
     rewriter.replaceAllUsesWith(
-        mean, kernel.tensorOf(kernel.meanEntropy(entropyBuf, lseBuf),
-                              mean.getType()));
-  if (stats.getPooled() || stats.getSimilarity()) {
-    auto rest = attn::AttentionStatsOp::create(
-        b, Type(), Type(),
-        stats.getPooled() ? stats.getPooled().getType() : Type(),
-        stats.getSimilarity() ? stats.getSimilarity().getType() : Type(),
-        stats.getQuery(), stats.getKey(), stats.getLse(), stats.getScaleAttr(),
-        stats.getCausalAttr(), stats.getWindowAttr(), stats.getLengths(),
-        stats.getScoreCaptures(), stats.getMaskCaptures());
-    IRMapping scoreMapping, maskMapping;
-    stats.getScoreMod().cloneInto(&rest.getScoreMod(), scoreMapping);
-    stats.getMaskMod().cloneInto(&rest.getMaskMod(), maskMapping);
-    attn::setTilePlan(rest, attn::getTilePlan(stats));
-    if (stats.getPooled())
-      rewriter.replaceAllUsesWith(stats.getPooled(), rest.getPooled());
-    if (stats.getSimilarity())
-      rewriter.replaceAllUsesWith(stats.getSimilarity(), rest.getSimilarity());
+        entropy, kernel.tensorOf(built.entropyBuf, entropy.getType()));
+  if (Value mean = op.getMeanEntropy())
+    rewriter.replaceAllUsesWith(
+        mean,
+        kernel.tensorOf(kernel.meanEntropy(built.entropyBuf, built.lseBuf),
+                        mean.getType()));
+  Value pooled = op.getPooled();
+  if (pooled && stats.gk) {
+    rewriter.replaceAllUsesWith(
+        pooled, kernel.tensorOf(built.pooledBuf, pooled.getType()));
+    pooled = Value();
   }
-  rewriter.eraseOp(stats);
+  if (pooled || op.getSimilarity()) {
+    auto rest = attn::AttentionStatsOp::create(
+        b, Type(), Type(), pooled ? pooled.getType() : Type(),
+        op.getSimilarity() ? op.getSimilarity().getType() : Type(),
+        op.getQuery(), op.getKey(), op.getLse(), op.getScaleAttr(),
+        op.getCausalAttr(), op.getWindowAttr(), op.getLengths(),
+        op.getScoreCaptures(), op.getMaskCaptures());
+    IRMapping scoreMapping, maskMapping;
+    op.getScoreMod().cloneInto(&rest.getScoreMod(), scoreMapping);
+    op.getMaskMod().cloneInto(&rest.getMaskMod(), maskMapping);
+    attn::setTilePlan(rest, attn::getTilePlan(op));
+    if (pooled)
+      rewriter.replaceAllUsesWith(pooled, rest.getPooled());
+    if (op.getSimilarity())
+      rewriter.replaceAllUsesWith(op.getSimilarity(), rest.getSimilarity());
+  }
+  rewriter.eraseOp(op);
 }
 
 FailureOr<FlashForwardResult> lowerToFlashForward(RewriterBase &rewriter,
@@ -413,16 +527,15 @@ FailureOr<FlashForwardResult> lowerToFlashForward(RewriterBase &rewriter,
         ->getLoadedDialect<attn::AttnDialect>()
         ->getUsesAmxAttrHelper()
         .setAttr(op->getParentOfType<ModuleOp>(), rewriter.getUnitAttr());
-  attn::AttentionStatsOp companion = entropyCompanion(op);
+  ForwardStatistics stats = forwardStatistics(op, plan);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  FlashForward kernel(b, op, plan, vectorBits, bool(companion));
+  FlashForward kernel(b, op, plan, vectorBits, stats);
   FlashForward::Built built = kernel.build();
-  if (companion) {
-    b.setInsertionPoint(companion);
-    replaceCompanion(rewriter, b, companion, kernel, built.entropyBuf,
-                     built.lseBuf);
+  if (stats.op) {
+    b.setInsertionPoint(stats.op);
+    replaceCompanion(rewriter, b, stats, kernel, built);
   }
   rewriter.replaceOp(op, ValueRange{built.output, built.lse});
   return FlashForwardResult{built.output, built.lse};

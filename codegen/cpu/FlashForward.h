@@ -5,6 +5,7 @@
 #ifndef ATTNC_CODEGEN_CPU_FLASHFORWARD_H
 #define ATTNC_CODEGEN_CPU_FLASHFORWARD_H
 
+#include "codegen/cpu/FlashAttention.h"
 #include "codegen/cpu/FlashCommon.h"
 #include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
@@ -15,31 +16,35 @@ namespace attnc {
 
 class FlashForward : public FlashCommon {
 public:
-  /// With `entropy`, the kernel also computes each row's entropy online.
+  /// With `stats`, the kernel also computes those statistics online.
   FlashForward(mlir::ImplicitLocOpBuilder &b, attn::AttentionOp op,
-               attn::CpuPlanAttr plan, int64_t vectorBits, bool entropy)
+               attn::CpuPlanAttr plan, int64_t vectorBits,
+               const ForwardStatistics &stats = {})
       : FlashCommon(b, op, plan.getRows(), vectorBits), op(op),
-        entropy(entropy), amx(plan.getAmx()), bf16(b.getBF16Type()),
-        blockTiles(plan.getKeyBlock() / kCols), qTiles((Sq + rows - 1) / rows),
+        entropy(stats.entropy), gq(stats.gq), gk(stats.gk), amx(plan.getAmx()),
+        bf16(b.getBF16Type()), blockTiles(plan.getKeyBlock() / kCols),
+        qTiles((Sq + rows - 1) / rows),
         groupTiles(std::min(qTiles, plan.getQueryBlock() / rows)),
         packedBlocks(!amx && qTiles <= groupTiles),
         headsPerTask(packedBlocks && B * Hkv >= kMinTasks ? H / Hkv : 1),
         valuesInPlace(packedBlocks && elementTypeOf(op.getValue()).isF32() &&
                       headsPerTask * Sq <= kMaxRowsForValuesInPlace) {}
 
-  /// O and LSE (tensors) and, with entropy, the buffers of the entropies
-  /// [B, H, Sq] and of the LSE.
+  /// O and LSE (tensors), the buffer of the LSE, and the statistics'
+  /// buffers: the entropies [B, H, Sq] and the pooled map [B, H, Gq, Gk].
   struct Built {
-    mlir::Value output, lse, entropyBuf, lseBuf;
+    mlir::Value output, lse, lseBuf, entropyBuf, pooledBuf;
   };
   Built build();
 
 private:
   /// The state of one query tile: views of the group's scratch buffers.
   /// With entropy, tBuf holds sum_j exp(S'_j - m) (S'_j - m) per row,
-  /// rescaled with the running sum: the entropy is log l - t / l.
+  /// rescaled with the running sum: the entropy is log l - t / l. With a
+  /// pooled grid, cellBuf [rows, >= Gk] holds sum_j exp(S'_j - m) per row
+  /// and key cell, rescaled likewise.
   struct TileState {
-    mlir::Value t, oBuf, maxBuf, sumBuf, qPacked, tBuf;
+    mlir::Value t, oBuf, maxBuf, sumBuf, qPacked, tBuf, cellBuf;
   };
   TileState stateOf(mlir::ArrayRef<mlir::Value> scratch, mlir::Value t);
 
@@ -89,11 +94,16 @@ private:
                  mlir::Value vp, mlir::Value bi, mlir::Value g,
                  mlir::Value tile);
 
+  /// The pooled map from the tasks' partials [B, H, query tiles, 2, Gk]
+  /// (each tile's rows in at most two row cells), summed in tile order.
+  mlir::Value finishPooled(mlir::Value parts);
+
   attn::AttentionOp op;
-  bool entropy; // the rows' entropies too (FlashAttention.h)
-  // Where the entropies' buffer is in a task's arguments and the entropy
-  // sums in its scratch.
-  unsigned entropyArg = 0, entropyScratch = 0;
+  bool entropy;   // the rows' entropies too (FlashAttention.h)
+  int64_t gq, gk; // the pooled grid too, when gk > 0
+  // Where the statistics' buffers are in a task's arguments and their
+  // running sums in its scratch.
+  unsigned entropyArg = 0, entropyScratch = 0, poolArg = 0, poolScratch = 0;
   bool amx; // the products on AMX tiles
   mlir::Type bf16;
   int64_t blockTiles; // 32-key tiles per online-softmax step

@@ -32,19 +32,6 @@ FlashStats::FlashStats(ImplicitLocOpBuilder &b, attn::AttentionStatsOp op,
   cells = gq ? gq : (Sq + kTilesPerChunk * rows - 1) / (kTilesPerChunk * rows);
 }
 
-Value FlashStats::cellOf(Value e, int64_t n, int64_t count) {
-  // floor(((e + 1) count - 1) / n): the last cell whose start is <= e.
-  Value scaled =
-      arith::MulIOp::create(b, arith::AddIOp::create(b, e, idx(1)), idx(count));
-  return arith::DivUIOp::create(b, arith::SubIOp::create(b, scaled, idx(1)),
-                                idx(n));
-}
-
-Value FlashStats::cellStart(Value c, int64_t n, int64_t count) {
-  return arith::DivUIOp::create(b, arith::MulIOp::create(b, c, idx(n)),
-                                idx(count));
-}
-
 SmallVector<Value> FlashStats::build() {
   Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
         lse = bufferOf(op.getLse());
@@ -140,25 +127,7 @@ void FlashStats::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
   });
   if (!gq)
     return;
-  // Sums over the cell's rows and each key cell's keys into means.
-  Value cellRows = arith::SubIOp::create(b, rowEnd, rowStart);
-  loop(0, gk, [&](Value c) {
-    Value cellKeys = arith::SubIOp::create(
-        b, cellStart(arith::AddIOp::create(b, c, idx(1)), Skv, gk),
-        cellStart(c, Skv, gk));
-    Value count = arith::UIToFPOp::create(
-        b, f32,
-        arith::IndexCastUIOp::create(
-            b, b.getI64Type(), arith::MulIOp::create(b, cellRows, cellKeys)));
-    Value inv = arith::DivFOp::create(b, f(1.0f), count);
-    loop(0, H, [&](Value h) {
-      SmallVector<Value> at{bi, h, cell, c};
-      memref::StoreOp::create(
-          b,
-          arith::MulFOp::create(b, memref::LoadOp::create(b, pooled, at), inv),
-          pooled, at);
-    });
-  });
+  loop(0, H, [&](Value h) { toCellMeans(pooled, bi, h, cell, gq, gk); });
 }
 
 void FlashStats::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
@@ -293,58 +262,10 @@ void FlashStats::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
 
 void FlashStats::addColumnSums(Value pooled, Value colSums, Value bi, Value h,
                                Value cell, Value j0) {
-  auto i64Vec = VectorType::get({kLanes}, b.getI64Type());
-  auto toI64 = [&](Value index) {
-    return arith::IndexCastUIOp::create(b, b.getI64Type(), index).getResult();
-  };
-  for (int64_t w = 0; w < width / kLanes; ++w) {
-    Value first = arith::AddIOp::create(b, j0, idx(w * kLanes));
-    auto ifOp = scf::IfOp::create(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, first, idx(Skv)),
-        /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value last = arith::MinUIOp::create(
-        b, arith::AddIOp::create(b, first, idx(kLanes - 1)), idx(Skv - 1));
-    Value sums =
-        vector::LoadOp::create(b, vec, colSums, ValueRange{h, idx(w * kLanes)});
-    // Each lane's key cell (lanes past Skv sum to 0 and land in the last).
-    SmallVector<int64_t> lanes = llvm::to_vector(llvm::seq<int64_t>(0, kLanes));
-    Value keys = arith::AddIOp::create(
-        b,
-        arith::ConstantOp::create(
-            b, DenseElementsAttr::get(i64Vec, ArrayRef<int64_t>(lanes))),
-        vector::BroadcastOp::create(b, i64Vec, toI64(first)));
-    auto splatI64 = [&](int64_t v) {
-      return arith::ConstantOp::create(
-          b, DenseElementsAttr::get(i64Vec, ArrayRef<int64_t>(v)));
-    };
-    Value laneCells = arith::DivUIOp::create(
-        b,
-        arith::SubIOp::create(
-            b,
-            arith::MulIOp::create(
-                b, arith::AddIOp::create(b, keys, splatI64(1)), splatI64(gk)),
-            splatI64(1)),
-        splatI64(Skv));
-    loop(cellOf(first, Skv, gk),
-         arith::AddIOp::create(b, cellOf(last, Skv, gk), idx(1)), 1,
-         [&](Value c) {
-           Value inCell = arith::CmpIOp::create(
-               b, arith::CmpIPredicate::eq, laneCells,
-               vector::BroadcastOp::create(b, i64Vec, toI64(c)));
-           Value part = vector::ReductionOp::create(
-               b, vector::CombiningKind::ADD,
-               arith::SelectOp::create(b, inCell, sums, splat(f(0.0f))),
-               Value(), arith::FastMathFlags::reassoc);
-           SmallVector<Value> at{bi, h, cell, c};
-           memref::StoreOp::create(
-               b,
-               arith::AddFOp::create(b, memref::LoadOp::create(b, pooled, at),
-                                     part),
-               pooled, at);
-         });
-  }
+  for (int64_t w = 0; w < width / kLanes; ++w)
+    addToKeyCells(
+        vector::LoadOp::create(b, vec, colSums, ValueRange{h, idx(w * kLanes)}),
+        j0, w, gk, pooled, {bi, h, cell});
 }
 
 Value FlashStats::finishSimilarity(Value parts) {

@@ -46,10 +46,6 @@ private:
   /// key into its cell J.
   void addColumnSums(mlir::Value pooled, mlir::Value colSums, mlir::Value bi,
                      mlir::Value h, mlir::Value cell, mlir::Value j0);
-  /// The grid cell of `cells` over `n` that element e (index) lies in, and
-  /// the first element of cell c.
-  mlir::Value cellOf(mlir::Value e, int64_t n, int64_t cells);
-  mlir::Value cellStart(mlir::Value c, int64_t n, int64_t cells);
   /// After the tasks: the similarities from the tasks' partials.
   mlir::Value finishSimilarity(mlir::Value parts);
 

@@ -47,3 +47,25 @@ func.func @other_mask(%q: tensor<1x2x40x16xf32>, %k: tensor<1x2x48x16xf32>, %v: 
       : tensor<1x2x40x16xf32>, tensor<1x2x48x16xf32>, tensor<1x2x40xf32> -> entropy tensor<1x2x40xf32>
   return %o, %h : tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
 }
+
+// -----
+
+// Row cells of 33 rows or more hold a query tile (12 rows): the forward
+// pools P, into a partial per query tile and row cell [B, H, 9 tiles, 2,
+// Gk] summed afterwards; the similarity alone is left to the statistics
+// kernel.
+// CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK-SAME: memref<2x4x100xf32>, %{{.*}}: memref<2x4x9x2x7xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-LABEL: func.func private @__attnc_flash_stats
+// CHECK-SAME: memref<2x4x1x1xf32>, %{{.*}}: memref<2x2x4x4xf32>
+// CHECK-LABEL: func.func @pool
+func.func @pool(%q: tensor<2x4x100x32xf32>, %k: tensor<2x2x130x32xf32>, %v: tensor<2x2x130x32xf32>)
+    -> (tensor<2x4x100x32xf32>, tensor<2x4x3x7xf32>, tensor<2x4x4xf32>) {
+  %o, %lse = attn.attention %q, %k, %v causal
+      : tensor<2x4x100x32xf32>, tensor<2x2x130x32xf32>, tensor<2x2x130x32xf32>
+        -> tensor<2x4x100x32xf32>, tensor<2x4x100xf32>
+  %map, %sim = attn.attention_stats %q, %k, %lse causal
+      : tensor<2x4x100x32xf32>, tensor<2x2x130x32xf32>, tensor<2x4x100xf32>
+        -> pooled tensor<2x4x3x7xf32> similarity tensor<2x4x4xf32>
+  return %o, %map, %sim : tensor<2x4x100x32xf32>, tensor<2x4x3x7xf32>, tensor<2x4x4xf32>
+}

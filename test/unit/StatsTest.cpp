@@ -297,6 +297,27 @@ TEST(StatsTest, EntropyGradients) {
   runCase(c, 10, /*gradients=*/true);
 }
 
+/// Grids whose row cells hold a query tile or more: the forward kernel
+/// (AVX-512, or AMX for bf16 from 64 query rows) pools P itself.
+TEST(StatsTest, PooledMapsInTheForward) {
+  StatsCase c;
+  c.B = 2, c.H = 4, c.Hkv = 2, c.Sq = 100, c.Skv = 130, c.D = 32, c.Gq = 3,
+  c.Gk = 7;
+  c.causal = true;
+  c.lengths = true;
+  runCase(c, 21, /*gradients=*/false);
+  c.dtype = "bf16";
+  runCase(c, 22, /*gradients=*/false);
+  c.causal = false;
+  c.lengths = false;
+  c.window = 37;
+  c.Gq = 1, c.Gk = 130;
+  runCase(c, 23, /*gradients=*/false);
+  c.dtype = "f32";
+  c.Sq = 1, c.Skv = 300, c.Gk = 11, c.window = 0;
+  runCase(c, 24, /*gradients=*/false);
+}
+
 /// Statistics over an LSE the caller passes (no attention in the spec): the
 /// statistics kernel computes the entropies itself.
 TEST(StatsTest, StatisticsOfAGivenLse) {
