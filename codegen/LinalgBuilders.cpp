@@ -620,8 +620,8 @@ static Value buildRecomputedProbs(OpBuilder &b, Location loc, Value masked,
              ArrayRef<AffineMap>{full, row, full},
              SmallVector<IteratorType>(4, kPar),
              [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value negInf = arith::ConstantOp::create(
-                   nb, nl, nb.getF32FloatAttr(-inf));
+               Value negInf =
+                   arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(-inf));
                Value zero =
                    arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f));
                Value empty = arith::CmpFOp::create(
@@ -889,11 +889,10 @@ Value rowSeesKey(OpBuilder &b, Location loc, Value lse) {
 }
 
 /// sum_j f(S'_ij, P_ij) over each row's keys where P_ij != 0, [B, H, Sq].
-Value buildRowSum(OpBuilder &b, Location loc, Value masked, Value probs,
-                  function_ref<Value(OpBuilder &, Location, Value, Value,
-                                     Value)>
-                      term,
-                  Value rowInput) {
+Value buildRowSum(
+    OpBuilder &b, Location loc, Value masked, Value probs,
+    function_ref<Value(OpBuilder &, Location, Value, Value, Value)> term,
+    Value rowInput) {
   ArrayRef<int64_t> shape = shapeOf(masked);
   SmallVector<int64_t> rowShape(shape.take_front(3));
   Type f32 = b.getF32Type();
@@ -905,10 +904,11 @@ Value buildRowSum(OpBuilder &b, Location loc, Value masked, Value probs,
              ArrayRef<AffineMap>{full, full, row, row},
              SmallVector<IteratorType>{kPar, kPar, kPar, kRed},
              [&](OpBuilder &nb, Location nl, ValueRange args) {
-               Value x = whereProbable(
-                   nb, nl, args[1], term(nb, nl, args[0], args[1], args[2]));
+               Value x = whereProbable(nb, nl, args[1],
+                                       term(nb, nl, args[0], args[1], args[2]));
                linalg::YieldOp::create(
-                   nb, nl, arith::AddFOp::create(nb, nl, args[3], x).getResult());
+                   nb, nl,
+                   arith::AddFOp::create(nb, nl, args[3], x).getResult());
              })
       .getResult(0);
 }
@@ -966,11 +966,12 @@ Value buildCellWeights(OpBuilder &b, Location loc, int64_t n, int64_t cells,
                // e's cell: floor(((e + 1) cells - 1) / n).
                Value cell = div(
                    arith::SubIOp::create(
-                       nb, nl, mul(arith::AddIOp::create(nb, nl, e, one), cells),
-                       one),
+                       nb, nl,
+                       mul(arith::AddIOp::create(nb, nl, e, one), cells), one),
                    n);
                Value size = arith::SubIOp::create(
-                   nb, nl, div(mul(arith::AddIOp::create(nb, nl, c, one), n), cells),
+                   nb, nl,
+                   div(mul(arith::AddIOp::create(nb, nl, c, one), n), cells),
                    div(mul(c, n), cells));
                Value sizeF = arith::UIToFPOp::create(
                    nb, nl, nb.getF32Type(),
@@ -1024,26 +1025,25 @@ Value buildSimilarity(OpBuilder &b, Location loc, Value probs) {
   MLIRContext *ctx = b.getContext();
   auto type = RankedTensorType::get({p[0], p[1], p[1]}, b.getF32Type());
   // (b, h, g, i, j): dot[b, h, g] = sum_ij P[b, h, i, j] P[b, g, i, j].
-  Value dot = buildContraction(
-      b, loc, probs, probs,
-      {dims(ctx, 5, {0, 1, 3, 4}), dims(ctx, 5, {0, 2, 3, 4}),
-       dims(ctx, 5, {0, 1, 2})},
-      {kPar, kPar, kPar, kRed, kRed}, type);
+  Value dot =
+      buildContraction(b, loc, probs, probs,
+                       {dims(ctx, 5, {0, 1, 3, 4}), dims(ctx, 5, {0, 2, 3, 4}),
+                        dims(ctx, 5, {0, 1, 2})},
+                       {kPar, kPar, kPar, kRed, kRed}, type);
   return linalg::GenericOp::create(
              b, loc, TypeRange{type}, ValueRange{dot, dot, dot},
              ValueRange{empty(b, loc, type.getShape(), b.getF32Type())},
-             ArrayRef<AffineMap>{b.getMultiDimIdentityMap(3),
-                                 dims(ctx, 3, {0, 1, 1}),
-                                 dims(ctx, 3, {0, 2, 2}),
-                                 b.getMultiDimIdentityMap(3)},
+             ArrayRef<AffineMap>{
+                 b.getMultiDimIdentityMap(3), dims(ctx, 3, {0, 1, 1}),
+                 dims(ctx, 3, {0, 2, 2}), b.getMultiDimIdentityMap(3)},
              SmallVector<IteratorType>(3, kPar),
              [&](OpBuilder &nb, Location nl, ValueRange args) {
                Value norms = arith::MulFOp::create(
                    nb, nl, math::SqrtOp::create(nb, nl, args[1]),
                    math::SqrtOp::create(nb, nl, args[2]));
-               Value none = arith::CmpFOp::create(
-                   nb, nl, arith::CmpFPredicate::OEQ, norms,
-                   f32Constant(nb, nl, 0.0f));
+               Value none =
+                   arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                         norms, f32Constant(nb, nl, 0.0f));
                linalg::YieldOp::create(
                    nb, nl,
                    arith::SelectOp::create(
@@ -1087,11 +1087,12 @@ AttentionStats buildAttentionStats(OpBuilder &b, Location loc,
                                 b.getMultiDimIdentityMap(3), head},
             SmallVector<IteratorType>{kPar, kPar, kRed},
             [&](OpBuilder &nb, Location nl, ValueRange args) {
-              Value x = arith::SelectOp::create(nb, nl,
-                                                rowSeesKey(nb, nl, args[1]),
-                                                args[0], f32Constant(nb, nl, 0));
+              Value x =
+                  arith::SelectOp::create(nb, nl, rowSeesKey(nb, nl, args[1]),
+                                          args[0], f32Constant(nb, nl, 0));
               linalg::YieldOp::create(
-                  nb, nl, arith::AddFOp::create(nb, nl, args[2], x).getResult());
+                  nb, nl,
+                  arith::AddFOp::create(nb, nl, args[2], x).getResult());
             })
             .getResult(0);
     Value seen = buildSeenRows(b, loc, lse);
@@ -1102,9 +1103,9 @@ AttentionStats buildAttentionStats(OpBuilder &b, Location loc,
             ValueRange{empty(b, loc, rows.take_front(2), f32)},
             ArrayRef<AffineMap>{id, id, id}, SmallVector<IteratorType>(2, kPar),
             [&](OpBuilder &nb, Location nl, ValueRange args) {
-              Value none = arith::CmpFOp::create(
-                  nb, nl, arith::CmpFPredicate::OEQ, args[1],
-                  f32Constant(nb, nl, 0.0f));
+              Value none =
+                  arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                        args[1], f32Constant(nb, nl, 0.0f));
               linalg::YieldOp::create(
                   nb, nl,
                   arith::SelectOp::create(
@@ -1178,22 +1179,21 @@ AttentionStatsGrads buildAttentionStatsGrad(OpBuilder &b, Location loc,
       },
       lse);
   AttentionStatsGrads grads;
-  grads.lse =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{lse.getType()}, ValueRange{g, mu},
-          ValueRange{empty(b, loc, rows, f32)},
-          ArrayRef<AffineMap>{rowId, rowId, rowId},
-          SmallVector<IteratorType>(3, kPar),
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            linalg::YieldOp::create(
-                nb, nl,
-                arith::MulFOp::create(
-                    nb, nl, args[0],
-                    arith::AddFOp::create(nb, nl, f32Constant(nb, nl, 1.0f),
-                                          args[1]))
-                    .getResult());
-          })
-          .getResult(0);
+  grads.lse = linalg::GenericOp::create(
+                  b, loc, TypeRange{lse.getType()}, ValueRange{g, mu},
+                  ValueRange{empty(b, loc, rows, f32)},
+                  ArrayRef<AffineMap>{rowId, rowId, rowId},
+                  SmallVector<IteratorType>(3, kPar),
+                  [&](OpBuilder &nb, Location nl, ValueRange args) {
+                    linalg::YieldOp::create(
+                        nb, nl,
+                        arith::MulFOp::create(
+                            nb, nl, args[0],
+                            arith::AddFOp::create(
+                                nb, nl, f32Constant(nb, nl, 1.0f), args[1]))
+                            .getResult());
+                  })
+                  .getResult(0);
   // dS'_ij = -g_i P_ij (S'_ij + 1).
   AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(ctx);
   Value modifiedGrad =
@@ -1210,14 +1210,13 @@ AttentionStatsGrads buildAttentionStatsGrad(OpBuilder &b, Location loc,
                 arith::MulFOp::create(
                     nb, nl, args[2],
                     arith::MulFOp::create(nb, nl, args[1], shifted)));
-            linalg::YieldOp::create(nb, nl,
-                                    whereProbable(nb, nl, args[1], x));
+            linalg::YieldOp::create(nb, nl, whereProbable(nb, nl, args[1], x));
           })
           .getResult(0);
   Value scoresGrad = modifiedGrad;
   if (in.scoreMod) {
-    auto [ds, captureGrads] = buildScoreModGrad(
-        b, loc, scores, modifiedGrad, *in.scoreMod, in.scoreCaptures);
+    auto [ds, captureGrads] = buildScoreModGrad(b, loc, scores, modifiedGrad,
+                                                *in.scoreMod, in.scoreCaptures);
     scoresGrad = ds;
     grads.scoreCaptures = captureGrads;
   }
@@ -1229,5 +1228,223 @@ AttentionStatsGrads buildAttentionStatsGrad(OpBuilder &b, Location loc,
   return grads;
 }
 
+//===----------------------------------------------------------------------===//
+// Distillation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// P_t and r = (S_t - LSE_t) - (S_s - LSE_s) of attn.distill, [B, H, Sq,
+/// Skv]. r is NaN (-inf - -inf) where a key is masked: every use takes it
+/// through whereProbable, where P_t = 0.
+struct DistillTerms {
+  Value probs, ratio;
+};
+
+DistillTerms buildDistillTerms(OpBuilder &b, Location loc,
+                               const DistillInputs &in) {
+  Value student = buildMaskedScores(b, loc, in.student).second;
+  Value teacher = buildMaskedScores(b, loc, in.teacher).second;
+  DistillTerms terms;
+  terms.probs = buildRecomputedProbs(b, loc, teacher, in.teacherLse);
+  AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(b.getContext());
+  terms.ratio =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{teacher.getType()},
+          ValueRange{teacher, in.teacherLse, student, in.lse},
+          ValueRange{empty(b, loc, shapeOf(teacher), b.getF32Type())},
+          ArrayRef<AffineMap>{full, row, full, row, full},
+          SmallVector<IteratorType>(4, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value logPt = arith::SubFOp::create(nb, nl, args[0], args[1]);
+            Value logPs = arith::SubFOp::create(nb, nl, args[2], args[3]);
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::SubFOp::create(nb, nl, logPt, logPs).getResult());
+          })
+          .getResult(0);
+  return terms;
+}
+
+/// sum over all of [B, H, Sq] of f(x_bhi, LSE_bhi), into an f32 tensor<1>:
+/// the loops (u, b, h, i) keep a parallel one of size 1, which the GPU
+/// targets map to a thread (a generic without one would stay on the host).
+Value buildTotal(OpBuilder &b, Location loc, Value x, Value lse,
+                 function_ref<Value(OpBuilder &, Location, Value, Value)> f) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{RankedTensorType::get({1}, f32)},
+             ValueRange{x, lse}, ValueRange{filled(b, loc, {1}, f32, 0.0)},
+             ArrayRef<AffineMap>{dims(ctx, 4, {1, 2, 3}),
+                                 dims(ctx, 4, {1, 2, 3}), dims(ctx, 4, {0})},
+             SmallVector<IteratorType>{kPar, kRed, kRed, kRed},
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::AddFOp::create(nb, nl, args[2],
+                                         f(nb, nl, args[0], args[1]))
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// The rows that see a key (LSE != -inf) over all of [B, H, Sq], as an f32
+/// tensor<1>.
+Value buildSeenRowCount(OpBuilder &b, Location loc, Value lse) {
+  return buildTotal(b, loc, lse, lse,
+                    [](OpBuilder &nb, Location nl, Value, Value l) -> Value {
+                      return arith::SelectOp::create(
+                          nb, nl, rowSeesKey(nb, nl, l),
+                          f32Constant(nb, nl, 1.0f), f32Constant(nb, nl, 0.0f));
+                    });
+}
+
+/// dS = scale dS', then dQ = dS K and dK = dS^T Q (GQA: dK summed over
+/// each KV head's query heads), in the types of Q and K.
+std::pair<Value, Value> buildQueryKeyGrads(OpBuilder &b, Location loc,
+                                           Value modifiedGrad,
+                                           const ScoreInputs &in) {
+  Value scoresGrad = buildScale(b, loc, modifiedGrad, in.scale);
+  return {buildApply(b, loc, scoresGrad, in.key,
+                     cast<RankedTensorType>(in.query.getType())),
+          buildTransposedApply(b, loc, scoresGrad, in.query,
+                               cast<RankedTensorType>(in.key.getType()))};
+}
+
+} // namespace
+
+Value buildDistill(OpBuilder &b, Location loc, const DistillInputs &in,
+                   bool mean) {
+  DistillTerms terms = buildDistillTerms(b, loc, in);
+  // KL_i = sum_j P_t,ij r_ij over the keys where P_t != 0.
+  Value kl = buildRowSum(
+      b, loc, terms.ratio, terms.probs,
+      [](OpBuilder &nb, Location nl, Value r, Value p, Value) -> Value {
+        return arith::MulFOp::create(nb, nl, p, r);
+      },
+      in.teacherLse);
+  if (!mean)
+    return kl;
+  // The mean over the rows that see a key (the others' KL is 0).
+  Value sum = buildTotal(
+      b, loc, kl, in.teacherLse,
+      [](OpBuilder &, Location, Value x, Value) -> Value { return x; });
+  Value seen = buildSeenRowCount(b, loc, in.teacherLse);
+  Type f32 = b.getF32Type();
+  AffineMap id = b.getMultiDimIdentityMap(1);
+  Value mean1 =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{sum.getType()}, ValueRange{sum, seen},
+          ValueRange{empty(b, loc, {1}, f32)}, ArrayRef<AffineMap>{id, id, id},
+          SmallVector<IteratorType>{kPar},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value nothing =
+                arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                      args[1], f32Constant(nb, nl, 0.0f));
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::SelectOp::create(
+                    nb, nl, nothing, f32Constant(nb, nl, 0.0f),
+                    arith::DivFOp::create(nb, nl, args[0], args[1]))
+                    .getResult());
+          })
+          .getResult(0);
+  return tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({}, f32),
+                                         mean1,
+                                         ArrayRef<ReassociationIndices>{});
+}
+
+DistillGrads buildDistillGrad(OpBuilder &b, Location loc,
+                              const DistillInputs &in, Value klGrad) {
+  DistillTerms terms = buildDistillTerms(b, loc, in);
+  ArrayRef<int64_t> rows = shapeOf(in.teacherLse);
+  Type f32 = b.getF32Type();
+  MLIRContext *ctx = b.getContext();
+  AffineMap rowId = b.getMultiDimIdentityMap(3),
+            scalarMap = AffineMap::get(3, 0, {}, ctx),
+            countMap =
+                AffineMap::get(3, 0, {getAffineConstantExpr(0, ctx)}, ctx);
+  // g_i: the row's cotangent, or the mean's shared among the rows that see
+  // a key; 0 on the rows that see none.
+  bool mean = shapeOf(klGrad).empty();
+  SmallVector<Value> inputs = {in.teacherLse, klGrad};
+  SmallVector<AffineMap> maps = {rowId, mean ? scalarMap : rowId};
+  if (mean) {
+    inputs.push_back(buildSeenRowCount(b, loc, in.teacherLse));
+    maps.push_back(countMap);
+  }
+  maps.push_back(rowId);
+  Value g =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{in.teacherLse.getType()}, inputs,
+          ValueRange{empty(b, loc, rows, f32)}, maps,
+          SmallVector<IteratorType>(3, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value share = args[1];
+            if (mean)
+              share = arith::DivFOp::create(
+                  nb, nl, share,
+                  arith::MaximumFOp::create(nb, nl, args[2],
+                                            f32Constant(nb, nl, 1.0f)));
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::SelectOp::create(nb, nl, rowSeesKey(nb, nl, args[0]),
+                                        share, f32Constant(nb, nl, 0.0f))
+                    .getResult());
+          })
+          .getResult(0);
+
+  DistillGrads grads;
+  // dLSE_s,i = g_i sum_j P_t,ij; dLSE_t,i = -g_i sum_j P_t,ij (r_ij + 1).
+  grads.lse = buildRowSum(
+      b, loc, terms.ratio, terms.probs,
+      [](OpBuilder &nb, Location nl, Value, Value p, Value gi) -> Value {
+        return arith::MulFOp::create(nb, nl, gi, p);
+      },
+      g);
+  auto shifted = [](OpBuilder &nb, Location nl, Value r) -> Value {
+    return arith::AddFOp::create(nb, nl, r, f32Constant(nb, nl, 1.0f));
+  };
+  grads.teacherLse = buildRowSum(
+      b, loc, terms.ratio, terms.probs,
+      [&](OpBuilder &nb, Location nl, Value r, Value p, Value gi) -> Value {
+        return arith::NegFOp::create(
+            nb, nl,
+            arith::MulFOp::create(
+                nb, nl, gi,
+                arith::MulFOp::create(nb, nl, p, shifted(nb, nl, r))));
+      },
+      g);
+
+  // dS_s,ij = -g_i P_t,ij; dS_t,ij = g_i P_t,ij (r_ij + 1); 0 where
+  // P_t = 0 (a masked key's r is NaN).
+  AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(ctx);
+  auto scoresType = cast<RankedTensorType>(terms.probs.getType());
+  auto modifiedGrads =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{scoresType, scoresType},
+          ValueRange{terms.ratio, terms.probs, g},
+          ValueRange{empty(b, loc, scoresType.getShape(), f32),
+                     empty(b, loc, scoresType.getShape(), f32)},
+          ArrayRef<AffineMap>{full, full, row, full, full},
+          SmallVector<IteratorType>(4, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value gp = arith::MulFOp::create(nb, nl, args[2], args[1]);
+            Value student = arith::NegFOp::create(nb, nl, gp);
+            Value teacher =
+                arith::MulFOp::create(nb, nl, gp, shifted(nb, nl, args[0]));
+            linalg::YieldOp::create(
+                nb, nl,
+                ValueRange{whereProbable(nb, nl, args[1], student),
+                           whereProbable(nb, nl, args[1], teacher)});
+          })
+          .getResults();
+  std::tie(grads.query, grads.key) =
+      buildQueryKeyGrads(b, loc, modifiedGrads[0], in.student);
+  std::tie(grads.teacherQuery, grads.teacherKey) =
+      buildQueryKeyGrads(b, loc, modifiedGrads[1], in.teacher);
+  return grads;
+}
 
 } // namespace attnc

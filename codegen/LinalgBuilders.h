@@ -116,12 +116,29 @@ struct AttentionStatsGrads {
   mlir::Value query, key, lse;
   llvm::SmallVector<mlir::Value> scoreCaptures;
 };
-AttentionStatsGrads buildAttentionStatsGrad(mlir::OpBuilder &b,
-                                            mlir::Location loc,
-                                            const ScoreInputs &inputs,
-                                            mlir::Value lse,
-                                            mlir::Value entropyGrad,
-                                            mlir::Value meanEntropyGrad);
+AttentionStatsGrads
+buildAttentionStatsGrad(mlir::OpBuilder &b, mlir::Location loc,
+                        const ScoreInputs &inputs, mlir::Value lse,
+                        mlir::Value entropyGrad, mlir::Value meanEntropyGrad);
+
+/// The operands of attn.distill(_grad), without the op: each side's score
+/// inputs (no score_mod; both with the op's mask) and LSE.
+struct DistillInputs {
+  ScoreInputs student, teacher;
+  mlir::Value lse, teacherLse;
+};
+/// attn.distill: KL(P_t || P_s) per row [B, H, Sq], or with `mean` its mean
+/// over the rows that see a key (tensor<f32>), from both P materialized
+/// (the unfused lowering).
+mlir::Value buildDistill(mlir::OpBuilder &b, mlir::Location loc,
+                         const DistillInputs &inputs, bool mean);
+/// attn.distill_grad: the gradients with both LSEs held fixed, for the
+/// cotangent `klGrad` of the KL per row ([B, H, Sq]) or of its mean (rank 0).
+struct DistillGrads {
+  mlir::Value query, key, lse, teacherQuery, teacherKey, teacherLse;
+};
+DistillGrads buildDistillGrad(mlir::OpBuilder &b, mlir::Location loc,
+                              const DistillInputs &inputs, mlir::Value klGrad);
 
 /// attn.combine: the union's O (the partials' type) and LSE.
 std::pair<mlir::Value, mlir::Value> buildCombine(mlir::OpBuilder &b,

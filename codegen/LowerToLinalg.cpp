@@ -257,8 +257,8 @@ struct LowerAttentionStats : OpRewritePattern<AttentionStatsOp> {
                        : RankedTensorType(),
         bool(op.getSimilarity()));
     SmallVector<Value> results;
-    for (Value v : {stats.entropy, stats.meanEntropy, stats.pooled,
-                    stats.similarity})
+    for (Value v :
+         {stats.entropy, stats.meanEntropy, stats.pooled, stats.similarity})
       if (v)
         results.push_back(v);
     rewriter.replaceOp(op, results);
@@ -279,6 +279,46 @@ struct LowerAttentionStatsGrad : OpRewritePattern<AttentionStatsGradOp> {
     SmallVector<Value> results = {grads.query, grads.key, grads.lse};
     llvm::append_range(results, grads.scoreCaptures);
     rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// attn.distill(_grad)'s operands: each side's scores (no score_mod) under
+/// the op's one mask, and both LSEs.
+template <typename OpTy> DistillInputs distillInputsOf(OpTy op) {
+  DistillInputs inputs;
+  inputs.student.query = op.getQuery();
+  inputs.student.key = op.getKey();
+  inputs.student.scale = op.getEffectiveScale();
+  inputs.student.mask = maskConditionsOf(op, op.getMaskCaptures());
+  inputs.teacher.query = op.getTeacherQuery();
+  inputs.teacher.key = op.getTeacherKey();
+  inputs.teacher.scale = op.getEffectiveTeacherScale();
+  inputs.teacher.mask = inputs.student.mask;
+  inputs.lse = op.getLse();
+  inputs.teacherLse = op.getTeacherLse();
+  return inputs;
+}
+
+struct LowerDistill : OpRewritePattern<DistillOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DistillOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildDistill(rewriter, op.getLoc(),
+                                        distillInputsOf(op), op.isMean()));
+    return success();
+  }
+};
+
+struct LowerDistillGrad : OpRewritePattern<DistillGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DistillGradOp op,
+                                PatternRewriter &rewriter) const override {
+    DistillGrads grads = buildDistillGrad(rewriter, op.getLoc(),
+                                          distillInputsOf(op), op.getKlGrad());
+    rewriter.replaceOp(op,
+                       {grads.query, grads.key, grads.lse, grads.teacherQuery,
+                        grads.teacherKey, grads.teacherLse});
     return success();
   }
 };
@@ -329,7 +369,8 @@ struct AttnLowerToLinalgPass
                  LowerSoftmax, LowerApply, LowerAttention, LowerTransposedApply,
                  LowerProjectionGrad, LowerMergeGrad, LowerSoftmaxGrad,
                  LowerScoreModGrad, LowerAttentionGrad, LowerAttentionStats,
-                 LowerAttentionStatsGrad>(&getContext());
+                 LowerAttentionStatsGrad, LowerDistill, LowerDistillGrad>(
+        &getContext());
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     WalkResult left = module.walk([](Operation *op) {

@@ -190,6 +190,16 @@ LogicalResult checkBody(func::FuncOp func) {
           failed(checkHeadDim(op, q[3], "query and key")))
         return failure();
     }
+    if (auto distill = dyn_cast<attn::DistillOp>(op)) {
+      auto q = distill.getQuery().getType().getShape();
+      auto k = distill.getKey().getType().getShape();
+      if (failed(checkSize(op.getLoc(), {q[0], q[1], q[2], k[2]},
+                           "the Sq x Skv scores of 'attn.distill'")) ||
+          failed(checkHeadDim(op, q[3], "student's query and key")) ||
+          failed(checkHeadDim(op, shapeOf(distill.getTeacherQuery())[3],
+                              "teacher's query and key")))
+        return failure();
+    }
     if (auto scores = dyn_cast<attn::ScoresOp>(op))
       if (failed(
               checkHeadDim(op, shapeOf(scores.getQuery())[3], "query and key")))

@@ -123,12 +123,36 @@ ParseResult parseAttentionGradKeywordCheck(OpAsmParser &parser, IntegerAttr) {
 }
 
 ParseResult parseAttentionStatsGradKeywordCheck(OpAsmParser &parser,
-                                               IntegerAttr) {
+                                                IntegerAttr) {
   return parseKeywordCheck(parser,
                            {"entropy_grad", "mean_entropy_grad", "scale",
                             "causal", "window", "lengths", "score_captures",
                             "mask_captures"},
                            {"score_mod", "mask_mod"});
+}
+
+/// attn.distill and attn.distill_grad: their keywords, and a word for a
+/// score_mod's, which this version does not take.
+ParseResult parseDistillKeywordCheck(OpAsmParser &parser, IntegerAttr) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (succeeded(parser.parseOptionalKeyword("score_captures")))
+    return parser.emitError(loc)
+           << "takes no score_captures: attn.distill has no score_mod region";
+  return parseKeywordCheck(parser,
+                           {"scale", "teacher_scale", "causal", "window",
+                            "lengths", "mask_captures"},
+                           {"mask_mod"});
+}
+
+/// After attn.distill(_grad)'s result types: a score_mod region is refused
+/// by name (the generic error would be about the expected end of the op).
+ParseResult parseDistillRegionCheck(OpAsmParser &parser, IntegerAttr) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  if (succeeded(parser.parseOptionalKeyword("score_mod")))
+    return parser.emitError(loc)
+           << "has no score_mod region (this version of attn.distill takes "
+              "a mask_mod only)";
+  return success();
 }
 
 ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
@@ -143,6 +167,8 @@ void printMaskKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
 void printAttentionGradKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
 void printAttentionStatsGradKeywordCheck(OpAsmPrinter &, Operation *,
                                          IntegerAttr) {}
+void printDistillKeywordCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
+void printDistillRegionCheck(OpAsmPrinter &, Operation *, IntegerAttr) {}
 
 /// The integer divisions and remainders, undefined behaviour by zero.
 bool isIntegerDivision(Operation *op) {
@@ -318,23 +344,28 @@ LogicalResult verifyScaleValue(Operation *op, double scale, StringRef what) {
   return success();
 }
 
-/// Checks Q[B,H,Sq,D] against K[B,Hkv,Skv,D] (GQA: H % Hkv == 0).
-LogicalResult verifyQueryKey(Operation *op, Value query, Value key) {
-  if (failed(verifyShape(op, query, 4, "query")) ||
-      failed(verifyShape(op, key, 4, "key")) ||
-      failed(verifySameElementType(op, query, key, "query", "key")))
+/// Checks Q[B,H,Sq,D] against K[B,Hkv,Skv,D] (GQA: H % Hkv == 0); the
+/// diagnostics call them `queryName` and `keyName`.
+LogicalResult verifyQueryKey(Operation *op, Value query, Value key,
+                             StringRef queryName = "query",
+                             StringRef keyName = "key") {
+  if (failed(verifyShape(op, query, 4, queryName)) ||
+      failed(verifyShape(op, key, 4, keyName)) ||
+      failed(verifySameElementType(op, query, key, queryName, keyName)))
     return failure();
   ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
   if (q[0] != k[0])
-    return op->emitOpError() << "query and key batch sizes differ: " << q[0]
-                             << " vs " << k[0];
+    return op->emitOpError()
+           << queryName << " and " << keyName << " batch sizes differ: " << q[0]
+           << " vs " << k[0];
   if (q[3] != k[3])
-    return op->emitOpError() << "query and key head dimensions differ: "
-                             << q[3] << " vs " << k[3];
+    return op->emitOpError()
+           << queryName << " and " << keyName
+           << " head dimensions differ: " << q[3] << " vs " << k[3];
   if (q[1] % k[1] != 0)
     return op->emitOpError()
-           << "query heads (" << q[1] << ") must be a multiple of key heads ("
-           << k[1] << ") for GQA/MQA";
+           << queryName << " heads (" << q[1] << ") must be a multiple of "
+           << keyName << " heads (" << k[1] << ") for GQA/MQA";
   return success();
 }
 
@@ -488,8 +519,7 @@ double AttentionOp::getEffectiveScale() {
 
 /// The checks every op with attention's score options shares: the scale,
 /// the mask options and both regions over scores [B, H, Sq, Skv].
-template <typename OpTy>
-static LogicalResult verifyScoreOptions(OpTy op) {
+template <typename OpTy> static LogicalResult verifyScoreOptions(OpTy op) {
   Operation *raw = op.getOperation();
   ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
   if (FloatAttr scale = op.getScaleAttr())
@@ -532,13 +562,13 @@ static LogicalResult verifyAttentionLike(OpTy op, Type outputType,
     return failure();
   ArrayRef<int64_t> v = shapeOf(op.getValue());
   if (v[1] != k[1])
-    return op.emitOpError() << "key and value head counts differ: " << k[1]
-                            << " vs " << v[1];
+    return op.emitOpError()
+           << "key and value head counts differ: " << k[1] << " vs " << v[1];
   if (cast<RankedTensorType>(outputType).getElementType() !=
       elementTypeOf(op.getValue()))
-    return op.emitOpError() << "output must have the element type of value, "
-                            << elementTypeOf(op.getValue()) << ", got "
-                            << outputType;
+    return op.emitOpError()
+           << "output must have the element type of value, "
+           << elementTypeOf(op.getValue()) << ", got " << outputType;
   if (failed(verifyExpectedShape(raw, outputType, {q[0], q[1], q[2], v[3]},
                                  "output")) ||
       failed(verifyExpectedShape(raw, lseType, {q[0], q[1], q[2]}, "lse")))
@@ -608,8 +638,8 @@ template <typename OpTy> static LogicalResult verifyStatsInputs(OpTy op) {
   if (failed(verifyQueryKey(op, op.getQuery(), op.getKey())))
     return failure();
   ArrayRef<int64_t> q = shapeOf(op.getQuery());
-  if (failed(verifyExpectedShape(op, op.getLse().getType(),
-                                 {q[0], q[1], q[2]}, "lse")))
+  if (failed(verifyExpectedShape(op, op.getLse().getType(), {q[0], q[1], q[2]},
+                                 "lse")))
     return failure();
   return verifyScoreOptions(op);
 }
@@ -621,9 +651,9 @@ LogicalResult AttentionStatsOp::verify() {
     return emitOpError("must return at least one of entropy, mean_entropy, "
                        "pooled and similarity");
   ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey());
-  if (getEntropy() && failed(verifyExpectedShape(*this, getEntropy().getType(),
-                                                 {q[0], q[1], q[2]},
-                                                 "entropy")))
+  if (getEntropy() &&
+      failed(verifyExpectedShape(*this, getEntropy().getType(),
+                                 {q[0], q[1], q[2]}, "entropy")))
     return failure();
   if (getMeanEntropy() &&
       failed(verifyExpectedShape(*this, getMeanEntropy().getType(),
@@ -673,6 +703,101 @@ LogicalResult AttentionStatsGradOp::verify() {
                        "query, key and lse");
   return verifyCaptureGrads(*this, getScoreCaptures().getTypes(),
                             getScoreCapturesGrad().getTypes());
+}
+
+//===----------------------------------------------------------------------===//
+// DistillOp, DistillGradOp
+//===----------------------------------------------------------------------===//
+
+/// The checks attn.distill and attn.distill_grad share: each side's Q and K
+/// (GQA per side), the same B, H, Sq and Skv on both sides, both LSEs, both
+/// scales, the mask options and the mask_mod region; `kl` is the type of the
+/// result (or of its cotangent): per row [B, H, Sq] or the mean, rank 0.
+template <typename OpTy>
+static LogicalResult verifyDistillLike(OpTy op, Type kl, StringRef klName) {
+  Operation *raw = op.getOperation();
+  if (failed(verifyQueryKey(raw, op.getQuery(), op.getKey())) ||
+      failed(verifyQueryKey(raw, op.getTeacherQuery(), op.getTeacherKey(),
+                            "teacher_query", "teacher_key")))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
+                    tq = shapeOf(op.getTeacherQuery()),
+                    tk = shapeOf(op.getTeacherKey());
+  if (tq[0] != q[0] || tq[1] != q[1] || tq[2] != q[2] || tk[2] != k[2])
+    return op.emitOpError()
+           << "the teacher's B, H, Sq and Skv (" << tq[0] << ", " << tq[1]
+           << ", " << tq[2] << ", " << tk[2] << ") must be the student's ("
+           << q[0] << ", " << q[1] << ", " << q[2] << ", " << k[2] << ")";
+  if (failed(verifyExpectedShape(raw, op.getLse().getType(), {q[0], q[1], q[2]},
+                                 "lse")) ||
+      failed(verifyExpectedShape(raw, op.getTeacherLse().getType(),
+                                 {q[0], q[1], q[2]}, "teacher_lse")))
+    return failure();
+  ArrayRef<int64_t> klShape = shapeOf(kl);
+  if (!klShape.empty() && klShape != ArrayRef<int64_t>({q[0], q[1], q[2]}))
+    return op.emitOpError()
+           << klName << " must be tensor<" << q[0] << "x" << q[1] << "x" << q[2]
+           << "xf32> (the KL per row) or tensor<f32> (its mean), got " << kl;
+  for (auto [scale, what] :
+       {std::pair(op.getScaleAttr(), "scale"),
+        std::pair(op.getTeacherScaleAttr(), "teacher_scale")})
+    if (scale && failed(verifyScaleValue(raw, scale.getValueAsDouble(), what)))
+      return failure();
+  if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
+    return failure();
+  if (op.getMaskMod().empty()) {
+    if (!op.getMaskCaptures().empty())
+      return op.emitOpError("has mask_captures but no mask_mod region");
+    return success();
+  }
+  return verifyModRegion(
+      raw, op.getMaskMod(), "mask_mod", false, op.getMaskCaptures().getTypes(),
+      IntegerType::get(op.getContext(), 1), {q[0], q[1], q[2], k[2]});
+}
+
+/// 1/sqrt(D) of `query` unless `scale` is given.
+static double effectiveScale(FloatAttr scale, Value query) {
+  if (scale)
+    return scale.getValueAsDouble();
+  return 1.0 / std::sqrt(double(shapeOf(query)[3]));
+}
+
+double DistillOp::getEffectiveScale() {
+  return effectiveScale(getScaleAttr(), getQuery());
+}
+
+double DistillOp::getEffectiveTeacherScale() {
+  return effectiveScale(getTeacherScaleAttr(), getTeacherQuery());
+}
+
+bool DistillOp::isMean() { return getKl().getType().getRank() == 0; }
+
+LogicalResult DistillOp::verify() {
+  return verifyDistillLike(*this, getKl().getType(), "result");
+}
+
+double DistillGradOp::getEffectiveScale() {
+  return effectiveScale(getScaleAttr(), getQuery());
+}
+
+double DistillGradOp::getEffectiveTeacherScale() {
+  return effectiveScale(getTeacherScaleAttr(), getTeacherQuery());
+}
+
+bool DistillGradOp::isMean() { return getKlGrad().getType().getRank() == 0; }
+
+LogicalResult DistillGradOp::verify() {
+  if (failed(verifyDistillLike(*this, getKlGrad().getType(), "kl_grad")))
+    return failure();
+  if (getQueryGrad().getType() != getQuery().getType() ||
+      getKeyGrad().getType() != getKey().getType() ||
+      getLseGrad().getType() != getLse().getType() ||
+      getTeacherQueryGrad().getType() != getTeacherQuery().getType() ||
+      getTeacherKeyGrad().getType() != getTeacherKey().getType() ||
+      getTeacherLseGrad().getType() != getTeacherLse().getType())
+    return emitOpError("gradients must have the types of query, key, lse, "
+                       "teacher_query, teacher_key and teacher_lse");
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

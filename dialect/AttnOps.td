@@ -627,6 +627,151 @@ def Attn_AttentionStatsGradOp : Attn_Op<"attention_stats_grad",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Attention distillation
+//===----------------------------------------------------------------------===//
+
+def Attn_DistillOp : Attn_Op<"distill",
+    [Pure, IsolatedFromAbove, AttrSizedOperandSegments]> {
+  let summary = "KL divergence of a teacher's attention from a student's";
+  let description = [{
+    Attention distillation: per query row, `KL(P_t || P_s)` between the
+    attention distributions of a teacher and a student over the same keys,
+    from each side's Q and K and the LSE of each side's `attn.attention`
+    (never storing P). The student's operands come first:
+    Q_s[B,H,Sq,Ds], K_s[B,Hkv_s,Skv,Ds] and LSE_s[B,H,Sq], then after
+    `teacher` Q_t[B,H,Sq,Dt], K_t[B,Hkv_t,Skv,Dt] and LSE_t[B,H,Sq]: B, H,
+    Sq and Skv are the same, the head dimensions, the KV head counts (GQA
+    per side, as in `attn.scores`) and the element types may differ.
+    `scale` (default 1/sqrt(Ds)) scales the student's scores,
+    `teacher_scale` (default 1/sqrt(Dt)) the teacher's; the mask options
+    and the optional `mask_mod` region (as in `attn.attention`) apply to
+    both sides. This version takes no `score_mod` region. With
+    `S = scale Q K^T`, `P_t = exp(S_t - LSE_t)` and, over the visible keys,
+    `r_ij = (S_t,ij - LSE_t,i) - (S_s,ij - LSE_s,i)` (log P_t - log P_s):
+    `KL_i = sum_j P_t,ij r_ij`. Masked keys add nothing (never 0 * inf); a
+    row whose teacher LSE is -inf (it sees no key) has KL 0. The result
+    type chooses the result: `tensor<BxHxSqxf32>` is the KL per row,
+    `tensor<f32>` its mean over the rows that see a key (0 when none does).
+    The LSEs must be those of the same attentions (for other values the
+    result is that of the formulas above). attn-derive-backward
+    differentiates it into `attn.distill_grad`, whose LSE gradients flow on
+    into each side's `attn.attention_grad`; there is no hand-written kernel
+    yet (the unfused lowering materializes both score tiles).
+
+    ```mlir
+    %os, %ls = attn.attention %qs, %ks, %vs causal
+        : tensor<1x8x128x32xf32>, tensor<1x2x128x32xf32>, tensor<1x2x128x32xf32>
+          -> tensor<1x8x128x32xf32>, tensor<1x8x128xf32>
+    %ot, %lt = attn.attention %qt, %kt, %vt causal
+        : tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
+          -> tensor<1x8x128x64xf32>, tensor<1x8x128xf32>
+    %kl = attn.distill %qs, %ks, %ls teacher %qt, %kt, %lt causal
+        : tensor<1x8x128x32xf32>, tensor<1x2x128x32xf32>, tensor<1x8x128xf32>
+          teacher tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128xf32>
+          -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                   Attn_ScoreTensor:$lse, Attn_FloatTensor:$teacher_query,
+                   Attn_FloatTensor:$teacher_key, Attn_ScoreTensor:$teacher_lse,
+                   OptionalAttr<F64Attr>:$scale,
+                   OptionalAttr<F64Attr>:$teacher_scale,
+                   UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                   Optional<Attn_LengthsTensor>:$lengths,
+                   Variadic<AnyRankedTensor>:$mask_captures);
+  let results = (outs Attn_ScoreTensor:$kl);
+  let regions = (region MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $query `,` $key `,` $lse `teacher` $teacher_query `,` $teacher_key `,`
+    $teacher_lse (`scale` $scale^)? (`teacher_scale` $teacher_scale^)?
+    (`causal` $causal^)? (`window` $window^)?
+    (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
+    `` custom<DistillKeywordCheck>(ref($window))
+    attr-dict `:` type($query) `,` type($key) `,` type($lse) `teacher`
+    type($teacher_query) `,` type($teacher_key) `,` type($teacher_lse) `->`
+    type($kl) `` custom<DistillRegionCheck>(ref($window))
+    (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale of the student's scores (the explicit one or 1/sqrt(Ds)).
+    double getEffectiveScale();
+    /// The scale of the teacher's scores (the explicit one or 1/sqrt(Dt)).
+    double getEffectiveTeacherScale();
+    /// Whether the result is the mean (tensor<f32>), not the KL per row.
+    bool isMean();
+  }];
+}
+
+def Attn_DistillGradOp : Attn_Op<"distill_grad",
+    [Pure, IsolatedFromAbove, AttrSizedOperandSegments]> {
+  let summary = "Gradients of attn.distill";
+  let description = [{
+    Given the operands of an `attn.distill` (same options and region) and
+    the cotangent of its result after `grad` (of its type: per row, or the
+    mean's scalar), returns dQ_s, dK_s, dLSE_s, dQ_t, dK_t and dLSE_t: the
+    partial derivatives with both LSEs held fixed (attn-derive-backward
+    carries the LSE gradients into each side's `attn.attention_grad`). With
+    `g_i` the row's cotangent (the mean's shared among the rows that see a
+    key, 0 on the others), `P_t` and `r` as in `attn.distill`:
+    `dS_s,ij = -g_i P_t,ij`, `dLSE_s,i = g_i sum_j P_t,ij`,
+    `dS_t,ij = g_i P_t,ij (r_ij + 1)`,
+    `dLSE_t,i = -g_i sum_j P_t,ij (r_ij + 1)`, then per side
+    `dQ = scale dS K`, `dK = scale dS^T Q` (GQA: dK sums over the query heads
+    of each KV head).
+
+    ```mlir
+    %dqs, %dks, %dls, %dqt, %dkt, %dlt = attn.distill_grad %qs, %ks, %ls
+        teacher %qt, %kt, %lt grad %dkl causal
+        : tensor<1x8x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x8x64xf32>
+          teacher tensor<1x8x64x64xf32>, tensor<1x8x64x64xf32>, tensor<1x8x64xf32>
+          grad tensor<1x8x64xf32>
+          -> tensor<1x8x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x8x64xf32>,
+             tensor<1x8x64x64xf32>, tensor<1x8x64x64xf32>, tensor<1x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
+                   Attn_ScoreTensor:$lse, Attn_FloatTensor:$teacher_query,
+                   Attn_FloatTensor:$teacher_key, Attn_ScoreTensor:$teacher_lse,
+                   Attn_ScoreTensor:$kl_grad,
+                   OptionalAttr<F64Attr>:$scale,
+                   OptionalAttr<F64Attr>:$teacher_scale,
+                   UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                   Optional<Attn_LengthsTensor>:$lengths,
+                   Variadic<AnyRankedTensor>:$mask_captures);
+  let results = (outs Attn_FloatTensor:$query_grad, Attn_FloatTensor:$key_grad,
+                  Attn_ScoreTensor:$lse_grad,
+                  Attn_FloatTensor:$teacher_query_grad,
+                  Attn_FloatTensor:$teacher_key_grad,
+                  Attn_ScoreTensor:$teacher_lse_grad);
+  let regions = (region MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $query `,` $key `,` $lse `teacher` $teacher_query `,` $teacher_key `,`
+    $teacher_lse `grad` $kl_grad (`scale` $scale^)?
+    (`teacher_scale` $teacher_scale^)? (`causal` $causal^)?
+    (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
+    `` custom<DistillKeywordCheck>(ref($window))
+    attr-dict `:` type($query) `,` type($key) `,` type($lse) `teacher`
+    type($teacher_query) `,` type($teacher_key) `,` type($teacher_lse)
+    `grad` type($kl_grad) `->` type($query_grad) `,` type($key_grad) `,`
+    type($lse_grad) `,` type($teacher_query_grad) `,`
+    type($teacher_key_grad) `,` type($teacher_lse_grad)
+    `` custom<DistillRegionCheck>(ref($window)) (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The scale of the student's scores (the explicit one or 1/sqrt(Ds)).
+    double getEffectiveScale();
+    /// The scale of the teacher's scores (the explicit one or 1/sqrt(Dt)).
+    double getEffectiveTeacherScale();
+    /// Whether kl_grad is the mean's (tensor<f32>), not per row.
+    bool isMean();
+  }];
+}
+
 def Attn_CombineGradOp : Attn_Op<"combine_grad", [Pure, AttrSizedOperandSegments]> {
   let summary = "Gradients of attn.combine";
   let description = [{
@@ -662,7 +807,7 @@ def Attn_YieldOp : Attn_Op<"yield",
     [Pure, Terminator, ReturnLike,
      ParentOneOf<["ScoreModOp", "MaskOp", "AttentionOp", "ScoreModGradOp",
                   "AttentionGradOp", "AttentionStatsOp",
-                  "AttentionStatsGradOp"]>]> {
+                  "AttentionStatsGradOp", "DistillOp", "DistillGradOp"]>]> {
   let summary = "Yield the value of a score_mod or mask_mod region";
   let description = [{
     Terminates a `score_mod` region (one f32) or a `mask_mod` region (one i1).

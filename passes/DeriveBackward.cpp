@@ -27,7 +27,8 @@ namespace {
 LogicalResult checkDifferentiable(func::FuncOp func) {
   for (Operation &op : func.getBody().getOps()) {
     if (isa<ProjectionOp, MergeOp, ScoresOp, ScaleOp, MaskOp, SoftmaxOp,
-            ApplyOp, CombineOp, arith::ConstantOp, func::ReturnOp>(op))
+            ApplyOp, CombineOp, DistillOp, arith::ConstantOp, func::ReturnOp>(
+            op))
       continue;
     if (auto mod = dyn_cast<ScoreModOp>(op)) {
       if (failed(attnc::checkDifferentiable(mod.getBody(), kNoBackwardHint)))
@@ -184,8 +185,29 @@ public:
           accumulate(o.getQuery(), grad.getQueryGrad());
           accumulate(o.getKey(), grad.getKeyGrad());
           accumulate(o.getLse(), grad.getLseGrad());
-          accumulateCaptures(o.getScoreCaptures(),
-                             grad.getScoreCapturesGrad());
+          accumulateCaptures(o.getScoreCaptures(), grad.getScoreCapturesGrad());
+        })
+        .Case([&](DistillOp o) {
+          // The partial derivatives with both LSEs held fixed; the LSEs'
+          // gradients reach each side's attention as its lse_grad.
+          auto grad = DistillGradOp::create(
+              b, loc, o.getQuery().getType(), o.getKey().getType(),
+              o.getLse().getType(), o.getTeacherQuery().getType(),
+              o.getTeacherKey().getType(), o.getTeacherLse().getType(),
+              m(o.getQuery()), m(o.getKey()), m(o.getLse()),
+              m(o.getTeacherQuery()), m(o.getTeacherKey()),
+              m(o.getTeacherLse()), adjointOf(o.getKl()), o.getScaleAttr(),
+              o.getTeacherScaleAttr(), o.getCausalAttr(), o.getWindowAttr(),
+              o.getLengths() ? m(o.getLengths()) : Value(),
+              llvm::map_to_vector(o.getMaskCaptures(), m));
+          IRMapping maskMapping;
+          o.getMaskMod().cloneInto(&grad.getMaskMod(), maskMapping);
+          accumulate(o.getQuery(), grad.getQueryGrad());
+          accumulate(o.getKey(), grad.getKeyGrad());
+          accumulate(o.getLse(), grad.getLseGrad());
+          accumulate(o.getTeacherQuery(), grad.getTeacherQueryGrad());
+          accumulate(o.getTeacherKey(), grad.getTeacherKeyGrad());
+          accumulate(o.getTeacherLse(), grad.getTeacherLseGrad());
         })
         .Case([&](AttentionOp o) {
           Value gOutput = adjointOf(o.getOutput());

@@ -132,8 +132,8 @@ AttentionStatistics attentionStatistics(const AttentionShape &s, double scale,
     std::vector<int64_t> seen(s.H, 0);
     double *sim = stats.similarity.data() + b * s.H * s.H;
     for (int64_t qc = 0; qc < Gq; ++qc) {
-      for (int64_t i = cellStart(qc, s.Sq, Gq);
-           i < cellStart(qc + 1, s.Sq, Gq); ++i) {
+      for (int64_t i = cellStart(qc, s.Sq, Gq); i < cellStart(qc + 1, s.Sq, Gq);
+           ++i) {
         for (int64_t h = 0; h < s.H; ++h) {
           const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
           computeRow(s, scale, mask, scoreMod, q + rowIdx * s.D,
@@ -199,8 +199,8 @@ void entropyBackward(const AttentionShape &s, double scale,
         int64_t seen = 0;
         for (int64_t i = 0; i < s.Sq; ++i) {
           const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
-          computeRow(s, scale, mask, scoreMod, q + rowIdx * s.D, kHead, b, h,
-                     i, row);
+          computeRow(s, scale, mask, scoreMod, q + rowIdx * s.D, kHead, b, h, i,
+                     row);
           seen += row.lse != kNegInf;
         }
         if (seen)
@@ -237,6 +237,181 @@ void entropyBackward(const AttentionShape &s, double scale,
       }
     }
   }
+}
+
+void attentionLseBackward(const AttentionShape &s, double scale,
+                          const MaskSpec &mask, const ScoreMod &scoreMod,
+                          const double *q, const double *k, const double *dLse,
+                          double *dQ, double *dK) {
+  checkShape(s);
+  if (scoreMod.apply && !scoreMod.dScore)
+    throw std::invalid_argument(
+        "attnc::ref: scoreMod.dScore is required for the backward");
+  const int64_t group = s.H / s.Hkv;
+  Row row;
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.H; ++h) {
+      const int64_t kvOff = (b * s.Hkv + h / group) * s.Skv;
+      const double *kHead = k + kvOff * s.D;
+      for (int64_t i = 0; i < s.Sq; ++i) {
+        const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
+        const double *qRow = q + rowIdx * s.D;
+        computeRow(s, scale, mask, scoreMod, qRow, kHead, b, h, i, row);
+        if (row.lse == kNegInf)
+          continue;
+        for (int64_t j = 0; j < s.Skv; ++j) {
+          if (!row.visible[j] || row.p[j] == 0.0)
+            continue;
+          const double dSPrime = row.p[j] * dLse[rowIdx];
+          double dRaw = dSPrime;
+          if (scoreMod.apply) {
+            dRaw *= scoreMod.dScore(row.raw[j], b, h, i, j);
+            if (scoreMod.accumulateCaptureGrad)
+              scoreMod.accumulateCaptureGrad(row.raw[j], b, h, i, j, dSPrime);
+          }
+          const double *kRow = kHead + j * s.D;
+          double *dKRow = dK + (kvOff + j) * s.D;
+          for (int64_t d = 0; d < s.D; ++d) {
+            dQ[rowIdx * s.D + d] += scale * dRaw * kRow[d];
+            dKRow[d] += scale * dRaw * qRow[d];
+          }
+        }
+      }
+    }
+}
+
+namespace {
+
+/// Checks that the student's and teacher's shapes agree on B, H, Sq, Skv.
+void checkDistillShapes(const AttentionShape &student,
+                        const AttentionShape &teacher) {
+  checkShape(student);
+  checkShape(teacher);
+  if (student.B != teacher.B || student.H != teacher.H ||
+      student.Sq != teacher.Sq || student.Skv != teacher.Skv)
+    throw std::invalid_argument(
+        "attnc::ref: the teacher's B, H, Sq and Skv must be the student's");
+}
+
+/// Both sides' rows of query i of (b, h).
+struct DistillRows {
+  Row student, teacher;
+
+  void compute(const AttentionShape &ss, double sScale,
+               const AttentionShape &ts, double tScale, const MaskSpec &mask,
+               const double *qs, const double *ks, const double *qt,
+               const double *kt, int64_t b, int64_t h, int64_t i) {
+    const int64_t rowIdx = (b * ss.H + h) * ss.Sq + i;
+    computeRow(ss, sScale, mask, {}, qs + rowIdx * ss.D,
+               ks + (b * ss.Hkv + h / (ss.H / ss.Hkv)) * ss.Skv * ss.D, b, h, i,
+               student);
+    computeRow(ts, tScale, mask, {}, qt + rowIdx * ts.D,
+               kt + (b * ts.Hkv + h / (ts.H / ts.Hkv)) * ts.Skv * ts.D, b, h, i,
+               teacher);
+  }
+
+  /// log p_t,j - log p_s,j of a key where p_t,j != 0.
+  double ratio(int64_t j) const {
+    return (teacher.modded[j] - teacher.lse) -
+           (student.modded[j] - student.lse);
+  }
+};
+
+} // namespace
+
+Distillation distillation(const AttentionShape &ss, double sScale,
+                          const AttentionShape &ts, double tScale,
+                          const MaskSpec &mask, const double *qs,
+                          const double *ks, const double *qt,
+                          const double *kt) {
+  checkDistillShapes(ss, ts);
+  Distillation result;
+  result.kl.assign(ss.B * ss.H * ss.Sq, 0.0);
+  DistillRows rows;
+  double sum = 0.0;
+  int64_t seen = 0;
+  for (int64_t b = 0; b < ss.B; ++b)
+    for (int64_t h = 0; h < ss.H; ++h)
+      for (int64_t i = 0; i < ss.Sq; ++i) {
+        rows.compute(ss, sScale, ts, tScale, mask, qs, ks, qt, kt, b, h, i);
+        if (rows.teacher.lse == kNegInf)
+          continue;
+        double kl = 0.0;
+        for (int64_t j = 0; j < ss.Skv; ++j)
+          if (rows.teacher.visible[j] && rows.teacher.p[j] != 0.0)
+            kl += rows.teacher.p[j] * rows.ratio(j);
+        result.kl[(b * ss.H + h) * ss.Sq + i] = kl;
+        sum += kl;
+        ++seen;
+      }
+  result.meanKl = seen ? sum / double(seen) : 0.0;
+  return result;
+}
+
+DistillationGrads distillationBackward(const AttentionShape &ss, double sScale,
+                                       const AttentionShape &ts, double tScale,
+                                       const MaskSpec &mask, const double *qs,
+                                       const double *ks, const double *qt,
+                                       const double *kt, const double *dKl,
+                                       const double *dMeanKl) {
+  checkDistillShapes(ss, ts);
+  DistillationGrads grads;
+  grads.dQs.assign(ss.B * ss.H * ss.Sq * ss.D, 0.0);
+  grads.dKs.assign(ss.B * ss.Hkv * ss.Skv * ss.D, 0.0);
+  grads.dQt.assign(ts.B * ts.H * ts.Sq * ts.D, 0.0);
+  grads.dKt.assign(ts.B * ts.Hkv * ts.Skv * ts.D, 0.0);
+  grads.dLseS.assign(ss.B * ss.H * ss.Sq, 0.0);
+  grads.dLseT.assign(ss.B * ss.H * ss.Sq, 0.0);
+  DistillRows rows;
+  // The mean's cotangent is shared among the rows that see a key.
+  double meanShare = 0.0;
+  if (dMeanKl) {
+    int64_t seen = 0;
+    for (int64_t b = 0; b < ss.B; ++b)
+      for (int64_t h = 0; h < ss.H; ++h)
+        for (int64_t i = 0; i < ss.Sq; ++i) {
+          rows.compute(ss, sScale, ts, tScale, mask, qs, ks, qt, kt, b, h, i);
+          seen += rows.teacher.lse != kNegInf;
+        }
+    if (seen)
+      meanShare = *dMeanKl / double(seen);
+  }
+  // Adds scale dS_ij K_j to dQ_i and scale dS_ij Q_i to dK_j of one side.
+  auto scatter = [](const AttentionShape &s, double scale, const double *q,
+                    const double *k, double *dQ, double *dK, int64_t b,
+                    int64_t h, int64_t i, int64_t j, double dS) {
+    const int64_t rowIdx = (b * s.H + h) * s.Sq + i;
+    const int64_t keyIdx = (b * s.Hkv + h / (s.H / s.Hkv)) * s.Skv + j;
+    for (int64_t d = 0; d < s.D; ++d) {
+      dQ[rowIdx * s.D + d] += scale * dS * k[keyIdx * s.D + d];
+      dK[keyIdx * s.D + d] += scale * dS * q[rowIdx * s.D + d];
+    }
+  };
+  for (int64_t b = 0; b < ss.B; ++b)
+    for (int64_t h = 0; h < ss.H; ++h)
+      for (int64_t i = 0; i < ss.Sq; ++i) {
+        rows.compute(ss, sScale, ts, tScale, mask, qs, ks, qt, kt, b, h, i);
+        if (rows.teacher.lse == kNegInf)
+          continue;
+        const int64_t rowIdx = (b * ss.H + h) * ss.Sq + i;
+        const double g = (dKl ? dKl[rowIdx] : 0.0) + meanShare;
+        double sumP = 0.0, sumShifted = 0.0;
+        for (int64_t j = 0; j < ss.Skv; ++j) {
+          const double p = rows.teacher.p[j];
+          if (!rows.teacher.visible[j] || p == 0.0)
+            continue;
+          const double shifted = rows.ratio(j) + 1.0;
+          sumP += p;
+          sumShifted += p * shifted;
+          scatter(ss, sScale, qs, ks, grads.dQs.data(), grads.dKs.data(), b, h,
+                  i, j, -g * p);
+          scatter(ts, tScale, qt, kt, grads.dQt.data(), grads.dKt.data(), b, h,
+                  i, j, g * p * shifted);
+        }
+        grads.dLseS[rowIdx] = g * sumP;
+        grads.dLseT[rowIdx] = -g * sumShifted;
+      }
+  return grads;
 }
 
 bool isVisible(const MaskSpec &mask, int64_t b, int64_t h, int64_t i,

@@ -114,6 +114,58 @@ void entropyBackward(const AttentionShape &shape, double scale,
                      const double *q, const double *k, const double *dEntropy,
                      const double *dMeanEntropy, double *dQ, double *dK);
 
+/// Adds to dQ and dK (it does not overwrite them) the gradients that a
+/// cotangent dLse [B, H, Sq] of attentionForward's LSE gives: per visible
+/// (i, j), dS'_ij = p_ij dLse_i (d LSE_i / d S'_ij = p_ij), then through
+/// scoreMod.dScore and the scale as in attentionBackward. Rows that see no
+/// key add nothing. attentionBackward (dO only) plus this is the backward
+/// of an attention whose LSE is used too (as attn.attention_grad's
+/// lse_grad).
+void attentionLseBackward(const AttentionShape &shape, double scale,
+                          const MaskSpec &mask, const ScoreMod &scoreMod,
+                          const double *q, const double *k, const double *dLse,
+                          double *dQ, double *dK);
+
+/// attn.distill: KL(P_t || P_s) between a teacher's and a student's
+/// attention over the same keys, both P recomputed row by row as
+/// attentionForward's, under the one mask (no scoreMod).
+struct Distillation {
+  std::vector<double> kl; // [B, H, Sq]: sum_j p_t (log p_t - log p_s) over
+                          // the keys where p_t != 0 (0 for a row that sees
+                          // no key)
+  double meanKl = 0;      // mean of kl over the rows that see a key (0 if
+                          // none)
+};
+
+/// `student` (q [B,H,Sq,Ds], k [B,Hkv_s,Skv,Ds]) and `teacher` (q
+/// [B,H,Sq,Dt], k [B,Hkv_t,Skv,Dt]) must agree on B, H, Sq and Skv; their Dv
+/// is not read. A row whose softmax is undefined (a visible score of +inf or
+/// NaN) makes its KL NaN.
+Distillation distillation(const AttentionShape &student, double studentScale,
+                          const AttentionShape &teacher, double teacherScale,
+                          const MaskSpec &mask, const double *qs,
+                          const double *ks, const double *qt, const double *kt);
+
+/// The partial derivatives of distillation's KL with both LSEs held fixed
+/// (what attn.distill_grad returns), given the cotangents dKl [B, H, Sq] and
+/// dMeanKl (one value), either may be nullptr. With g_i the row's
+/// cotangent (the mean's shared among the rows that see a key) and
+/// r_ij = log p_t,ij - log p_s,ij: dS_s,ij = -g_i p_t,ij,
+/// dLSE_s,i = g_i sum_j p_t,ij, dS_t,ij = g_i p_t,ij (r_ij + 1),
+/// dLSE_t,i = -g_i sum_j p_t,ij (r_ij + 1), then dQ = scale dS K and
+/// dK = scale dS^T Q per side (GQA: dK summed over each KV head's query
+/// heads). The total gradients add attentionLseBackward of each side's
+/// dLSE.
+struct DistillationGrads {
+  std::vector<double> dQs, dKs, dLseS, dQt, dKt, dLseT;
+};
+DistillationGrads
+distillationBackward(const AttentionShape &student, double studentScale,
+                     const AttentionShape &teacher, double teacherScale,
+                     const MaskSpec &mask, const double *qs, const double *ks,
+                     const double *qt, const double *kt, const double *dKl,
+                     const double *dMeanKl);
+
 /// The pieces of attention as the graph-form ops compute them, for specs
 /// that spell attention out (attn.scores, attn.mask, attn.softmax,
 /// attn.apply). Composed as softmaxRows(maskScores(scale * computeScores))

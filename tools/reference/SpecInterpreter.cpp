@@ -66,7 +66,8 @@ public:
     return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
         .Case<attn::ProjectionOp, attn::MergeOp, attn::ScoresOp, attn::ScaleOp,
               attn::ScoreModOp, attn::MaskOp, attn::SoftmaxOp, attn::ApplyOp,
-              attn::AttentionOp, attn::CombineOp, arith::ConstantOp>(
+              attn::AttentionOp, attn::AttentionStatsOp, attn::DistillOp,
+              attn::CombineOp, arith::ConstantOp>(
             [&](auto concrete) { return evaluateOp(concrete); })
         .Default([](Operation *other) {
           return other->emitOpError("cannot be evaluated by attnc run");
@@ -84,6 +85,39 @@ public:
     for (Value v : values)
       tensors.push_back(env[v]);
     return tensors;
+  }
+
+  /// `a` on the values computed so far (interpretAttention); its callbacks
+  /// read `self`'s captures through the state, which keeps `self` alive.
+  FailureOr<InterpretedAttention>
+  interpretedAttention(attn::AttentionOp a,
+                       std::shared_ptr<FunctionInterpreter> self) {
+    struct State {
+      std::shared_ptr<FunctionInterpreter> interpreter;
+      std::unique_ptr<MaskEvaluator> mask;
+      std::unique_ptr<RegionEvaluator> scoreMod;
+    };
+    auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
+         v = shapeOf(a.getValue());
+    InterpretedAttention result;
+    result.shape = {q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
+    result.scale = double(float(a.getEffectiveScale()));
+    // Read before the evaluators point into env.
+    result.query = env[a.getQuery()];
+    result.key = env[a.getKey()];
+    result.value = env[a.getValue()];
+    auto state = std::make_shared<State>();
+    state->interpreter = std::move(self);
+    FailureOr<std::unique_ptr<MaskEvaluator>> mask =
+        maskOf(a, a.getMaskCaptures());
+    FailureOr<ref::ScoreMod> mod = scoreModOf(a, state->scoreMod);
+    if (failed(mask) || failed(mod))
+      return failure();
+    state->mask = std::move(*mask);
+    result.mask = state->mask->spec;
+    result.scoreMod = *mod;
+    result.state = std::move(state);
+    return result;
   }
 
 private:
@@ -173,35 +207,96 @@ private:
     return success();
   }
 
+  /// The score_mod of an op with attention's options as a ref::ScoreMod
+  /// (empty without a region); `holder` keeps its evaluator alive.
+  template <typename OpTy>
+  FailureOr<ref::ScoreMod>
+  scoreModOf(OpTy op, std::unique_ptr<RegionEvaluator> &holder) {
+    ref::ScoreMod mod;
+    if (op.getScoreMod().empty())
+      return mod;
+    FailureOr<std::unique_ptr<RegionEvaluator>> region =
+        regionOf(op.getScoreMod(), op.getScoreCaptures());
+    if (failed(region))
+      return failure();
+    holder = std::move(*region);
+    mod.apply = [r = holder.get()](double s, int64_t b, int64_t h, int64_t i,
+                                   int64_t j) {
+      return r->evaluate({s, double(b), double(h), double(i), double(j)});
+    };
+    return mod;
+  }
+
   LogicalResult evaluateOp(attn::AttentionOp a) {
     auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
          v = shapeOf(a.getValue());
     FailureOr<std::unique_ptr<MaskEvaluator>> mask =
         maskOf(a, a.getMaskCaptures());
-    if (failed(mask))
+    std::unique_ptr<RegionEvaluator> holder;
+    FailureOr<ref::ScoreMod> mod = scoreModOf(a, holder);
+    if (failed(mask) || failed(mod))
       return failure();
-    ref::ScoreMod mod;
-    std::unique_ptr<RegionEvaluator> scoreMod;
-    if (!a.getScoreMod().empty()) {
-      FailureOr<std::unique_ptr<RegionEvaluator>> region =
-          regionOf(a.getScoreMod(), a.getScoreCaptures());
-      if (failed(region))
-        return failure();
-      scoreMod = std::move(*region);
-      mod.apply = [r = scoreMod.get()](double s, int64_t b, int64_t h,
-                                       int64_t i, int64_t j) {
-        return r->evaluate({s, double(b), double(h), double(i), double(j)});
-      };
-    }
     HostTensor out = zeros({q[0], q[1], q[2], v[3]}),
                lse = zeros({q[0], q[1], q[2]});
     ref::attentionForward(
         {q[0], q[1], k[1], q[2], k[2], q[3], v[3]},
-        double(float(a.getEffectiveScale())), (*mask)->spec, mod,
+        double(float(a.getEffectiveScale())), (*mask)->spec, *mod,
         env[a.getQuery()].data.data(), env[a.getKey()].data.data(),
         env[a.getValue()].data.data(), out.data.data(), lse.data.data());
     env[a.getOutput()] = std::move(out);
     env[a.getLse()] = std::move(lse);
+    return success();
+  }
+
+  /// The statistics of the op's own P (its lse operand is the LSE of that
+  /// P by the op's contract; the reference recomputes it).
+  LogicalResult evaluateOp(attn::AttentionStatsOp a) {
+    auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey());
+    FailureOr<std::unique_ptr<MaskEvaluator>> mask =
+        maskOf(a, a.getMaskCaptures());
+    std::unique_ptr<RegionEvaluator> holder;
+    FailureOr<ref::ScoreMod> mod = scoreModOf(a, holder);
+    if (failed(mask) || failed(mod))
+      return failure();
+    int64_t gq = 1, gk = 1;
+    if (a.getPooled())
+      gq = shapeOf(a.getPooled())[2], gk = shapeOf(a.getPooled())[3];
+    ref::AttentionStatistics stats = ref::attentionStatistics(
+        {q[0], q[1], k[1], q[2], k[2], q[3], /*Dv=*/0},
+        double(float(a.getEffectiveScale())), (*mask)->spec, *mod,
+        env[a.getQuery()].data.data(), env[a.getKey()].data.data(), gq, gk);
+    auto set = [&](Value result, std::vector<double> &data) {
+      if (result)
+        env[result] = {shapeOf(result).vec(), std::move(data)};
+    };
+    set(a.getEntropy(), stats.entropy);
+    set(a.getMeanEntropy(), stats.meanEntropy);
+    set(a.getPooled(), stats.pooled);
+    set(a.getSimilarity(), stats.similarity);
+    return success();
+  }
+
+  /// KL(P_t || P_s) of the op's own P (its LSE operands are those of the
+  /// two attentions by the op's contract; the reference recomputes them).
+  LogicalResult evaluateOp(attn::DistillOp d) {
+    auto q = shapeOf(d.getQuery()), k = shapeOf(d.getKey()),
+         tq = shapeOf(d.getTeacherQuery()), tk = shapeOf(d.getTeacherKey());
+    FailureOr<std::unique_ptr<MaskEvaluator>> mask =
+        maskOf(d, d.getMaskCaptures());
+    if (failed(mask))
+      return failure();
+    ref::Distillation kl = ref::distillation(
+        {q[0], q[1], k[1], q[2], k[2], q[3], /*Dv=*/0},
+        double(float(d.getEffectiveScale())),
+        {tq[0], tq[1], tk[1], tq[2], tk[2], tq[3], /*Dv=*/0},
+        double(float(d.getEffectiveTeacherScale())), (*mask)->spec,
+        env[d.getQuery()].data.data(), env[d.getKey()].data.data(),
+        env[d.getTeacherQuery()].data.data(),
+        env[d.getTeacherKey()].data.data());
+    if (d.isMean())
+      env[d.getKl()] = HostTensor{{}, {kl.meanKl}};
+    else
+      env[d.getKl()] = {shapeOf(d.getKl()).vec(), std::move(kl.kl)};
     return success();
   }
 
@@ -294,6 +389,24 @@ interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs,
       interpreter.roundResults(op);
   }
   return failure();
+}
+
+FailureOr<InterpretedAttention>
+interpretAttention(func::FuncOp func, attn::AttentionOp op,
+                   const std::vector<HostTensor> &inputs) {
+  auto interpreter =
+      std::make_shared<FunctionInterpreter>(func, inputs, /*rounding=*/true);
+  for (Operation &other : func.getBody().front()) {
+    if (&other == op.getOperation())
+      return interpreter->interpretedAttention(op, interpreter);
+    if (isa<func::ReturnOp>(other))
+      break;
+    if (failed(interpreter->evaluate(other)))
+      return failure();
+    interpreter->roundResults(other);
+  }
+  return op.emitOpError("is not an op of the body of @")
+         << func.getSymName() << ", which the reference interprets";
 }
 
 } // namespace attnc
