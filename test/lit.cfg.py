@@ -14,7 +14,7 @@ config.test_exec_root = os.path.join(config.attnc_obj_root, "test")
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["attnc", "attnc-opt"],
+llvm_config.add_tool_substitutions(["attnc", "attnc-opt", "attnc-lsp-server"],
                                    [config.attnc_tools_dir])
 config.substitutions.append(("%cc", config.c_compiler))
 # The sanitized build (ATTNC_SANITIZE): tests that cannot run under ASan say

@@ -301,6 +301,10 @@ static std::shared_ptr<const Module> compileNamed(std::string_view templateText,
                                                   llvm::StringRef sourceName,
                                                   const Options &options,
                                                   std::string *error) {
+  // A success leaves `error` empty, even when the caller reuses a string
+  // that holds an earlier failure's message.
+  if (error)
+    error->clear();
   std::string substituted, message;
   if (!substituteSizes(templateText, options, substituted, message)) {
     if (error)
@@ -365,6 +369,8 @@ std::shared_ptr<const Module> Module::compile(std::string_view specText,
 std::shared_ptr<const Module> Module::compileFile(const std::string &path,
                                                   const Options &options,
                                                   std::string *error) {
+  if (error)
+    error->clear();
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer) {
     if (error)

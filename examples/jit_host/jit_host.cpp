@@ -1,6 +1,8 @@
 // JIT-compiles two attention variants at run time (a causal one and a
-// sliding-window one at another sequence length), calls both through the
-// checked JIT API, and compares them with the float64 reference.
+// sliding-window one at another sequence length, substituted into the spec
+// text by Options::sizes), calls both through the checked JIT API, and
+// compares them with the float64 reference (tools/reference, the
+// repository's oracle: not part of the installed package).
 #include "attnc/jit.h"
 #include "tools/reference/Reference.h"
 
@@ -11,13 +13,13 @@
 
 namespace {
 
-/// The spec of one variant: B=1, H=4, Hkv=2, D=32, `mask` as attn.attention
-/// options (e.g. "causal" or "window 16").
-std::string variant(int64_t seqLen, const std::string &mask) {
-  std::string s = std::to_string(seqLen);
-  std::string q = "tensor<1x4x" + s + "x32xf32>",
-              kv = "tensor<1x2x" + s + "x32xf32>",
-              lse = "tensor<1x4x" + s + "xf32>";
+/// The spec of one variant, B=1, H=4, Hkv=2, D=32, with `mask` as
+/// attn.attention options (e.g. "causal" or "window 16"). The sequence length
+/// is the placeholder ${S}: Options::sizes gives it a value at compile time.
+std::string variant(const std::string &mask) {
+  const std::string q = "tensor<1x4x${S}x32xf32>",
+                    kv = "tensor<1x2x${S}x32xf32>",
+                    lse = "tensor<1x4x${S}xf32>";
   return "func.func @attention(%q: " + q + ", %k: " + kv + ", %v: " + kv +
          ") -> " + q + " {\n  %o, %lse = attn.attention %q, %k, %v " + mask +
          " : " + q + ", " + kv + ", " + kv + " -> " + q + ", " + lse +
@@ -27,8 +29,10 @@ std::string variant(int64_t seqLen, const std::string &mask) {
 int run(int64_t seqLen, const std::string &mask,
         const attnc::ref::MaskSpec &refMask) {
   auto start = std::chrono::steady_clock::now();
+  attnc::jit::Options options;
+  options.sizes = {{"S", seqLen}};
   std::string error;
-  auto module = attnc::jit::Module::compile(variant(seqLen, mask), {}, &error);
+  auto module = attnc::jit::Module::compile(variant(mask), options, &error);
   double ms = std::chrono::duration<double, std::milli>(
                   std::chrono::steady_clock::now() - start)
                   .count();

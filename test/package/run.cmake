@@ -29,7 +29,8 @@ step("install into ${prefix}"
   "${CMAKE_COMMAND}" --install "${ATTNC_BUILD_DIR}" --prefix "${prefix}")
 
 set(expected
-  bin/attnc bin/attnc-opt lib/libattnc_rt.a include/attnc/runtime.h
+  bin/attnc bin/attnc-opt bin/attnc-lsp-server lib/libattnc_rt.a
+  include/attnc/runtime.h
   lib/cmake/attnc/attncConfig.cmake lib/cmake/attnc/attncConfigVersion.cmake
   lib/cmake/attnc/attncTargets.cmake lib/cmake/attnc/AttncKernel.cmake)
 if(ATTNC_EXPECT_JIT)
@@ -44,6 +45,7 @@ endforeach()
 # The installed tools must run from the prefix (libMLIR/libLLVM via RPATH).
 step("installed attnc runs" "${prefix}/bin/attnc" --version)
 step("installed attnc-opt runs" "${prefix}/bin/attnc-opt" --version)
+step("installed attnc-lsp-server runs" "${prefix}/bin/attnc-lsp-server" --version)
 
 set(configure_args -G Ninja -S "${ATTNC_SOURCE_DIR}/test/package" -B "${build}"
   -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}"

@@ -7,8 +7,8 @@
 // RUN: attnc run %s --check | FileCheck %s
 
 // CHECK: @unsigned_and_shifts: compiled
-// CHECK: forward   o            max relative error {{[0-9.]+e-(0[6-9]|1[0-9])}}
-// CHECK: gradient  d_q          relative error {{[0-9.]+e-(0[5-9]|1[0-9])}}
+// CHECK: forward   o            {{[0-9.]+e-(0[6-9]|1[0-9])}}
+// CHECK: gradient  d_q          {{(n/a|[0-9.]+e[-+][0-9]+) +}}{{[0-9.]+e-(0[5-9]|1[0-9])}}
 func.func @unsigned_and_shifts(%q: tensor<1x2x20x16xf32>, %k: tensor<1x2x24x16xf32>, %v: tensor<1x2x24x16xf32>) -> tensor<1x2x20x16xf32> {
   %o, %lse = attn.attention %q, %k, %v
       : tensor<1x2x20x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32> -> tensor<1x2x20x16xf32>, tensor<1x2x20xf32>
@@ -35,7 +35,7 @@ func.func @unsigned_and_shifts(%q: tensor<1x2x20x16xf32>, %k: tensor<1x2x24x16xf
 }
 
 // CHECK: @control_flow: compiled
-// CHECK: forward   o            max relative error {{[0-9.]+e-(0[6-9]|1[0-9])}}
+// CHECK: forward   o            {{[0-9.]+e-(0[6-9]|1[0-9])}}
 // CHECK: check passed
 func.func @control_flow(%q: tensor<1x2x20x16xf32>, %k: tensor<1x2x24x16xf32>, %v: tensor<1x2x24x16xf32>) -> tensor<1x2x20x16xf32> {
   %o, %lse = attn.attention %q, %k, %v

@@ -454,6 +454,32 @@ TEST(JitTest, CompileFileReportsUnreadableFile) {
             std::string::npos);
 }
 
+/// A caller that reuses one error string sees it empty after a success:
+/// a failure's message does not outlive it (compile, a memory-cache hit,
+/// compileFile).
+TEST(JitTest, SuccessClearsAnEarlierError) {
+  std::string error;
+  EXPECT_FALSE(jit::Module::compile("func.func @f(", testOptions(), &error));
+  ASSERT_FALSE(error.empty());
+  auto compiled = jit::Module::compile(spec(5, 6, true), testOptions(), &error);
+  EXPECT_TRUE(compiled) << error;
+  EXPECT_EQ(error, "");
+
+  EXPECT_FALSE(jit::Module::compileFile("/nonexistent/spec.mlir", {}, &error));
+  ASSERT_FALSE(error.empty());
+  auto hit = jit::Module::compile(spec(5, 6, true), testOptions(), &error);
+  EXPECT_EQ(hit, compiled);
+  EXPECT_EQ(error, "");
+
+  TempDir dir;
+  std::string path = (dir.path / "spec.mlir").string();
+  std::ofstream(path) << spec(5, 6, true);
+  EXPECT_FALSE(jit::Module::compile("${S}", testOptions(), &error));
+  ASSERT_FALSE(error.empty());
+  EXPECT_TRUE(jit::Module::compileFile(path, testOptions(), &error)) << error;
+  EXPECT_EQ(error, "");
+}
+
 } // namespace
 
 // Context-parallel ("ring") attention: the keys split across two calls on

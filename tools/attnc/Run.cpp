@@ -5,6 +5,7 @@
 
 #include "attnc/jit.h"
 #include "codegen/Spec.h"
+#include "dialect/AttnOps.h"
 #include "tools/attnc/HostBuffer.h"
 #include "tools/attnc/LoadedSpec.h"
 #include "tools/reference/Reference.h"
@@ -21,7 +22,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 
 namespace attnc {
@@ -56,6 +59,13 @@ double computeToleranceOf(mlir::func::FuncOp func) {
       consider(type);
   });
   return tolerance;
+}
+
+/// `x` as the report prints it: 2.60e-06.
+std::string scientific(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2e", x);
+  return text;
 }
 
 double dot(const std::vector<double> &a, const std::vector<double> &b) {
@@ -118,6 +128,85 @@ double directionalError(const std::vector<double> &grad,
   return (analytic - numeric) / std::max(scale, std::fabs(numeric));
 }
 
+/// A spec whose body is one attn.attention on its arguments, without
+/// regions, returning only its O: its gradients have a float64 reference of
+/// their own, ref::attentionBackward, against which each element is checked.
+struct PlainAttention {
+  attn::AttentionOp op;
+  unsigned q, k, v;            // argument numbers (they may repeat)
+  std::optional<unsigned> len; // the lengths argument
+};
+
+std::optional<PlainAttention> plainAttentionOf(mlir::func::FuncOp func) {
+  mlir::Block &body = func.getBody().front();
+  if (body.getOperations().size() != 2)
+    return std::nullopt;
+  auto op = mlir::dyn_cast<attn::AttentionOp>(body.front());
+  auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(body.back());
+  if (!op || !ret || !op.getScoreMod().empty() || !op.getMaskMod().empty() ||
+      ret.getNumOperands() != 1 || ret.getOperand(0) != op.getOutput())
+    return std::nullopt;
+  auto argument = [&](mlir::Value value) -> std::optional<unsigned> {
+    auto arg = mlir::dyn_cast_or_null<mlir::BlockArgument>(value);
+    if (!arg || arg.getOwner() != &body)
+      return std::nullopt;
+    return arg.getArgNumber();
+  };
+  std::optional<unsigned> q = argument(op.getQuery()),
+                          k = argument(op.getKey()),
+                          v = argument(op.getValue());
+  if (!q || !k || !v)
+    return std::nullopt;
+  PlainAttention plain{op, *q, *k, *v, std::nullopt};
+  if (mlir::Value len = op.getLengths()) {
+    plain.len = argument(len);
+    if (!plain.len)
+      return std::nullopt;
+  }
+  return plain;
+}
+
+/// The float64 gradient of every argument of `plain`'s spec at `inputs`
+/// given the cotangent `dO` of its O (empty for the arguments attention
+/// does not read: the lengths).
+std::vector<std::vector<double>>
+plainAttentionGradients(PlainAttention plain,
+                        const std::vector<HostTensor> &inputs,
+                        const std::vector<double> &dO) {
+  const std::vector<int64_t> &q = inputs[plain.q].shape,
+                             &k = inputs[plain.k].shape,
+                             &v = inputs[plain.v].shape;
+  ref::AttentionShape shape{q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
+  ref::MaskSpec mask;
+  mask.causal = plain.op.getCausal();
+  if (std::optional<int64_t> window = plain.op.getWindow())
+    mask.window = *window;
+  std::vector<int64_t> lengths;
+  if (plain.len) {
+    for (double l : inputs[*plain.len].data)
+      lengths.push_back(int64_t(l));
+    mask.lengths = lengths.data();
+  }
+  std::vector<double> dQ(inputs[plain.q].data.size()),
+      dK(inputs[plain.k].data.size()), dV(inputs[plain.v].data.size());
+  ref::attentionBackward(
+      shape, double(float(plain.op.getEffectiveScale())), mask, {},
+      inputs[plain.q].data.data(), inputs[plain.k].data.data(),
+      inputs[plain.v].data.data(), dO.data(), dQ.data(), dK.data(), dV.data());
+  // An argument that is Q and K (and V) gets the sum of their gradients.
+  std::vector<std::vector<double>> grads(inputs.size());
+  auto add = [&](unsigned arg, const std::vector<double> &g) {
+    std::vector<double> &to = grads[arg];
+    to.resize(g.size(), 0.0);
+    for (size_t i = 0; i < g.size(); ++i)
+      to[i] += g[i];
+  };
+  add(plain.q, dQ);
+  add(plain.k, dK);
+  add(plain.v, dV);
+  return grads;
+}
+
 /// Checks the kernels of one compiled spec against the float64 interpreter
 /// and prints a line per output and per gradient. Every random value comes
 /// from one stream, in a fixed order, so that a seed reproduces a run.
@@ -156,6 +245,29 @@ public:
 
   bool passed() const { return allOk; }
 
+  /// The columns of the report (printed above each kernel's lines), and
+  /// what they measure (printed once, after the last kernel).
+  static constexpr llvm::StringLiteral kHeader =
+      "                         per-element  directional FD\n";
+  static constexpr llvm::StringLiteral kForwardHeader =
+      "                         per-element\n";
+  static constexpr llvm::StringLiteral kElementwiseLegend =
+      "per-element: max |kernel - float64| over a tensor's elements / max "
+      "|float64|, against the\n"
+      "  spec's float64 interpreter (outputs) or its float64 backward "
+      "(gradients of a spec that\n"
+      "  returns the O of one attn.attention without regions; n/a for the "
+      "others)\n";
+  static constexpr llvm::StringLiteral kDirectionalLegend =
+      "directional FD: relative error of <gradient, u> against a central "
+      "finite difference of the\n"
+      "  float64 interpreter along one random direction u per input: it "
+      "checks a gradient as a\n"
+      "  whole and is not comparable with per-element errors\n";
+
+  /// Whether a gradient was checked (and its directional error printed).
+  bool checkedGradients() const { return anyGradient; }
+
 private:
   /// Runs @f on random inputs (left in `buffers` and `inputs`) and compares
   /// each output with the interpreter's, which rounds f16/bf16 results as
@@ -190,7 +302,7 @@ private:
                       });
       double err = ref::maxRelativeError(buffer.values.data.data(),
                                          want.data.data(), want.data.size());
-      report("forward", buffer.spec, "max relative error", err, "");
+      report("forward", buffer.spec, err, std::nullopt);
     }
     return mlir::success();
   }
@@ -223,8 +335,8 @@ private:
       buffer.pack();
       buffer.unpack();
     }
-    mlir::FailureOr<std::vector<Buffer>> bwdBuffers =
-        runBackward(fwd, bwd, buffers, cotangents, /*fresh=*/true);
+    mlir::FailureOr<std::vector<Buffer>> bwdBuffers = runBackward(
+        fwd, bwd, buffers, cotangents, /*fresh=*/true, constantResults(func));
     if (mlir::failed(bwdBuffers))
       return mlir::failure();
     mlir::FailureOr<std::vector<Buffer>> movedBwd =
@@ -235,6 +347,11 @@ private:
     for (const Buffer &buffer : moved)
       if (!buffer.spec.isOutput)
         movedInputs.push_back(buffer.values);
+    // Specs that are one plain attn.attention: the float64 gradients, to
+    // compare element by element.
+    std::vector<std::vector<double>> exact;
+    if (std::optional<PlainAttention> plain = plainAttentionOf(func))
+      exact = plainAttentionGradients(*plain, inputs, cotangents[0].data);
     ReferenceLoss loss(func, std::move(cotangents));
     // The outputs of <f>_bwd: one gradient per float input, in order.
     std::vector<std::pair<Buffer *, Buffer *>> gradients;
@@ -272,9 +389,13 @@ private:
       double movedErr =
           directionalError(movedGrad->values.data, direction,
                            numericAt(movedInputs), largestGradient);
-      report("gradient", grad->spec, "relative error", std::fabs(err),
-             " (directional, central differences of the float64 reference)",
+      std::optional<double> elementwise;
+      if (k < exact.size() && !exact[k].empty())
+        elementwise = ref::maxRelativeError(grad->values.data.data(),
+                                            exact[k].data(), exact[k].size());
+      report("gradient", grad->spec, elementwise, std::fabs(err),
              4 * std::fabs(err - movedErr));
+      anyGradient = true;
     }
     return mlir::success();
   }
@@ -298,10 +419,28 @@ private:
   /// saved values and cotangents of @f's float results: random ones
   /// (`fresh`, returned in `cotangents`), or those given. Returns <f>_bwd's
   /// buffers.
+  /// Whether each float result of `func` is one the backward treats as a
+  /// constant (the pooled maps and similarities of attn.attention_stats):
+  /// the check gives it a cotangent of 0.
+  static std::vector<bool> constantResults(mlir::func::FuncOp func) {
+    std::vector<bool> constant;
+    auto ret = llvm::cast<mlir::func::ReturnOp>(
+        func.getBody().front().getTerminator());
+    for (mlir::Value result : ret.getOperands()) {
+      if (!llvm::isa<mlir::FloatType>(mlir::getElementTypeOrSelf(result)))
+        continue;
+      auto stats = result.getDefiningOp<attn::AttentionStatsOp>();
+      constant.push_back(stats && (result == stats.getPooled() ||
+                                   result == stats.getSimilarity()));
+    }
+    return constant;
+  }
+
   mlir::FailureOr<std::vector<Buffer>>
   runBackward(const jit::EntryPoint &fwd, const jit::EntryPoint &bwd,
               const std::vector<Buffer> &buffers,
-              std::vector<HostTensor> &cotangents, bool fresh) {
+              std::vector<HostTensor> &cotangents, bool fresh,
+              const std::vector<bool> &constant = {}) {
     std::vector<Buffer> fwdBuffers;
     size_t input = 0;
     for (const jit::TensorSpec &arg : fwd.args) {
@@ -322,8 +461,10 @@ private:
         if (!arg.isOutput) {
           Buffer &cotangent = bwdBuffers.back();
           if (fresh) {
+            size_t result = cotangents.size();
+            bool zero = result < constant.size() && constant[result];
             for (double &x : cotangent.values.data)
-              x = randomUniform(rng);
+              x = zero ? 0.0 : randomUniform(rng);
             cotangent.pack();
             cotangents.push_back(cotangent.values);
           } else {
@@ -338,20 +479,24 @@ private:
     return bwdBuffers;
   }
 
-  /// Prints one line of the report, judging `err` by the tolerance of
-  /// `spec`'s dtype or the spec's compute tolerance, or by the measured
-  /// rounding `noise` of the result, whichever is larger.
+  /// Prints one line of the report: the per-element error and, for a
+  /// gradient, the directional one, each judged by the tolerance of
+  /// `spec`'s dtype or the spec's compute tolerance (the directional error
+  /// also by its measured rounding `noise`), whichever is larger.
   void report(llvm::StringRef kind, const jit::TensorSpec &spec,
-              llvm::StringRef measure, double err, llvm::StringRef note,
-              double noise = 0) {
-    double tolerance =
-        std::max({toleranceFor(spec.dtype), computeTolerance, noise});
-    bool ok = err <= tolerance;
+              std::optional<double> elementwise,
+              std::optional<double> directional, double noise = 0) {
+    double tolerance = std::max(toleranceFor(spec.dtype), computeTolerance);
+    bool ok = (!elementwise || *elementwise <= tolerance) &&
+              (!directional || *directional <= std::max(tolerance, noise));
     allOk &= ok;
     outs << "  " << llvm::left_justify(kind, 10)
-         << llvm::left_justify(spec.name, 12) << " " << measure << " "
-         << llvm::format("%.2e", err) << note
-         << (options.check && !ok ? "  FAILED" : "") << "\n";
+         << llvm::left_justify(spec.name, 12) << " "
+         << llvm::left_justify(elementwise ? scientific(*elementwise) : "n/a",
+                               directional ? 13 : 0);
+    if (directional)
+      outs << scientific(*directional);
+    outs << (options.check && !ok ? "  FAILED" : "") << "\n";
   }
 
   const jit::Module &module;
@@ -362,6 +507,7 @@ private:
   double computeTolerance = 0;
   bool allOk = true;
   bool forwardHasNaN = false;
+  bool anyGradient = false;
 };
 
 /// Inlines @f's calls: the interpreter evaluates one function body.
@@ -414,10 +560,15 @@ int runSpec(const std::string &path, const RunOptions &options,
       continue;
     outs << "@" << kernel.name << ": compiled in "
          << llvm::format("%.0f", compileMs)
-         << (module->fromDiskCache() ? " ms (disk cache)" : " ms") << "\n";
+         << (module->fromDiskCache() ? " ms (disk cache)" : " ms") << "\n"
+         << (options.backward ? KernelChecker::kHeader
+                              : KernelChecker::kForwardHeader);
     if (mlir::failed(checker.check(func, *entry)))
       return 1;
   }
+  outs << KernelChecker::kElementwiseLegend;
+  if (checker.checkedGradients())
+    outs << KernelChecker::kDirectionalLegend;
   if (options.check)
     outs << (checker.passed() ? "check passed\n" : "check FAILED\n");
   return options.check && !checker.passed() ? 1 : 0;

@@ -120,7 +120,8 @@ struct Result {
 class Module {
 public:
   /// Compiles `specText` (or a lookup in the caches). On failure returns
-  /// null and, when `error` is given, the located diagnostics.
+  /// null and, when `error` is given, the located diagnostics; on success
+  /// `error` is left empty (an earlier message in it is cleared).
   static std::shared_ptr<const Module>
   compile(std::string_view specText, const Options &options = {},
           std::string *error = nullptr);
