@@ -4,6 +4,7 @@
 #include "codegen/Passes.h"
 #include "codegen/Registration.h"
 #include "tools/attnc/Bench.h"
+#include "tools/attnc/Explain.h"
 #include "tools/attnc/Run.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -33,9 +34,12 @@ cl::SubCommand compileCommand("compile",
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<spec.mlir>"),
                                cl::Required, cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<std::string>
-    outputFile("o", cl::desc("Output file (default: <spec>.o for objects, "
-                             "stdout otherwise; '-' is stdout)"),
-               cl::value_desc("file"), cl::sub(compileCommand), cl::cat(attncCategory));
+    outputFile("o",
+               cl::desc("Output file (default: <spec stem>.o in the "
+                        "current directory for objects, with a note on "
+                        "stderr; stdout otherwise; '-' is stdout)"),
+               cl::value_desc("file"), cl::sub(compileCommand),
+               cl::cat(attncCategory));
 enum class EmitKind { Mlir, Llvm, Asm, Obj, Ptx };
 cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to write"), cl::init(EmitKind::Obj),
@@ -128,8 +132,13 @@ cl::opt<bool> printPipeline(
     cl::sub(compileCommand), cl::cat(attncCategory));
 
 cl::SubCommand runCommand(
-    "run", "JIT a spec, run it on random inputs and print the errors of the "
-           "forward and of every gradient against the float64 reference");
+    "run",
+    "JIT a spec, run it on random inputs and check it against the float64 "
+    "reference: each output's per-element error, each gradient's "
+    "directional finite-difference check (along one random direction: not "
+    "a per-element error; the output explains both). Compiled kernels are "
+    "cached in $ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc, else "
+    "~/.cache/attnc");
 cl::opt<std::string> runInput(cl::Positional, cl::desc("<spec.mlir>"),
                               cl::Required, cl::sub(runCommand),
                               cl::cat(attncCategory));
@@ -138,8 +147,8 @@ cl::opt<bool> runCheck("check",
                                 "tolerance of its dtype (f32 1e-4, f16 5e-3, "
                                 "bf16 3e-2) or, if larger, that of the "
                                 "narrowest float type in the spec, or for a "
-                                "gradient 4x its rounding noise measured by "
-                                "a second run on moved inputs"),
+                                "directional check 4x its rounding noise "
+                                "measured by a second run on moved inputs"),
                        cl::sub(runCommand), cl::cat(attncCategory));
 cl::opt<bool> runNoBackward("no-backward",
                             cl::desc("Check the forward entry points only"),
@@ -161,7 +170,9 @@ cl::opt<uint64_t> runSeed("seed", cl::desc("Seed of the random inputs"),
 cl::SubCommand benchCommand(
     "bench", "Time a spec's first kernel (forward, and forward+backward) on "
              "random inputs: GFLOP/s, fraction of the measured FMA peak, "
-             "peak memory");
+             "peak memory. Compiled kernels are cached on disk as for "
+             "'attnc run' ($ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc, "
+             "else ~/.cache/attnc)");
 cl::opt<std::string> benchInput(cl::Positional, cl::desc("<spec.mlir>"),
                                 cl::Required, cl::sub(benchCommand),
                                 cl::cat(attncCategory));
@@ -178,6 +189,50 @@ cl::opt<bool> benchJson("json", cl::desc("Print one JSON object"),
 cl::opt<bool> benchNoBackward("no-backward",
                               cl::desc("Time the forward only"),
                               cl::sub(benchCommand), cl::cat(attncCategory));
+
+cl::SubCommand explainCommand(
+    "explain",
+    "Draw what the compiler decided for a spec and what its attention does: "
+    "per function the mask, the CPU tile map (skipped, whole and boundary "
+    "tiles), the fused kernels and their loops, and on given or random "
+    "inputs the attention per head, each row's entropy and the heads' "
+    "similarity; PNG pictures and an index.html in the folder -o names");
+cl::opt<std::string> explainInput(cl::Positional, cl::desc("<spec.mlir>"),
+                                  cl::Required, cl::sub(explainCommand),
+                                  cl::cat(attncCategory));
+cl::opt<std::string>
+    explainOutput("o",
+                  cl::desc("The folder of the pictures and index.html "
+                           "(created if missing)"),
+                  cl::value_desc("dir"), cl::Required, cl::sub(explainCommand),
+                  cl::cat(attncCategory));
+cl::list<std::string> explainInputs(
+    "input",
+    cl::desc("Take the input NAME (a spec function's argument, by its SSA "
+             "name) from a NumPy .npy file: f32, f64 or f16 for float "
+             "inputs, i32 or i64 for integer ones, of the input's shape; "
+             "repeatable. The others are random"),
+    cl::value_desc("NAME=FILE.npy"), cl::sub(explainCommand),
+    cl::cat(attncCategory));
+cl::opt<uint64_t> explainSeed("seed", cl::desc("Seed of the random inputs"),
+                              cl::init(1), cl::sub(explainCommand),
+                              cl::cat(attncCategory));
+cl::opt<int64_t> explainGrid(
+    "grid",
+    cl::desc("Cells per side of the pooled attention heatmaps (default 64; "
+             "at most Sq rows and Skv keys)"),
+    cl::init(64), cl::sub(explainCommand), cl::cat(attncCategory));
+cl::opt<std::string>
+    explainCpu("cpu",
+               cl::desc("The CPU whose tile plan and kernels to show: 'native' "
+                        "(default) or an LLVM CPU name, as for attnc compile"),
+               cl::init("native"), cl::sub(explainCommand),
+               cl::cat(attncCategory));
+cl::opt<bool> explainNoBackward(
+    "no-backward",
+    cl::desc("Show the forward kernels only (for score_mod ops without "
+             "gradient rules)"),
+    cl::sub(explainCommand), cl::cat(attncCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "attnc") << message << "\n";
@@ -237,10 +292,16 @@ int runCompile() {
   std::string output = outputFile;
   if (output.empty() && emitKind == EmitKind::Obj && inputFile == "-")
     return fail("give -o when reading the spec from stdin");
-  if (output.empty())
+  if (output.empty()) {
     output = emitKind == EmitKind::Obj
                  ? sys::path::stem(inputFile).str() + ".o"
                  : "-";
+    // The object lands in the current directory, not next to the spec:
+    // say where.
+    if (output != "-")
+      WithColor::note(errs(), "attnc")
+          << "writing " << output << " (no -o given)\n";
+  }
   if (emitKind == EmitKind::Obj && output == "-")
     return fail("refusing to write an object file to stdout; give -o");
   std::unique_ptr<ToolOutputFile> out = openOutput(output);
@@ -296,7 +357,8 @@ int main(int argc, char **argv) {
       "attnc: compiles attention specs (the attn dialect) to kernels\n\n"
       "  attnc compile spec.mlir -o kernel.o --emit-header kernel.h\n"
       "  attnc run spec.mlir --check\n"
-      "  attnc bench spec.mlir --threads 2 --json\n");
+      "  attnc bench spec.mlir --threads 2 --json\n"
+      "  attnc explain spec.mlir -o report/\n");
   if (compileCommand)
     return runCompile();
   if (runCommand) {
@@ -317,6 +379,16 @@ int main(int argc, char **argv) {
     options.json = benchJson;
     options.backward = !benchNoBackward;
     return attnc::benchSpec(benchInput, options, outs(), errs());
+  }
+  if (explainCommand) {
+    attnc::ExplainOptions options;
+    options.outputDir = explainOutput;
+    options.seed = explainSeed;
+    options.inputs = explainInputs;
+    options.grid = explainGrid;
+    options.cpu = explainCpu;
+    options.backward = !explainNoBackward;
+    return attnc::explainSpec(explainInput, options, outs(), errs());
   }
   return fail("no command given; try 'attnc compile --help' or 'attnc run "
               "--help'");

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 
 packages=(cmake ninja-build ccache mold clang-22 llvm-22-dev llvm-22-tools
           libmlir-22-dev mlir-22-tools libfmt-dev libgtest-dev libopenblas-dev
-          python3 libvulkan-dev mesa-vulkan-drivers)
+          python3 libvulkan-dev mesa-vulkan-drivers libcairo2-dev pkg-config)
 sanitize=${ATTNC_SANITIZE:-0}
 # compiler-rt: the ASan/UBSan runtimes and libFuzzer.
 if [ "$sanitize" = 1 ]; then
