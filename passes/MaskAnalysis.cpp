@@ -186,6 +186,8 @@ bool promoteMaskModOfFusedOp(Operation *op) {
     promote(grad);
   else if (auto stats = dyn_cast<attn::AttentionStatsOp>(op))
     promote(stats);
+  else if (auto distill = dyn_cast<attn::DistillOp>(op))
+    promote(distill);
   else
     return false;
   return true;

@@ -27,7 +27,8 @@ bool promoteMaskMod(attn::AttentionOp op);
 bool promoteMaskMod(attn::AttentionGradOp op);
 
 /// What the tile planners do first: for an attn.attention,
-/// attn.attention_grad or attn.attention_stats, promoteMaskMod and true;
+/// attn.attention_grad, attn.attention_stats or attn.distill,
+/// promoteMaskMod and true;
 /// false for other ops.
 bool promoteMaskModOfFusedOp(mlir::Operation *op);
 

@@ -38,8 +38,10 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
         attn::setTilePlan(op, gpuPlan);
     };
     getOperation().walk([&](Operation *op) {
-      // The statistics have no GPU kernel: they keep the unfused lowering.
-      if (promoteMaskModOfFusedOp(op) && !isa<attn::AttentionStatsOp>(op))
+      // The statistics and distillations have no GPU kernel: they keep the
+      // unfused lowering.
+      if (promoteMaskModOfFusedOp(op) &&
+          !isa<attn::AttentionStatsOp, attn::DistillOp>(op))
         plan(op);
     });
   }

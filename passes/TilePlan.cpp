@@ -104,7 +104,15 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
   auto stats = dyn_cast<attn::AttentionStatsOp>(op);
-  if (stats) {
+  auto distill = dyn_cast<attn::DistillOp>(op);
+  if (distill) {
+    // As the statistics: rows and key blocks of a forward's, two score
+    // blocks of 128 keys.
+    sq = shapeOf(distill.getQuery())[2];
+    skv = shapeOf(distill.getKey())[2];
+    visible = visibleKeys(distill);
+    maxKeyBlock = 128;
+  } else if (stats) {
     // Rows and key blocks as a forward's (no AMX, no query blocks: a task
     // is a cell of rows, see codegen/cpu/FlashStats.h); 128-key blocks
     // keep every head's P of a block (similarity) in L2.
@@ -150,7 +158,7 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
     rows = std::min<int64_t>(maxRows, 8);
   }
   MLIRContext *context = op->getContext();
-  if (!fwd && !grad && !stats)
+  if (!fwd && !grad && !stats && !distill)
     return CpuPlanAttr::get(context, rows, /*queryBlock=*/0, /*keyBlock=*/0,
                             /*amx=*/false, /*splits=*/1);
   int64_t queryTiles = heads ? heads * ((sq + rows - 1) / rows) : 1;

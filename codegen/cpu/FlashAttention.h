@@ -21,8 +21,10 @@ namespace attnc {
 /// ops keep the unfused lowering.
 bool canLowerToFlashCpu(attn::AttentionOp op);
 bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan);
-/// attn.attention_stats: float Q and K and widenable regions.
+/// attn.attention_stats: float Q and K and widenable regions; attn.distill
+/// likewise (its mask_mod region).
 bool canLowerToFlashCpu(attn::AttentionStatsOp op);
+bool canLowerToFlashCpu(attn::DistillOp op);
 
 /// What lowerToFlashForward built: O and LSE.
 struct FlashForwardResult {
@@ -88,6 +90,14 @@ lowerToFlashBackward(mlir::RewriterBase &rewriter, attn::AttentionGradOp op,
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 lowerToFlashStats(mlir::RewriterBase &rewriter, attn::AttentionStatsOp op,
                   attn::CpuPlanAttr plan, int64_t vectorBits);
+
+/// attn.distill's KL per row (or its mean) from both sides' score tiles and
+/// LSEs a key block at a time (FlashDistill.cpp), in place of `op`; returns
+/// it. Fails, changing nothing, when !canLowerToFlashCpu(op).
+mlir::FailureOr<mlir::Value> lowerToFlashDistill(mlir::RewriterBase &rewriter,
+                                                 attn::DistillOp op,
+                                                 attn::CpuPlanAttr plan,
+                                                 int64_t vectorBits);
 
 } // namespace attnc
 

@@ -43,7 +43,9 @@ Value FlashCommon::transposed(Value memref, int64_t tileMultiple,
                               int64_t spareTiles) {
   int64_t count =
       (tiles + tileMultiple - 1) / tileMultiple * tileMultiple + spareTiles;
-  Value t = alloc({B, Hkv, count, shapeOf(memref)[3], kCols});
+  // (K's heads: attn.distill's teacher may have other KV heads.)
+  int64_t heads = shapeOf(memref)[1];
+  Value t = alloc({B, heads, count, shapeOf(memref)[3], kCols});
   // Transposes of one shape share one function (the backward's K and V
   // when D = Dv): the body depends on nothing but the two types.
   std::string name;
@@ -51,7 +53,7 @@ Value FlashCommon::transposed(Value memref, int64_t tileMultiple,
       << "__attnc_flash_transpose_" << shapeName(memref) << "x"
       << elementTypeOf(memref) << "_" << count;
   forEachHead(
-      name, {memref, t}, Hkv,
+      name, {memref, t}, heads,
       [&](ArrayRef<Value> args, Value bi, Value g) {
         transposeTiles(args[0], args[1], bi, g);
       },

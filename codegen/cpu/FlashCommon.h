@@ -29,9 +29,9 @@ public:
       : KernelBuilder(b, rows), scalefExp(vectorBits >= 512), masks(op),
         scale(float(op.getEffectiveScale())),
         parent(op->template getParentOfType<mlir::func::FuncOp>()),
-        scoreMod(op.getScoreMod()), maskMod(op.getMaskMod()),
-        numScoreCaptures(op.getScoreCaptures().size()) {
-    for (mlir::Value capture : op.getScoreCaptures())
+        scoreMod(scoreModOf(op)), maskMod(op.getMaskMod()),
+        numScoreCaptures(scoreCapturesOf(op).size()) {
+    for (mlir::Value capture : scoreCapturesOf(op))
       captures.push_back(capture);
     for (mlir::Value capture : op.getMaskCaptures())
       captures.push_back(capture);
@@ -70,6 +70,18 @@ protected:
     return shapeOf(op.getValue())[3];
   }
   static int64_t valueDimOf(attn::AttentionStatsOp) { return 0; }
+  static int64_t valueDimOf(attn::DistillOp) { return 0; }
+
+  /// The score_mod region and its captures; attn.distill has none (an
+  /// empty region of the kernel's own).
+  template <typename OpTy> mlir::Region &scoreModOf(OpTy op) {
+    return op.getScoreMod();
+  }
+  mlir::Region &scoreModOf(attn::DistillOp) { return noScoreMod; }
+  template <typename OpTy> static mlir::ValueRange scoreCapturesOf(OpTy op) {
+    return op.getScoreCaptures();
+  }
+  static mlir::ValueRange scoreCapturesOf(attn::DistillOp) { return {}; }
 
   /// Runs body(args, bi, head) for every (batch, head) of `heads` heads on
   /// the thread pool: the per-call data preparation (transposes, packing,
@@ -213,6 +225,7 @@ protected:
 
   static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+  mlir::Region noScoreMod; // (before scoreMod, which may refer to it)
   bool scalefExp;
   MaskTiles masks;
   float scale;

@@ -40,7 +40,7 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     llvm::DenseMap<Operation *, attnc::attn::CpuPlanAttr> plans;
     WalkResult planned = getOperation().walk([&](Operation *op) {
       if (!isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp,
-               attnc::attn::AttentionStatsOp>(op) &&
+               attnc::attn::AttentionStatsOp, attnc::attn::DistillOp>(op) &&
           !attnc::canLowerToGemmCpu(op))
         return WalkResult::advance();
       attnc::attn::TilePlanAttrInterface plan = attnc::attn::getTilePlan(op);
@@ -61,8 +61,9 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     if (planned.wasInterrupted())
       return signalPassFailure();
 
-    // Forwards, then backwards, then statistics, then GEMMs, each in walk
-    // order; an op a kernel does not cover is left to attn-lower-to-linalg.
+    // Forwards, then backwards, then statistics and distillations, then
+    // GEMMs, each in walk order; an op a kernel does not cover is left to
+    // attn-lower-to-linalg.
     IRRewriter rewriter(&getContext());
     bool lowered = false;
     SmallVector<attnc::attn::AttentionOp> forwards;
@@ -87,6 +88,12 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
           rewriter, op,
           cast<attnc::attn::CpuPlanAttr>(attnc::attn::getTilePlan(op)),
           vectorBits));
+    SmallVector<attnc::attn::DistillOp> distillations;
+    getOperation().walk(
+        [&](attnc::attn::DistillOp op) { distillations.push_back(op); });
+    for (attnc::attn::DistillOp op : distillations)
+      lowered |= succeeded(attnc::lowerToFlashDistill(
+          rewriter, op, plans.lookup(op), vectorBits));
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {
       if (attnc::canLowerToGemmCpu(op))
