@@ -49,13 +49,14 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
                               "#attn.gpu_plan<...>), got "
                            << attr.getValue();
   bool fused =
-      isa<AttentionOp, AttentionGradOp, AttentionStatsOp, DistillOp>(op);
+      isa<AttentionOp, AttentionGradOp, AttentionStatsOp, DistillOp,
+          DistillGradOp>(op);
   bool gemm = isa<ProjectionOp, MergeOp, ProjectionGradOp, MergeGradOp>(op);
   if (!fused && !gemm)
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' is only valid on attn.attention(_grad), "
-                              "attn.attention_stats, attn.distill, projections "
-                              "and merges";
+                              "attn.attention_stats, attn.distill(_grad), "
+                              "projections and merges";
   auto cpu = dyn_cast<CpuPlanAttr>(plan);
   if (!cpu) {
     if (!fused)

@@ -188,6 +188,8 @@ bool promoteMaskModOfFusedOp(Operation *op) {
     promote(stats);
   else if (auto distill = dyn_cast<attn::DistillOp>(op))
     promote(distill);
+  else if (auto distillGrad = dyn_cast<attn::DistillGradOp>(op))
+    promote(distillGrad);
   else
     return false;
   return true;

@@ -27,7 +27,7 @@ bool promoteMaskMod(attn::AttentionOp op);
 bool promoteMaskMod(attn::AttentionGradOp op);
 
 /// What the tile planners do first: for an attn.attention,
-/// attn.attention_grad, attn.attention_stats or attn.distill,
+/// attn.attention_grad, attn.attention_stats or attn.distill(_grad),
 /// promoteMaskMod and true;
 /// false for other ops.
 bool promoteMaskModOfFusedOp(mlir::Operation *op);

@@ -41,7 +41,8 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
       // The statistics and distillations have no GPU kernel: they keep the
       // unfused lowering.
       if (promoteMaskModOfFusedOp(op) &&
-          !isa<attn::AttentionStatsOp, attn::DistillOp>(op))
+          !isa<attn::AttentionStatsOp, attn::DistillOp, attn::DistillGradOp>(
+              op))
         plan(op);
     });
   }

@@ -105,12 +105,15 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
   auto stats = dyn_cast<attn::AttentionStatsOp>(op);
   auto distill = dyn_cast<attn::DistillOp>(op);
-  if (distill) {
+  auto distillGrad = dyn_cast<attn::DistillGradOp>(op);
+  if (distill || distillGrad) {
     // As the statistics: rows and key blocks of a forward's, two score
     // blocks of 128 keys.
-    sq = shapeOf(distill.getQuery())[2];
-    skv = shapeOf(distill.getKey())[2];
-    visible = visibleKeys(distill);
+    Operation *raw = op;
+    Value q = raw->getOperand(0), k = raw->getOperand(1);
+    sq = shapeOf(q)[2];
+    skv = shapeOf(k)[2];
+    visible = distill ? visibleKeys(distill) : visibleKeys(distillGrad);
     maxKeyBlock = 128;
   } else if (stats) {
     // Rows and key blocks as a forward's (no AMX, no query blocks: a task
@@ -158,7 +161,7 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
     rows = std::min<int64_t>(maxRows, 8);
   }
   MLIRContext *context = op->getContext();
-  if (!fwd && !grad && !stats && !distill)
+  if (!fwd && !grad && !stats && !distill && !distillGrad)
     return CpuPlanAttr::get(context, rows, /*queryBlock=*/0, /*keyBlock=*/0,
                             /*amx=*/false, /*splits=*/1);
   int64_t queryTiles = heads ? heads * ((sq + rows - 1) / rows) : 1;

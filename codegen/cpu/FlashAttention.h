@@ -25,6 +25,9 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan);
 /// likewise (its mask_mod region).
 bool canLowerToFlashCpu(attn::AttentionStatsOp op);
 bool canLowerToFlashCpu(attn::DistillOp op);
+/// attn.distill_grad: also head dimensions that are multiples of 16 (its dQ
+/// products).
+bool canLowerToFlashCpu(attn::DistillGradOp op);
 
 /// What lowerToFlashForward built: O and LSE.
 struct FlashForwardResult {
@@ -98,6 +101,14 @@ mlir::FailureOr<mlir::Value> lowerToFlashDistill(mlir::RewriterBase &rewriter,
                                                  attn::DistillOp op,
                                                  attn::CpuPlanAttr plan,
                                                  int64_t vectorBits);
+
+/// attn.distill_grad's six gradients in two passes (FlashDistill.cpp): per
+/// query tile dQ and dLSE of both sides, per key block and side its dK,
+/// each recomputing the score tiles; in place of `op`. Fails, changing
+/// nothing, when !canLowerToFlashCpu(op).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+lowerToFlashDistillGrad(mlir::RewriterBase &rewriter, attn::DistillGradOp op,
+                        attn::CpuPlanAttr plan, int64_t vectorBits);
 
 } // namespace attnc
 

@@ -71,17 +71,20 @@ protected:
   }
   static int64_t valueDimOf(attn::AttentionStatsOp) { return 0; }
   static int64_t valueDimOf(attn::DistillOp) { return 0; }
+  static int64_t valueDimOf(attn::DistillGradOp) { return 0; }
 
-  /// The score_mod region and its captures; attn.distill has none (an
-  /// empty region of the kernel's own).
+  /// The score_mod region and its captures; attn.distill(_grad) has none
+  /// (an empty region of the kernel's own).
   template <typename OpTy> mlir::Region &scoreModOf(OpTy op) {
     return op.getScoreMod();
   }
   mlir::Region &scoreModOf(attn::DistillOp) { return noScoreMod; }
+  mlir::Region &scoreModOf(attn::DistillGradOp) { return noScoreMod; }
   template <typename OpTy> static mlir::ValueRange scoreCapturesOf(OpTy op) {
     return op.getScoreCaptures();
   }
   static mlir::ValueRange scoreCapturesOf(attn::DistillOp) { return {}; }
+  static mlir::ValueRange scoreCapturesOf(attn::DistillGradOp) { return {}; }
 
   /// Runs body(args, bi, head) for every (batch, head) of `heads` heads on
   /// the thread pool: the per-call data preparation (transposes, packing,

@@ -40,7 +40,8 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     llvm::DenseMap<Operation *, attnc::attn::CpuPlanAttr> plans;
     WalkResult planned = getOperation().walk([&](Operation *op) {
       if (!isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp,
-               attnc::attn::AttentionStatsOp, attnc::attn::DistillOp>(op) &&
+               attnc::attn::AttentionStatsOp, attnc::attn::DistillOp,
+               attnc::attn::DistillGradOp>(op) &&
           !attnc::canLowerToGemmCpu(op))
         return WalkResult::advance();
       attnc::attn::TilePlanAttrInterface plan = attnc::attn::getTilePlan(op);
@@ -93,6 +94,13 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
         [&](attnc::attn::DistillOp op) { distillations.push_back(op); });
     for (attnc::attn::DistillOp op : distillations)
       lowered |= succeeded(attnc::lowerToFlashDistill(
+          rewriter, op, plans.lookup(op), vectorBits));
+    SmallVector<attnc::attn::DistillGradOp> distillationGrads;
+    getOperation().walk([&](attnc::attn::DistillGradOp op) {
+      distillationGrads.push_back(op);
+    });
+    for (attnc::attn::DistillGradOp op : distillationGrads)
+      lowered |= succeeded(attnc::lowerToFlashDistillGrad(
           rewriter, op, plans.lookup(op), vectorBits));
     SmallVector<Operation *> products;
     getOperation().walk([&](Operation *op) {

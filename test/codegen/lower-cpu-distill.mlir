@@ -1,4 +1,4 @@
-// RUN: attnc-opt %s -attn-plan-tiles -attn-lower-cpu | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attn-plan-tiles -attn-lower-cpu | FileCheck %s
 
 // attn.distill on CPU: one task per (batch, head, query tile), 2 x 4 x 6,
 // over both sides' K^T copies (the teacher's 4 KV heads, 32 wide; the
@@ -18,4 +18,30 @@ func.func @kd(%qs: tensor<2x4x70x16xf32>, %ks: tensor<2x2x90x16xf32>, %ls: tenso
       : tensor<2x4x70x16xf32>, tensor<2x2x90x16xf32>, tensor<2x4x70xf32>
         teacher tensor<2x4x70x32xbf16>, tensor<2x4x90x32xbf16>, tensor<2x4x70xf32> -> tensor<f32>
   return %m : tensor<f32>
+}
+
+// -----
+
+// attn.distill_grad: both sides' Q packed in query tiles once, then a pass
+// per query tile (2 x 4 x 6 tasks: dQ and dLSE of both sides) and one per
+// key block of each side (the student's 2 KV heads, the teacher's 4, 1
+// block of 128 keys), never an Sq x Skv buffer.
+// CHECK-LABEL: func.func @kd_grad
+// CHECK-NOT: linalg.generic
+// CHECK: call @__attnc_flash_distill_pack
+// CHECK: call @__attnc_flash_distill_dq({{.*}}, %c0{{.*}}, %c48)
+// CHECK: call @__attnc_flash_distill_dk({{.*}}, %c0{{.*}}, %c4{{.*}})
+// CHECK: call @__attnc_flash_distill_dk_teacher({{.*}}, %c0{{.*}}, %c8{{.*}})
+func.func @kd_grad(%qs: tensor<2x4x70x16xf32>, %ks: tensor<2x2x90x16xf32>, %ls: tensor<2x4x70xf32>,
+                   %qt: tensor<2x4x70x32xbf16>, %kt: tensor<2x4x90x32xbf16>, %lt: tensor<2x4x70xf32>,
+                   %g: tensor<f32>)
+    -> (tensor<2x4x70x16xf32>, tensor<2x2x90x16xf32>, tensor<2x4x70xf32>,
+        tensor<2x4x70x32xbf16>, tensor<2x4x90x32xbf16>, tensor<2x4x70xf32>) {
+  %dqs, %dks, %dls, %dqt, %dkt, %dlt = attn.distill_grad %qs, %ks, %ls teacher %qt, %kt, %lt grad %g causal
+      : tensor<2x4x70x16xf32>, tensor<2x2x90x16xf32>, tensor<2x4x70xf32>
+        teacher tensor<2x4x70x32xbf16>, tensor<2x4x90x32xbf16>, tensor<2x4x70xf32> grad tensor<f32>
+        -> tensor<2x4x70x16xf32>, tensor<2x2x90x16xf32>, tensor<2x4x70xf32>,
+           tensor<2x4x70x32xbf16>, tensor<2x4x90x32xbf16>, tensor<2x4x70xf32>
+  return %dqs, %dks, %dls, %dqt, %dkt, %dlt : tensor<2x4x70x16xf32>, tensor<2x2x90x16xf32>, tensor<2x4x70xf32>,
+      tensor<2x4x70x32xbf16>, tensor<2x4x90x32xbf16>, tensor<2x4x70xf32>
 }

@@ -100,7 +100,7 @@ func.func @gpu_plan_gemm(%x: tensor<1x8x32xf32>, %w: tensor<32x32xf32>) -> tenso
 // -----
 
 func.func @plan_on_scores(%q: tensor<1x2x8x16xf32>) -> tensor<1x2x8x8xf32> {
-  // expected-error @+1 {{'attn.tile_plan' is only valid on attn.attention(_grad), attn.attention_stats, attn.distill, projections and merges}}
+  // expected-error @+1 {{'attn.tile_plan' is only valid on attn.attention(_grad), attn.attention_stats, attn.distill(_grad), projections and merges}}
   %s = attn.scores %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 8>} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
   return %s : tensor<1x2x8x8xf32>
 }
