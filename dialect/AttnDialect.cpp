@@ -48,9 +48,8 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
                            << "' must be a tile plan (#attn.cpu_plan<...> or "
                               "#attn.gpu_plan<...>), got "
                            << attr.getValue();
-  bool fused =
-      isa<AttentionOp, AttentionGradOp, AttentionStatsOp, DistillOp,
-          DistillGradOp>(op);
+  bool fused = isa<AttentionOp, AttentionGradOp, AttentionStatsOp, DistillOp,
+                   DistillGradOp>(op);
   bool gemm = isa<ProjectionOp, MergeOp, ProjectionGradOp, MergeGradOp>(op);
   if (!fused && !gemm)
     return op->emitError() << "'" << attr.getName().getValue()

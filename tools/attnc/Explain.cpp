@@ -10,8 +10,13 @@
 //      parallel task functions attn-lower-cpu outlined for them, with their
 //      scf.for nests, read from the lowered module;
 //   4. <f>_heatmaps.png, <f>_entropy.png, <f>_similarity.png: statistics of
-//      the attention probabilities on given or random inputs
-//      (ref::attentionStatistics).
+//      the attention probabilities on given or random inputs, by the
+//      compiled kernels: <f>_statistics.mlir, the attention and an
+//      attn.attention_stats on its LSE, compiled by the JIT and called on
+//      the attention's operands (as the spec interpreter computes them),
+//      for every batch; the float64 reference (ref::attentionStatistics)
+//      cross-checks batch 0 at small sizes, and stands in where the
+//      kernels fail.
 #include "tools/attnc/Explain.h"
 
 #include "codegen/Compile.h"
@@ -33,8 +38,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -46,6 +54,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -104,6 +113,11 @@ std::string lineOf(mlir::Operation *op) {
 struct TargetInfo {
   std::string triple, cpu, pipeline;
   AttncPipelineOptions options;
+  /// The CPU the statistics kernels are compiled for (the JIT runs them
+  /// here): --cpu, or "native" when --cpu names features this host lacks
+  /// (`jitNote` says which).
+  std::string jitCpu;
+  std::string jitNote;
 };
 
 llvm::Expected<std::unique_ptr<TargetInfo>>
@@ -126,6 +140,12 @@ targetFor(const ExplainOptions &options) {
   info->cpu = options.cpu == "native"
                   ? llvm::sys::getHostCPUName().str() + " (native)"
                   : options.cpu;
+  info->jitCpu = options.cpu;
+  compile.forThisProcess = true;
+  if (auto here = Compiler::create(compile); !here) {
+    info->jitCpu = "native";
+    info->jitNote = toString(here.takeError());
+  }
   return info;
 }
 
@@ -1092,7 +1112,7 @@ llvm::Error drawKernels(const std::string &path, const std::string &title,
 llvm::Error drawHeatmaps(const std::string &path, const std::string &title,
                          const ref::AttentionStatistics &stats,
                          const ref::AttentionShape &shape, int64_t gq,
-                         int64_t gk) {
+                         int64_t gk, const std::string &source) {
   // Four panels of 200 pixels a row, eight smaller ones for many heads.
   int64_t heads = shape.H, perRow = std::min<int64_t>(heads, heads > 8 ? 8 : 4);
   int64_t panelRows = (heads + perRow - 1) / perRow;
@@ -1139,11 +1159,11 @@ llvm::Error drawHeatmaps(const std::string &path, const std::string &title,
               true);
   canvas.text(
       canvas.width() / 2.0, 42,
-      llvm::formatv("batch 0; a cell is the mean of p over ~{0}x{1} "
+      llvm::formatv("batch 0, by {3}; a cell is the mean of p over ~{0}x{1} "
                     "(i, j); square-root colour scale{2}",
                     llvm::formatv("{0:F1}", double(shape.Sq) / gq).str(),
                     llvm::formatv("{0:F1}", double(shape.Skv) / gk).str(),
-                    nan ? "; grey: NaN (a score of +inf or NaN)" : "")
+                    nan ? "; grey: NaN (a score of +inf or NaN)" : "", source)
           .str(),
       12, Align::Center);
   double barX = left + perRow * (pw + hgap) - hgap + 24;
@@ -1157,7 +1177,8 @@ llvm::Error drawHeatmaps(const std::string &path, const std::string &title,
 llvm::Error drawEntropy(const std::string &path, const std::string &title,
                         const ref::AttentionStatistics &stats,
                         const ref::AttentionShape &shape,
-                        const std::vector<double> &uniform) {
+                        const std::vector<double> &uniform,
+                        const std::string &source) {
   int64_t heads = shape.H, sq = shape.Sq;
   Canvas canvas(1060, 470);
   Rect lineBox{80, 80, 520, 320};
@@ -1244,14 +1265,15 @@ llvm::Error drawEntropy(const std::string &path, const std::string &title,
   canvas.text(canvas.width() / 2.0, 20, title, 14, Align::Center, plot::kBlack,
               true);
   canvas.text(canvas.width() / 2.0, 42,
-              "batch 0; rows that see no key count 0 (not in the means)", 12,
-              Align::Center);
+              "batch 0, by " + source +
+                  "; rows that see no key count 0 (not in the means)",
+              12, Align::Center);
   return canvas.writePng(path);
 }
 
 llvm::Error drawSimilarity(const std::string &path, const std::string &title,
-                           const ref::AttentionStatistics &stats,
-                           int64_t heads) {
+                           const ref::AttentionStatistics &stats, int64_t heads,
+                           const std::string &source) {
   double cell = std::clamp(400.0 / double(heads), 6.0, 60.0);
   Rect box{90, 80, cell * double(heads), cell * double(heads)};
   Canvas canvas(int(box.right() + 150), int(box.bottom() + 70));
@@ -1283,12 +1305,299 @@ llvm::Error drawSimilarity(const std::string &path, const std::string &title,
   canvas.text(canvas.width() / 2.0, 20, title, 14, Align::Center, plot::kBlack,
               true);
   canvas.text(canvas.width() / 2.0, 44,
-              "batch 0: <P_h, P_g> / (|P_h| |P_g|) over all (i, j)", 12,
-              Align::Center);
+              "batch 0, by " + source +
+                  ": <P_h, P_g> / (|P_h| |P_g|) over all (i, j)",
+              12, Align::Center);
   plot::drawColourBar(
       canvas, {box.right() + 24, box.y, 16, box.h}, 0, 1,
       [](double t) { return plot::viridis(t); }, "cosine similarity");
   return canvas.writePng(path);
+}
+
+//===----------------------------------------------------------------------===//
+// 4. The statistics by the compiled kernels
+//===----------------------------------------------------------------------===//
+
+/// attn.attention_stats's results for every batch, in float64: entropy
+/// [B, H, Sq], mean_entropy [B, H], pooled [B, H, Gq, Gk] and similarity
+/// [B, H, H]; and what computing them took.
+struct CompiledStatistics {
+  std::vector<double> entropy, meanEntropy, pooled, similarity;
+  double compileMs = 0, kernelMs = 0;
+  bool fromDiskCache = false;
+
+  /// Batch b's part, laid out as ref::attentionStatistics returns one
+  /// batch.
+  ref::AttentionStatistics batch(int64_t b, const ref::AttentionShape &shape,
+                                 int64_t gq, int64_t gk) const {
+    auto slice = [b](const std::vector<double> &all, int64_t per) {
+      return std::vector<double>(all.begin() + b * per,
+                                 all.begin() + (b + 1) * per);
+    };
+    ref::AttentionStatistics stats;
+    stats.entropy = slice(entropy, shape.H * shape.Sq);
+    stats.meanEntropy = slice(meanEntropy, shape.H);
+    stats.pooled = slice(pooled, shape.H * gq * gk);
+    stats.similarity = slice(similarity, shape.H * shape.H);
+    return stats;
+  }
+};
+
+/// A module of one function @`function` whose arguments are the distinct
+/// operands of `op` (returned in `arguments`, in the order they first
+/// appear among op's operands) and whose body is a copy of `op` and an
+/// attn.attention_stats on its LSE with the same options and regions,
+/// returning O, the entropies, the mean entropies, the pooled map of
+/// gq x gk cells and the head similarity.
+mlir::OwningOpRef<mlir::ModuleOp>
+statisticsModule(attn::AttentionOp op, llvm::StringRef function, int64_t gq,
+                 int64_t gk, std::vector<mlir::Value> &arguments) {
+  mlir::ImplicitLocOpBuilder b(op.getLoc(), op.getContext());
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b.getLoc());
+  for (mlir::Value value : op->getOperands())
+    if (!llvm::is_contained(arguments, value))
+      arguments.push_back(value);
+  llvm::SmallVector<mlir::Type> argumentTypes;
+  for (mlir::Value value : arguments)
+    argumentTypes.push_back(value.getType());
+  auto q = shapeOf(op.getQuery());
+  auto f32 = [&](llvm::ArrayRef<int64_t> shape) -> mlir::Type {
+    return mlir::RankedTensorType::get(shape, b.getF32Type());
+  };
+  mlir::Type entropy = f32({q[0], q[1], q[2]}), mean = f32({q[0], q[1]}),
+             pooled = f32({q[0], q[1], gq, gk}),
+             similarity = f32({q[0], q[1], q[1]});
+  b.setInsertionPointToEnd(module->getBody());
+  auto fn = mlir::func::FuncOp::create(
+      b, function,
+      b.getFunctionType(argumentTypes, {op.getOutput().getType(), entropy, mean,
+                                        pooled, similarity}));
+  mlir::Block *block = fn.addEntryBlock();
+  b.setInsertionPointToStart(block);
+  mlir::IRMapping map;
+  for (auto [value, argument] : llvm::zip(arguments, block->getArguments()))
+    map.map(value, argument);
+  auto attention =
+      mlir::cast<attn::AttentionOp>(b.clone(*op.getOperation(), map));
+  auto stats = attn::AttentionStatsOp::create(
+      b, entropy, mean, pooled, similarity, attention.getQuery(),
+      attention.getKey(), attention.getLse(), attention.getScaleAttr(),
+      attention.getCausalAttr(), attention.getWindowAttr(),
+      attention.getLengths(), attention.getScoreCaptures(),
+      attention.getMaskCaptures());
+  mlir::IRMapping scoreMapping, maskMapping;
+  attention.getScoreMod().cloneInto(&stats.getScoreMod(), scoreMapping);
+  attention.getMaskMod().cloneInto(&stats.getMaskMod(), maskMapping);
+  mlir::func::ReturnOp::create(
+      b, mlir::ValueRange{attention.getOutput(), stats.getEntropy(),
+                          stats.getMeanEntropy(), stats.getPooled(),
+                          stats.getSimilarity()});
+  return module;
+}
+
+/// The tensors of some values of a spec function: each points into the
+/// function's inputs, an InterpretedAttention, or `computed`.
+struct OperandValues {
+  std::vector<const HostTensor *> tensors;
+  std::vector<HostTensor> computed;
+};
+
+/// The values of `values`, operands of `op` (an attn.attention of `func`'s
+/// body), when `func` runs on `inputs`: an argument's own; Q, K and V as
+/// `attention` evaluated them; the others (lengths or captures that ops
+/// compute) by the spec interpreter, on a copy of `func` that returns them
+/// just before `op`.
+mlir::FailureOr<OperandValues>
+operandValues(mlir::func::FuncOp func, attn::AttentionOp op,
+              const std::vector<HostTensor> &inputs,
+              const InterpretedAttention &attention,
+              llvm::ArrayRef<mlir::Value> values) {
+  OperandValues result;
+  result.tensors.resize(values.size(), nullptr);
+  std::vector<size_t> computed;
+  mlir::Block &body = func.getBody().front();
+  for (size_t n = 0; n < values.size(); ++n) {
+    auto argument = mlir::dyn_cast<mlir::BlockArgument>(values[n]);
+    if (argument && argument.getOwner() == &body)
+      result.tensors[n] = &inputs[argument.getArgNumber()];
+    else if (values[n] == op.getQuery())
+      result.tensors[n] = &attention.query;
+    else if (values[n] == op.getKey())
+      result.tensors[n] = &attention.key;
+    else if (values[n] == op.getValue())
+      result.tensors[n] = &attention.value;
+    else
+      computed.push_back(n);
+  }
+  if (computed.empty())
+    return result;
+  mlir::OwningOpRef<mlir::ModuleOp> scratch =
+      mlir::ModuleOp::create(func.getLoc());
+  mlir::IRMapping map;
+  mlir::func::FuncOp copy = func.clone(map);
+  scratch->push_back(copy);
+  mlir::Block &block = copy.getBody().front();
+  mlir::Operation *copied = &*std::next(
+      block.begin(), std::distance(body.begin(), op->getIterator()));
+  llvm::SmallVector<mlir::Value> returned;
+  llvm::SmallVector<mlir::Type> types;
+  for (size_t n : computed) {
+    returned.push_back(map.lookup(values[n]));
+    types.push_back(values[n].getType());
+  }
+  mlir::OpBuilder b(copied);
+  mlir::Operation *ret =
+      mlir::func::ReturnOp::create(b, copied->getLoc(), returned);
+  while (&block.back() != ret) {
+    block.back().dropAllUses();
+    block.back().erase();
+  }
+  copy.setType(b.getFunctionType(copy.getArgumentTypes(), types));
+  copy.removeResAttrsAttr();
+  mlir::FailureOr<std::vector<HostTensor>> evaluated =
+      interpretSpec(copy, inputs, /*roundResults=*/true);
+  if (mlir::failed(evaluated))
+    return mlir::failure();
+  // Moving `result` keeps the tensors of `computed` where they are.
+  result.computed = std::move(*evaluated);
+  for (size_t n = 0; n < computed.size(); ++n)
+    result.tensors[computed[n]] = &result.computed[n];
+  return result;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double millisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
+
+/// attn.attention_stats over `op` (an attn.attention of `func`'s body) for
+/// every batch, by the kernels the JIT compiles for `cpu` (without a
+/// backward), called on `func`'s `inputs` as the spec interpreter carries
+/// them to `op`. `text` receives the compiled spec as soon as it is built.
+llvm::Expected<CompiledStatistics>
+compiledStatistics(mlir::func::FuncOp func, attn::AttentionOp op,
+                   const std::vector<HostTensor> &inputs,
+                   const InterpretedAttention &attention,
+                   const std::string &cpu, int64_t gq, int64_t gk,
+                   std::string &text) {
+  // Diagnostics of the building and the interpreting go to the error.
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(
+      op.getContext(), [&](mlir::Diagnostic &diagnostic) {
+        diagnostics += diagnostic.str() + "\n";
+        return mlir::success();
+      });
+  std::string function = func.getSymName().str() + "_statistics";
+  std::vector<mlir::Value> arguments;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      statisticsModule(op, function, gq, gk, arguments);
+  if (mlir::failed(mlir::verify(*module)))
+    return makeError("the statistics function does not verify: " + diagnostics);
+  llvm::raw_string_ostream(text) << *module;
+  mlir::FailureOr<OperandValues> values =
+      operandValues(func, op, inputs, attention, arguments);
+  if (mlir::failed(values))
+    return makeError("cannot evaluate the attention's operands: " +
+                     diagnostics);
+
+  CompiledStatistics result;
+  jit::Options jitOptions;
+  jitOptions.cpu = cpu;
+  jitOptions.backward = false;
+  std::string error;
+  Clock::time_point start = Clock::now();
+  std::shared_ptr<const jit::Module> compiled =
+      jit::Module::compile(text, jitOptions, &error);
+  result.compileMs = millisecondsSince(start);
+  if (!compiled)
+    return makeError("the JIT did not compile " + function +
+                     ".mlir (its spec.mlir):\n" + error);
+  result.fromDiskCache = compiled->fromDiskCache();
+  const jit::EntryPoint *entry = compiled->find(function);
+  size_t count = values->tensors.size();
+  if (!entry || entry->args.size() != count + 5)
+    return makeError("the JIT made no entry point @" + function + " of " +
+                     llvm::Twine(count) + " inputs and 5 outputs");
+  std::vector<Buffer> buffers;
+  buffers.reserve(entry->args.size());
+  for (const jit::TensorSpec &arg : entry->args) {
+    // The kernels read the bytes: the inputs' and O's values go (a copy
+    // while packing an input).
+    Buffer &buffer = buffers.emplace_back(arg);
+    bool statistic = arg.isOutput && buffers.size() > count + 1;
+    if (!arg.isOutput) {
+      const HostTensor &value = *values->tensors[buffers.size() - 1];
+      if (value.data.size() != buffer.values.data.size())
+        return makeError("input '" + arg.name + "' of @" + function +
+                         " has another size than the attention's operand");
+      buffer.values.data = value.data;
+      buffer.pack();
+    }
+    if (!statistic)
+      buffer.values.data = std::vector<double>();
+  }
+  start = Clock::now();
+  jit::Result called = callWith(*compiled, function, buffers);
+  result.kernelMs = millisecondsSince(start);
+  if (!called.error.empty())
+    return makeError("calling @" + function + " failed: " + called.error);
+  if (called.status != 0)
+    return makeError("the kernels of @" + function + " returned status " +
+                     llvm::Twine(called.status));
+  std::vector<double> *outputs[] = {&result.entropy, &result.meanEntropy,
+                                    &result.pooled, &result.similarity};
+  for (size_t n = 0; n < 4; ++n) {
+    Buffer &buffer = buffers[count + 1 + n];
+    buffer.unpack();
+    *outputs[n] = std::move(buffer.values.data);
+  }
+  return result;
+}
+
+/// max |a - b| / max |b| over the elements (as attnc run measures its
+/// outputs' errors); elements NaN in both count as equal, NaN in one only
+/// make it NaN.
+double relativeDifference(llvm::ArrayRef<double> a, llvm::ArrayRef<double> b) {
+  double difference = 0, scale = 0;
+  for (size_t n = 0; n < a.size() && n < b.size(); ++n) {
+    if (std::isnan(a[n]) && std::isnan(b[n]))
+      continue;
+    if (std::isnan(a[n]) || std::isnan(b[n]))
+      return std::nan("");
+    difference = std::max(difference, std::fabs(a[n] - b[n]));
+    scale = std::max(scale, std::fabs(b[n]));
+  }
+  return scale > 0 ? difference / scale : difference;
+}
+
+std::string scientific(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.1e", value);
+  return text;
+}
+
+/// An HTML table of the mean entropy of each batch (rows) and head
+/// (columns), at most 64 x 32 of them.
+std::string meanEntropyTable(const CompiledStatistics &stats, int64_t batches,
+                             int64_t heads) {
+  int64_t rows = std::min<int64_t>(batches, 64),
+          cols = std::min<int64_t>(heads, 32);
+  std::string html = "<table class=\"numbers\">\n<tr><th>batch</th>";
+  for (int64_t h = 0; h < cols; ++h)
+    html += "<th>head " + std::to_string(h) + "</th>";
+  html += cols < heads ? "<th>...</th></tr>\n" : "</tr>\n";
+  for (int64_t b = 0; b < rows; ++b) {
+    html += "<tr><td>" + std::to_string(b) + "</td>";
+    for (int64_t h = 0; h < cols; ++h)
+      html += llvm::formatv("<td>{0:F3}</td>", stats.meanEntropy[b * heads + h])
+                  .str();
+    html += cols < heads ? "<td>...</td></tr>\n" : "</tr>\n";
+  }
+  if (rows < batches)
+    html += "<tr><td>...</td></tr>\n";
+  return html + "</table>\n";
 }
 
 //===----------------------------------------------------------------------===//
@@ -1299,7 +1608,9 @@ llvm::Error drawSimilarity(const std::string &path, const std::string &title,
 /// (HTML) and its pictures.
 struct Part {
   std::string heading, text;
+  std::vector<std::string> notes; // HTML blocks after the paragraph
   std::vector<std::string> files;
+  std::string after; // HTML after the pictures
 };
 
 /// What one spec function's section of index.html says.
@@ -1335,6 +1646,25 @@ private:
       return false;
     }
     part.files.push_back(file);
+    outs << "  wrote " << out(file) << "\n";
+    return true;
+  }
+  /// Writes `text` to `file` of the folder; false (with the error
+  /// printed) when it could not.
+  bool writeText(const std::string &file, const std::string &text) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(out(file), ec);
+    if (!ec) {
+      os << text;
+      os.close();
+      ec = os.error();
+      os.clear_error();
+    }
+    if (ec) {
+      errs << "attnc: error: cannot write '" << out(file)
+           << "': " << ec.message() << "\n";
+      return false;
+    }
     outs << "  wrote " << out(file) << "\n";
     return true;
   }
@@ -1582,20 +1912,138 @@ mlir::LogicalResult Explainer::explainFunction(
                       "skipped.";
     }
 
-    // 4. The statistics, of batch 0 only (what the pictures show): Q and K
-    // begin with it, and the mask and score_mod see b = 0.
+    // 4. The statistics: attn.attention_stats over this op, by the compiled
+    // kernels, for every batch; the pictures show batch 0. The float64
+    // reference computes batch 0 again as a cross-check where that is
+    // cheap, and in the kernels' place where they fail.
     int64_t gq = std::min(options.grid, shape.Sq),
             gk = std::min(options.grid, shape.Skv);
-    ref::AttentionShape batch0 = shape;
-    batch0.B = 1;
-    double gflop = 2e-9 * double(shape.H * shape.Sq * shape.Skv * shape.D);
-    if (gflop > 20)
-      outs << llvm::formatv("  the attention statistics take {0:F0} GFLOP in "
-                            "float64: this takes a while\n",
-                            gflop);
-    ref::AttentionStatistics stats = ref::attentionStatistics(
-        batch0, attention->scale, attention->mask, attention->scoreMod,
-        attention->query.data.data(), attention->key.data.data(), gq, gk);
+    auto reference = [&] {
+      // Batch 0: Q and K begin with it, and the mask and score_mod see
+      // b = 0.
+      ref::AttentionShape batch0 = shape;
+      batch0.B = 1;
+      double gflop = 2e-9 * double(shape.H * shape.Sq * shape.Skv * shape.D);
+      if (gflop > 20)
+        outs << llvm::formatv("  the float64 attention statistics take {0:F0} "
+                              "GFLOP: this takes a while\n",
+                              gflop);
+      return ref::attentionStatistics(
+          batch0, attention->scale, attention->mask, attention->scoreMod,
+          attention->query.data.data(), attention->key.data.data(), gq, gk);
+    };
+    std::string specText, specLink;
+    llvm::Expected<CompiledStatistics> compiled = compiledStatistics(
+        fusedFn, op, inputs, *attention, target->jitCpu, gq, gk, specText);
+    if (!specText.empty()) {
+      std::string specFile = name + "_statistics.mlir";
+      if (!writeText(specFile, specText)) {
+        if (!compiled)
+          llvm::consumeError(compiled.takeError());
+        return mlir::failure();
+      }
+      specLink = "<a href=\"" + htmlEscape(specFile) + "\"><code>@" +
+                 htmlEscape(name) + "_statistics</code></a>";
+    }
+    ref::AttentionStatistics stats;
+    std::string source;
+    std::vector<std::string> paragraphs;
+    std::string errorBlock;
+    if (compiled) {
+      stats = compiled->batch(0, shape, gq, gk);
+      source = "the compiled kernels";
+      std::string batches = shape.B == 1
+                                ? std::string("its one batch")
+                                : "all " + std::to_string(shape.B) + " batches";
+      std::string compiledIn =
+          compiled->fromDiskCache
+              ? std::string("from the disk cache")
+              : llvm::formatv("compiled in {0:F0} ms", compiled->compileMs)
+                    .str();
+      std::vector<std::string> extras;
+      if (op.getLengths())
+        extras.push_back("the key lengths");
+      if (!op.getScoreCaptures().empty() || !op.getMaskCaptures().empty())
+        extras.push_back("the captures");
+      std::string extraOperands =
+          extras.empty() ? "" : " (and " + llvm::join(extras, " and ") + ")";
+      outs << llvm::formatv("  statistics by the compiled kernels ({0}): "
+                            "{1:F1} ms for {2}\n",
+                            compiledIn, compiled->kernelMs, batches);
+      paragraphs.push_back(
+          llvm::formatv(
+              "The statistics were computed by the compiled kernels in {0:F1} "
+              "ms (one call, for {1}): the JIT compiled {2} (this "
+              "attn.attention and an attn.attention_stats on its LSE with "
+              "the same options and regions, without a backward; {3}, for "
+              "the CPU {4}) and called it on Q, K, V{5} as the spec computes "
+              "them from the inputs. The pictures show batch 0.",
+              compiled->kernelMs, batches, specLink, compiledIn,
+              htmlEscape(target->jitCpu == "native"
+                             ? llvm::sys::getHostCPUName().str() + " (native)"
+                             : target->jitCpu),
+              extraOperands)
+              .str() +
+          (target->jitNote.empty()
+               ? ""
+               : " (Not for --cpu=" + htmlEscape(options.cpu) + ": " +
+                     htmlEscape(target->jitNote) + ".)"));
+      double size = double(shape.B) * double(shape.H) * double(shape.Sq) *
+                    double(shape.Skv) * double(shape.D);
+      if (size <= double(int64_t(1) << 26)) {
+        ref::AttentionStatistics exact = reference();
+        std::string differences[] = {
+            scientific(relativeDifference(stats.entropy, exact.entropy)),
+            scientific(
+                relativeDifference(stats.meanEntropy, exact.meanEntropy)),
+            scientific(relativeDifference(stats.pooled, exact.pooled)),
+            scientific(relativeDifference(stats.similarity, exact.similarity))};
+        paragraphs.push_back(
+            llvm::formatv("Cross-check against the float64 reference "
+                          "(ref::attentionStatistics, from P row by row, "
+                          "batch 0): max |compiled - float64| / max "
+                          "|float64| is {0} for the entropies, {1} for the "
+                          "mean entropies, {2} for the pooled map and {3} "
+                          "for the head similarity.",
+                          differences[0], differences[1], differences[2],
+                          differences[3])
+                .str());
+        outs << llvm::formatv("  cross-check against the float64 reference "
+                              "(batch 0): entropy {0}, mean entropy {1}, "
+                              "pooled {2}, similarity {3}\n",
+                              differences[0], differences[1], differences[2],
+                              differences[3]);
+      } else {
+        paragraphs.push_back(
+            "No cross-check against the float64 reference at this size: B H "
+            "Sq Skv D = " +
+            scientific(size) + " is above 2<sup>26</sup>.");
+      }
+      if (shape.B > 1)
+        statsPart.after =
+            "<p>The mean entropy (nats) of each head in every batch, from the "
+            "same call:</p>\n" +
+            meanEntropyTable(*compiled, shape.B, shape.H);
+    } else {
+      std::string message = toString(compiled.takeError());
+      errs << "attnc: warning: @" << name
+           << ": the compiled statistics failed; the float64 reference "
+              "computes them instead: "
+           << message << "\n";
+      stats = reference();
+      source = "the float64 reference";
+      paragraphs.push_back(
+          "<b>The compiled kernels failed</b> (the error is below; it is a "
+          "bug, please report it), so the statistics of batch 0 come from "
+          "the float64 reference (ref::attentionStatistics, from P row by "
+          "row)" +
+          (specLink.empty() ? std::string()
+                            : ". The function the kernels were to compute "
+                              "them with: " +
+                                  specLink) +
+          ".");
+      errorBlock = "<pre>" + htmlEscape(message) + "</pre>";
+    }
     // log(visible keys) per row of batch 0, head 0: uniform attention
     // (left out where a mask_mod region would take too long).
     std::vector<double> uniform(shape.Sq, std::nan(""));
@@ -1612,8 +2060,7 @@ mlir::LogicalResult Explainer::explainFunction(
         from.push_back(htmlEscape(arg.name) + " from " +
                        htmlEscape(given.at(arg.name).file));
     statsPart.text =
-        "P = softmax(mask(score_mod(scale Q K<sup>T</sup>))) of batch 0 by "
-        "the float64 reference (ref::attentionStatistics), on " +
+        "P = softmax(mask(score_mod(scale Q K<sup>T</sup>))) on " +
         (from.empty()
              ? "random inputs (seed " + std::to_string(options.seed) +
                    "; floats uniform in [-1, 1), integers in [0, the largest "
@@ -1625,22 +2072,26 @@ mlir::LogicalResult Explainer::explainFunction(
         std::to_string(gk) +
         " cells; each row's entropy (log of the visible keys when uniform, 0 "
         "when one key takes all); the cosine similarity of the heads' P.";
+    for (const std::string &paragraph : paragraphs)
+      statsPart.notes.push_back("<p>" + paragraph + "</p>");
+    if (!errorBlock.empty())
+      statsPart.notes.push_back(errorBlock);
     if (!picture(statsPart, name + "_heatmaps.png",
                  drawHeatmaps(out(name + "_heatmaps.png"),
                               "@" + name + ": attention probabilities per head",
-                              stats, shape, gq, gk)) ||
+                              stats, shape, gq, gk, source)) ||
         !picture(statsPart, name + "_entropy.png",
                  drawEntropy(out(name + "_entropy.png"),
                              "@" + name +
                                  ": how spread out each row's "
                                  "attention is",
-                             stats, shape, uniform)) ||
+                             stats, shape, uniform, source)) ||
         !picture(statsPart, name + "_similarity.png",
                  drawSimilarity(out(name + "_similarity.png"),
                                 "@" + name +
                                     ": similarity of the heads' "
                                     "attention",
-                                stats, shape.H)))
+                                stats, shape.H, source)))
       return mlir::failure();
   }
 
@@ -1688,7 +2139,12 @@ bool Explainer::writeIndex(const std::string &path,
      << "body { font-family: sans-serif; max-width: 1200px; margin: 2em "
         "auto; line-height: 1.4; }\n"
      << "img { max-width: 100%; border: 1px solid #ddd; margin: 0.3em 0; }\n"
-     << "code { background: #f4f4f4; }\n</style></head><body>\n"
+     << "code { background: #f4f4f4; }\n"
+     << "pre { background: #fff4f0; padding: 0.5em; white-space: pre-wrap; }\n"
+     << "table.numbers { border-collapse: collapse; font-size: 90%; }\n"
+     << "table.numbers td, table.numbers th { padding: 0.1em 0.6em; "
+        "text-align: right; border-bottom: 1px solid #eee; }\n"
+     << "</style></head><body>\n"
      << "<h1>What attnc decided</h1>\n"
      << "<p>Target: " << htmlEscape(target->triple) << ", CPU "
      << htmlEscape(target->cpu) << ", vector registers of "
@@ -1708,9 +2164,12 @@ bool Explainer::writeIndex(const std::string &path,
     for (auto &[number, part] : section.parts) {
       os << "<h3>" << htmlEscape(part.heading) << "</h3>\n<p>" << part.text
          << "</p>\n";
+      for (const std::string &note : part.notes)
+        os << note << "\n";
       for (const std::string &file : part.files)
         os << "<img src=\"" << htmlEscape(file) << "\" alt=\""
            << htmlEscape(file) << "\">\n";
+      os << part.after;
     }
   }
   os << "</body></html>\n";

@@ -1,7 +1,7 @@
 // attnc explain: pictures of what the compiler decided for a spec (its
 // masks, the CPU tile map, the fused kernels and their loops) and of the
-// attention it computes on given or random inputs, in one folder with an
-// index.html.
+// attention it computes on given or random inputs (its statistics by the
+// compiled kernels, through the JIT), in one folder with an index.html.
 #ifndef ATTNC_TOOLS_ATTNC_EXPLAIN_H
 #define ATTNC_TOOLS_ATTNC_EXPLAIN_H
 
@@ -24,7 +24,9 @@ struct ExplainOptions {
   /// Cells per side of the pooled attention heatmaps (at most Sq x Skv).
   int64_t grid = 64;
   /// The CPU the tile plan and the kernels are for: "native" or an LLVM
-  /// CPU name, as attnc compile --cpu.
+  /// CPU name, as attnc compile --cpu. The kernels that compute the
+  /// attention statistics run here: they are compiled for this CPU when
+  /// the host has its features, else for "native".
   std::string cpu = "native";
   /// Derive no backward (for score_mod ops without gradient rules).
   bool backward = true;
