@@ -23,6 +23,7 @@
 
 const char *__asan_default_options(void);
 const char *__ubsan_default_options(void);
+const char *__lsan_default_suppressions(void);
 
 const char *__asan_default_options(void) {
   return "allow_user_poisoning=0:abort_on_error=1:halt_on_error=1:"
@@ -32,4 +33,12 @@ const char *__asan_default_options(void) {
 const char *__ubsan_default_options(void) {
   return "abort_on_error=1:halt_on_error=1:print_stacktrace=1:"
          "report_error_type=1";
+}
+
+/* fontconfig (under cairo's text, in attnc explain) keeps its caches until
+ * exit by design (FcFini would free them, but cairo may still hold fonts);
+ * LeakSanitizer reports them as leaks of libfontconfig's own mallocs. Only
+ * that library's allocations are suppressed. */
+const char *__lsan_default_suppressions(void) {
+  return "leak:libfontconfig.so\n";
 }
