@@ -873,6 +873,30 @@ Value f32Constant(OpBuilder &b, Location loc, float value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
+/// sum / count elementwise (tensors of one shape), 0 where count is 0: a
+/// mean over the rows that see a key.
+Value buildMeanOf(OpBuilder &b, Location loc, Value sum, Value count) {
+  ArrayRef<int64_t> shape = shapeOf(sum);
+  AffineMap id = b.getMultiDimIdentityMap(shape.size());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{sum.getType()}, ValueRange{sum, count},
+             ValueRange{empty(b, loc, shape, b.getF32Type())},
+             ArrayRef<AffineMap>{id, id, id},
+             SmallVector<IteratorType>(shape.size(), kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               Value none =
+                   arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                         args[1], f32Constant(nb, nl, 0.0f));
+               linalg::YieldOp::create(
+                   nb, nl,
+                   arith::SelectOp::create(
+                       nb, nl, none, f32Constant(nb, nl, 0.0f),
+                       arith::DivFOp::create(nb, nl, args[0], args[1]))
+                       .getResult());
+             })
+      .getResult(0);
+}
+
 /// In a linalg body: x where p is not 0 (or is NaN), else 0: a masked
 /// entry (p = 0, S' = -inf) adds nothing, never 0 * inf.
 Value whereProbable(OpBuilder &b, Location loc, Value p, Value x) {
@@ -1096,24 +1120,7 @@ AttentionStats buildAttentionStats(OpBuilder &b, Location loc,
             })
             .getResult(0);
     Value seen = buildSeenRows(b, loc, lse);
-    AffineMap id = b.getMultiDimIdentityMap(2);
-    stats.meanEntropy =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{sum.getType()}, ValueRange{sum, seen},
-            ValueRange{empty(b, loc, rows.take_front(2), f32)},
-            ArrayRef<AffineMap>{id, id, id}, SmallVector<IteratorType>(2, kPar),
-            [&](OpBuilder &nb, Location nl, ValueRange args) {
-              Value none =
-                  arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                        args[1], f32Constant(nb, nl, 0.0f));
-              linalg::YieldOp::create(
-                  nb, nl,
-                  arith::SelectOp::create(
-                      nb, nl, none, f32Constant(nb, nl, 0.0f),
-                      arith::DivFOp::create(nb, nl, args[0], args[1]))
-                      .getResult());
-            })
-            .getResult(0);
+    stats.meanEntropy = buildMeanOf(b, loc, sum, seen);
   }
   if (!entropy)
     stats.entropy = Value();
@@ -1332,24 +1339,7 @@ Value buildDistill(OpBuilder &b, Location loc, const DistillInputs &in,
       [](OpBuilder &, Location, Value x, Value) -> Value { return x; });
   Value seen = buildSeenRowCount(b, loc, in.teacherLse);
   Type f32 = b.getF32Type();
-  AffineMap id = b.getMultiDimIdentityMap(1);
-  Value mean1 =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{sum.getType()}, ValueRange{sum, seen},
-          ValueRange{empty(b, loc, {1}, f32)}, ArrayRef<AffineMap>{id, id, id},
-          SmallVector<IteratorType>{kPar},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value nothing =
-                arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
-                                      args[1], f32Constant(nb, nl, 0.0f));
-            linalg::YieldOp::create(
-                nb, nl,
-                arith::SelectOp::create(
-                    nb, nl, nothing, f32Constant(nb, nl, 0.0f),
-                    arith::DivFOp::create(nb, nl, args[0], args[1]))
-                    .getResult());
-          })
-          .getResult(0);
+  Value mean1 = buildMeanOf(b, loc, sum, seen);
   return tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({}, f32),
                                          mean1,
                                          ArrayRef<ReassociationIndices>{});

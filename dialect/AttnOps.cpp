@@ -3,6 +3,7 @@
 #include "dialect/ShapeUtils.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -939,4 +940,14 @@ LogicalResult CombineGradOp::verify() {
                            << (k < n ? output : lse) << ", got "
                            << grad.getType();
   return success();
+}
+
+void attnc::attn::cloneRegions(Operation *from, Operation *to) {
+  assert(from->getNumRegions() == to->getNumRegions() &&
+         "cloneRegions between ops of other regions");
+  for (auto [source, target] :
+       llvm::zip(from->getRegions(), to->getRegions())) {
+    IRMapping mapping;
+    source.cloneInto(&target, mapping);
+  }
 }

@@ -12,4 +12,14 @@
 #define GET_OP_CLASSES
 #include "dialect/AttnOps.h.inc"
 
+namespace attnc::attn {
+
+/// Clones each region of `from` into the same region of `to`: the
+/// score_mod and mask_mod regions of ops with attention's options (an op
+/// and its gradient op, or a companion made from it), which have the same
+/// regions in the same order.
+void cloneRegions(mlir::Operation *from, mlir::Operation *to);
+
+} // namespace attnc::attn
+
 #endif // ATTNC_DIALECT_ATTNOPS_H

@@ -179,9 +179,7 @@ public:
               o.getLengths() ? m(o.getLengths()) : Value(),
               llvm::map_to_vector(o.getScoreCaptures(), m),
               llvm::map_to_vector(o.getMaskCaptures(), m));
-          IRMapping scoreMapping, maskMapping;
-          o.getScoreMod().cloneInto(&grad.getScoreMod(), scoreMapping);
-          o.getMaskMod().cloneInto(&grad.getMaskMod(), maskMapping);
+          cloneRegions(o, grad);
           accumulate(o.getQuery(), grad.getQueryGrad());
           accumulate(o.getKey(), grad.getKeyGrad());
           accumulate(o.getLse(), grad.getLseGrad());
@@ -200,8 +198,7 @@ public:
               o.getTeacherScaleAttr(), o.getCausalAttr(), o.getWindowAttr(),
               o.getLengths() ? m(o.getLengths()) : Value(),
               llvm::map_to_vector(o.getMaskCaptures(), m));
-          IRMapping maskMapping;
-          o.getMaskMod().cloneInto(&grad.getMaskMod(), maskMapping);
+          cloneRegions(o, grad);
           accumulate(o.getQuery(), grad.getQueryGrad());
           accumulate(o.getKey(), grad.getKeyGrad());
           accumulate(o.getLse(), grad.getLseGrad());
@@ -223,9 +220,7 @@ public:
               o.getLengths() ? m(o.getLengths()) : Value(),
               llvm::map_to_vector(o.getScoreCaptures(), m),
               llvm::map_to_vector(o.getMaskCaptures(), m));
-          IRMapping scoreMapping, maskMapping;
-          o.getScoreMod().cloneInto(&grad.getScoreMod(), scoreMapping);
-          o.getMaskMod().cloneInto(&grad.getMaskMod(), maskMapping);
+          cloneRegions(o, grad);
           accumulate(o.getQuery(), grad.getQueryGrad());
           accumulate(o.getKey(), grad.getKeyGrad());
           accumulate(o.getValue(), grad.getValueGrad());

@@ -10,7 +10,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 
@@ -569,9 +568,7 @@ FailureOr<SmallVector<Value>> lowerToFlashBackward(RewriterBase &rewriter,
         grad.getKey(), grad.getLse(), grad.getScaleAttr(), grad.getCausalAttr(),
         grad.getWindowAttr(), grad.getLengths(), grad.getScoreCaptures(),
         grad.getMaskCaptures());
-    IRMapping scoreMapping, maskMapping;
-    grad.getScoreMod().cloneInto(&stats.getScoreMod(), scoreMapping);
-    grad.getMaskMod().cloneInto(&stats.getMaskMod(), maskMapping);
+    attn::cloneRegions(grad, stats);
     auto statsPlan = attn::CpuPlanAttr::get(
         op.getContext(), plan.getRows(), plan.getRows(),
         std::min<int64_t>(plan.getKeyBlock(), 128), /*amx=*/false,

@@ -9,7 +9,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/IRMapping.h"
 
 #include <limits>
 
@@ -504,9 +503,7 @@ static void replaceCompanion(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
         op.getQuery(), op.getKey(), op.getLse(), op.getScaleAttr(),
         op.getCausalAttr(), op.getWindowAttr(), op.getLengths(),
         op.getScoreCaptures(), op.getMaskCaptures());
-    IRMapping scoreMapping, maskMapping;
-    op.getScoreMod().cloneInto(&rest.getScoreMod(), scoreMapping);
-    op.getMaskMod().cloneInto(&rest.getMaskMod(), maskMapping);
+    attn::cloneRegions(op, rest);
     attn::setTilePlan(rest, attn::getTilePlan(op));
     if (pooled)
       rewriter.replaceAllUsesWith(pooled, rest.getPooled());

@@ -1385,9 +1385,7 @@ statisticsModule(attn::AttentionOp op, llvm::StringRef function, int64_t gq,
       attention.getCausalAttr(), attention.getWindowAttr(),
       attention.getLengths(), attention.getScoreCaptures(),
       attention.getMaskCaptures());
-  mlir::IRMapping scoreMapping, maskMapping;
-  attention.getScoreMod().cloneInto(&stats.getScoreMod(), scoreMapping);
-  attention.getMaskMod().cloneInto(&stats.getMaskMod(), maskMapping);
+  attn::cloneRegions(attention, stats);
   mlir::func::ReturnOp::create(
       b, mlir::ValueRange{attention.getOutput(), stats.getEntropy(),
                           stats.getMeanEntropy(), stats.getPooled(),
