@@ -136,9 +136,12 @@ cl::SubCommand runCommand(
     "JIT a spec, run it on random inputs and check it against the float64 "
     "reference: each output's per-element error, each gradient's "
     "directional finite-difference check (along one random direction: not "
-    "a per-element error; the output explains both). Compiled kernels are "
-    "cached in $ATTNC_CACHE_DIR, else $XDG_CACHE_HOME/attnc, else "
-    "~/.cache/attnc");
+    "a per-element error; the output explains both). The reference "
+    "evaluates attn.projection, merge, scores, scale, score_mod, mask, "
+    "softmax, apply, attention, attention_stats, combine and distill, and "
+    "arith.constant (gradient ops are checked through @f_bwd, not "
+    "evaluated). Compiled kernels are cached in $ATTNC_CACHE_DIR, else "
+    "$XDG_CACHE_HOME/attnc, else ~/.cache/attnc");
 cl::opt<std::string> runInput(cl::Positional, cl::desc("<spec.mlir>"),
                               cl::Required, cl::sub(runCommand),
                               cl::cat(attncCategory));
