@@ -393,6 +393,6 @@ int main(int argc, char **argv) {
     options.backward = !explainNoBackward;
     return attnc::explainSpec(explainInput, options, outs(), errs());
   }
-  return fail("no command given; try 'attnc compile --help' or 'attnc run "
-              "--help'");
+  return fail("no command given: attnc compile, run, bench or explain "
+              "(each has --help; attnc --help lists them)");
 }
