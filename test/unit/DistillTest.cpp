@@ -323,6 +323,19 @@ TEST(DistillTest, PerRowKlAndGradients) {
   report("per row f32", {runCase(c, 1)});
 }
 
+/// Rows over several key blocks and key blocks over several query tiles:
+/// the kernels' dQ sums over blocks and dK over tiles and query heads.
+TEST(DistillTest, ManyKeyBlocksAndQueryTiles) {
+  DistillCase c;
+  c.B = 1, c.H = 4, c.HkvS = 2, c.HkvT = 1, c.Sq = 70, c.Skv = 300, c.Ds = 32,
+  c.Dt = 16;
+  report("many blocks f32", {runCase(c, 41)});
+  c.causal = true;
+  c.mean = true;
+  c.dtype = "bf16";
+  report("many blocks causal bf16 mean", {runCase(c, 42)});
+}
+
 TEST(DistillTest, MeanKlAndGradients) {
   DistillCase c;
   c.B = 2, c.H = 4, c.HkvS = 1, c.HkvT = 2, c.Sq = 33, c.Skv = 40, c.Ds = 32,

@@ -318,6 +318,20 @@ TEST(StatsTest, PooledMapsInTheForward) {
   runCase(c, 24, /*gradients=*/false);
 }
 
+/// Rows over many key blocks: the forward's online sums move to each new
+/// running max (a row of one block never exercises the rescale).
+TEST(StatsTest, RowsOverManyKeyBlocks) {
+  StatsCase c;
+  c.B = 1, c.H = 2, c.Sq = 70, c.Skv = 1100, c.D = 32, c.Gq = 2, c.Gk = 9;
+  runCase(c, 31, /*gradients=*/true);
+  c.dtype = "bf16";
+  c.lengths = true, c.B = 2;
+  runCase(c, 32, /*gradients=*/false);
+  c.dtype = "f32";
+  c.window = 300, c.lengths = false;
+  runCase(c, 33, /*gradients=*/true);
+}
+
 /// Statistics over an LSE the caller passes (no attention in the spec): the
 /// statistics kernel computes the entropies itself.
 TEST(StatsTest, StatisticsOfAGivenLse) {
