@@ -67,8 +67,10 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
     return op->emitError() << "the tile plan of '" << op->getName()
                            << "' must give query_block and key_block, got "
                            << cpu;
-  if (cpu.getAmx() && !isa<AttentionOp>(op))
-    return op->emitError() << "only attn.attention takes an AMX tile plan";
+  if (cpu.getAmx() && !isa<AttentionOp, AttentionStatsOp>(op))
+    return op->emitError()
+           << "only attn.attention and attn.attention_stats take an AMX "
+              "tile plan";
   if (cpu.getSplits() != 1 && !isa<AttentionGradOp>(op))
     return op->emitError() << "only attn.attention_grad takes tile plan splits";
   return success();

@@ -40,14 +40,19 @@ int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
 /// SDPA with +1 GB.
 bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
-  if (!target.amx || !fwd ||
-      shapeOf(fwd.getQuery())[2] < 4 * attn::CpuPlanAttr::kAmxRows)
+  // The statistics kernel's Q K^T too (bf16, at S=16384 its products
+  // on FMAs were half its time).
+  auto stats = dyn_cast<attn::AttentionStatsOp>(op);
+  if (!target.amx || (!fwd && !stats))
     return false;
-  for (Value v : {fwd.getQuery(), fwd.getKey(), fwd.getValue()})
-    if (!elementTypeOf(v).isBF16())
-      return false;
-  return shapeOf(fwd.getQuery())[3] % 32 == 0 &&
-         shapeOf(fwd.getValue())[3] % 16 == 0;
+  Value q = fwd ? fwd.getQuery() : stats.getQuery(),
+        k = fwd ? fwd.getKey() : stats.getKey();
+  if (shapeOf(q)[2] < 4 * attn::CpuPlanAttr::kAmxRows ||
+      !elementTypeOf(q).isBF16() || !elementTypeOf(k).isBF16() ||
+      shapeOf(q)[3] % 32 != 0)
+    return false;
+  return !fwd || (elementTypeOf(fwd.getValue()).isBF16() &&
+                  shapeOf(fwd.getValue())[3] % 16 == 0);
 }
 
 /// The backward's dK/dV tasks per (batch, KV head): split s takes key
@@ -184,8 +189,7 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   if (amx) {
     queryBlock = queryBlock / rows * CpuPlanAttr::kAmxRows;
     rows = CpuPlanAttr::kAmxRows;
-    keyBlock =
-        std::clamp<int64_t>(tileKeys(rows), 32, CpuPlanAttr::kMaxKeyBlock);
+    keyBlock = std::clamp<int64_t>(tileKeys(rows), 32, maxKeyBlock);
   }
   // A head of 8 query tiles or fewer (decoding, short chunks) is one task:
   // its kernel then packs K and V a block at a time rather than copying

@@ -10,6 +10,7 @@
 
 #include "codegen/MaskTiles.h"
 #include "codegen/cpu/KernelBuilder.h"
+#include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
 #include "dialect/ShapeUtils.h"
 
@@ -208,6 +209,33 @@ protected:
   /// without `from`) as a memref of the remaining dimensions.
   mlir::Value view(mlir::Value buffer, mlir::ValueRange leading,
                    mlir::Value from = mlir::Value(), int64_t count = 0);
+
+  //===--------------------------------------------------------------------===//
+  // AMX scores (FlashForwardAmx.cpp): 16 x 16 f32 tiles of bf16 operands
+  // with pairs of the reduction dimension side by side (tdpbf16ps's VNNI
+  // layout), for the forward and the statistics kernel.
+  //===--------------------------------------------------------------------===//
+
+  /// The rows and keys of an AMX tile of f32 scores.
+  static constexpr int64_t kAmxRows = attn::CpuPlanAttr::kAmxRows;
+
+  /// kp[bi, g, t, d / 2, 2 j + d % 2] = k[bi, g, 16 t + j, d] for the
+  /// 2 * tiles32 16-key tiles of KV head (bi, g) (zeros past Skv): K in
+  /// tdpbf16ps's B layout.
+  void pairKeysOfHead(mlir::Value k, mlir::Value kp, mlir::Value bi,
+                      mlir::Value g, int64_t tiles32);
+
+  /// rows[r, :] = q[bi, h, min(i0 + r, Sq - 1), :] (bf16, a tile's A).
+  void copyRows(mlir::Value q, mlir::Value bi, mlir::Value h, mlir::Value i0,
+                mlir::Value rowsBuf);
+
+  /// pBuf[16, 32 keyTiles] = the query rows qRows[t] (bf16, [., 16, D])
+  /// times the keys from 32-key tile `tile` (paired, kp): 2 keyTiles
+  /// 16 x 16 tiles, 4 at a time (with A and B: AMX has 8 tile registers),
+  /// D / 32 products each. Unscaled scores.
+  void amxScores(mlir::Value qRows, mlir::Value t, mlir::Value kp,
+                 mlir::Value bi, mlir::Value g, mlir::Value tile,
+                 mlir::Value pBuf, int64_t keyTiles);
 
   /// exp of 16 lanes (vscalefps on AVX-512, upstream's polynomial else),
   /// 0 below the smallest normal float: denormal probabilities made the

@@ -264,7 +264,7 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   // on the causal diagonal) is skipped: the masks drop its lanes.
   Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
   if (amx)
-    amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf);
+    amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf, blockTiles);
   else
     loop(0, blockTiles, [&](Value t) {
       // A loop, not blockTiles copies of the product (JIT compile time).

@@ -75,18 +75,6 @@ private:
   std::pair<mlir::Value, mlir::Value> pairedKeysAndValues(mlir::Value k,
                                                           mlir::Value v);
 
-  /// rows[r, :] = q[bi, h, min(i0 + r, Sq - 1), :] (bf16, a tile's A).
-  void copyRows(mlir::Value q, mlir::Value bi, mlir::Value h, mlir::Value i0,
-                mlir::Value rowsBuf);
-
-  /// pBuf[16, 32 blockTiles] = the query tile's rows (bf16, [G, 16, D])
-  /// times the keys of the step from 32-key tile `tile`: 2 blockTiles
-  /// 16 x 16 tiles, 4 at a time (with A and B: AMX has 8 tile registers),
-  /// D / 32 products each.
-  void amxScores(mlir::Value qRows, mlir::Value t, mlir::Value kp,
-                 mlir::Value bi, mlir::Value g, mlir::Value tile,
-                 mlir::Value pBuf);
-
   /// O = alpha O + P V for the step's P (bf16, written by the softmax)
   /// and V's 32-key tiles from `tile` (pairs): P V on tiles of 16 columns,
   /// the rescale on AVX-512.
@@ -139,8 +127,6 @@ private:
   // (interleaved A/B, 2 threads; 8, 32 and 64 rows ahead of V gained
   // less). Packed blocks are in cache already.
   static constexpr int64_t kPrefetchRows = 16;
-  /// The rows and keys of an AMX tile of f32 scores.
-  static constexpr int64_t kAmxRows = attn::CpuPlanAttr::kAmxRows;
 };
 
 } // namespace attnc

@@ -1,6 +1,7 @@
-// The flash-attention CPU forward's products on AMX tiles: 16 x 16 f32
-// tiles of bf16 operands with pairs of the reduction dimension side by side
-// (tdpbf16ps's VNNI layout); the softmax stays on AVX-512 (FlashForward.cpp).
+// The products on AMX tiles: 16 x 16 f32 tiles of bf16 operands with pairs
+// of the reduction dimension side by side (tdpbf16ps's VNNI layout); the
+// softmax stays on AVX-512. Q K^T for the forward and the statistics kernel
+// (FlashCommon), and the forward's pairing of V and P V (FlashForward).
 #include "codegen/cpu/FlashForward.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
@@ -12,6 +13,27 @@ using namespace mlir;
 
 namespace attnc {
 
+void FlashCommon::pairKeysOfHead(Value k, Value kp, Value bi, Value g,
+                                 int64_t tiles32) {
+  Type bf16 = b.getBF16Type();
+  Value zero = arith::ConstantOp::create(b, b.getZeroAttr(bf16));
+  loop(0, 2 * tiles32 * kAmxRows, [&](Value key) {
+    Value t = arith::DivUIOp::create(b, key, idx(kAmxRows));
+    Value j = arith::RemUIOp::create(b, key, idx(kAmxRows));
+    Value inside =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, idx(Skv));
+    Value clamped = arith::MinUIOp::create(b, key, idx(Skv - 1));
+    loop(0, D, [&](Value d) {
+      Value lane = arith::AddIOp::create(b, arith::MulIOp::create(b, j, idx(2)),
+                                         arith::RemUIOp::create(b, d, idx(2)));
+      Value x = memref::LoadOp::create(b, k, ValueRange{bi, g, clamped, d});
+      memref::StoreOp::create(
+          b, arith::SelectOp::create(b, inside, x, zero), kp,
+          ValueRange{bi, g, t, arith::DivUIOp::create(b, d, idx(2)), lane});
+    });
+  });
+}
+
 std::pair<Value, Value> FlashForward::pairedKeysAndValues(Value k, Value v) {
   // Whole steps of blockTiles tiles (zeros past Skv).
   int64_t padded = (tiles + blockTiles - 1) / blockTiles * blockTiles;
@@ -20,46 +42,33 @@ std::pair<Value, Value> FlashForward::pairedKeysAndValues(Value k, Value v) {
   forEachHead(
       "__attnc_flash_pairs", {k, v, kp, vp}, Hkv,
       [&](ArrayRef<Value> args, Value bi, Value g) {
+        pairKeysOfHead(args[0], args[2], bi, g, padded);
         Value zero = arith::ConstantOp::create(b, b.getZeroAttr(bf16));
-        auto keyAt = [&](Value key, Value src, Value c) {
-          Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                               key, idx(Skv));
-          Value clamped = arith::MinUIOp::create(b, key, idx(Skv - 1));
-          Value x =
-              memref::LoadOp::create(b, src, ValueRange{bi, g, clamped, c});
-          return arith::SelectOp::create(b, inside, x, zero).getResult();
-        };
-        loop(0, 2 * padded * kAmxRows, [&](Value key) {
-          Value t = arith::DivUIOp::create(b, key, idx(kAmxRows));
-          Value j = arith::RemUIOp::create(b, key, idx(kAmxRows));
-          loop(0, D, [&](Value d) {
-            Value lane =
-                arith::AddIOp::create(b, arith::MulIOp::create(b, j, idx(2)),
-                                      arith::RemUIOp::create(b, d, idx(2)));
-            memref::StoreOp::create(
-                b, keyAt(key, args[0], d), args[2],
-                ValueRange{bi, g, t, arith::DivUIOp::create(b, d, idx(2)),
-                           lane});
-          });
-        });
         loop(0, padded * kCols, [&](Value key) {
           Value t = arith::DivUIOp::create(b, key, idx(kCols));
           Value jp = arith::DivUIOp::create(
               b, arith::RemUIOp::create(b, key, idx(kCols)), idx(2));
           Value e = arith::RemUIOp::create(b, key, idx(2));
+          Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                               key, idx(Skv));
+          Value clamped = arith::MinUIOp::create(b, key, idx(Skv - 1));
           loop(0, Dv, [&](Value c) {
             Value lane = arith::AddIOp::create(
                 b, arith::MulIOp::create(b, c, idx(2)), e);
-            memref::StoreOp::create(b, keyAt(key, args[1], c), args[3],
-                                    ValueRange{bi, g, t, jp, lane});
+            Value x = memref::LoadOp::create(b, args[1],
+                                             ValueRange{bi, g, clamped, c});
+            memref::StoreOp::create(b,
+                                    arith::SelectOp::create(b, inside, x, zero),
+                                    args[3], ValueRange{bi, g, t, jp, lane});
           });
         });
       });
   return {kp, vp};
 }
 
-void FlashForward::copyRows(Value q, Value bi, Value h, Value i0,
-                            Value rowsBuf) {
+void FlashCommon::copyRows(Value q, Value bi, Value h, Value i0,
+                           Value rowsBuf) {
+  Type bf16 = b.getBF16Type();
   loop(0, rows, [&](Value r) {
     Value row =
         arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r), idx(Sq - 1));
@@ -73,13 +82,14 @@ void FlashForward::copyRows(Value q, Value bi, Value h, Value i0,
   });
 }
 
-void FlashForward::amxScores(Value qRows, Value t, Value kp, Value bi, Value g,
-                             Value tile, Value pBuf) {
+void FlashCommon::amxScores(Value qRows, Value t, Value kp, Value bi, Value g,
+                            Value tile, Value pBuf, int64_t keyTiles) {
+  Type bf16 = b.getBF16Type();
   auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
   auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
   // Up to 4 C tiles at a time (64 keys), in sub-steps over the step.
-  for (int64_t first = 0; first < 2 * blockTiles; first += 4) {
-    int64_t n = std::min<int64_t>(4, 2 * blockTiles - first);
+  for (int64_t first = 0; first < 2 * keyTiles; first += 4) {
+    int64_t n = std::min<int64_t>(4, 2 * keyTiles - first);
     SmallVector<Value> c;
     for (int64_t w = 0; w < n; ++w)
       c.push_back(amx::TileZeroOp::create(b, cType));

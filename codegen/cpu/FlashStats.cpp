@@ -24,7 +24,8 @@ FlashStats::FlashStats(ImplicitLocOpBuilder &b, attn::AttentionStatsOp op,
     : FlashCommon(b, op, plan.getRows(), vectorBits), op(op),
       entropy(bool(op.getEntropy())), meanEntropy(bool(op.getMeanEntropy())),
       similarity(bool(op.getSimilarity())),
-      blockTiles(plan.getKeyBlock() / kCols), width(plan.getKeyBlock()) {
+      blockTiles(plan.getKeyBlock() / kCols), width(plan.getKeyBlock()),
+      amx(plan.getAmx()) {
   if (Value pooled = op.getPooled()) {
     gq = shapeOf(pooled)[2];
     gk = shapeOf(pooled)[3];
@@ -42,8 +43,19 @@ SmallVector<Value> FlashStats::build() {
         pooled =
             alloc({B, H, std::max<int64_t>(gq, 1), std::max<int64_t>(gk, 1)}),
         simParts = alloc({B, cells, H, similarity ? H : 1});
-  SmallVector<Value> captured = {q,          transposed(k), lse,
-                                 entropyBuf, pooled,        simParts};
+  // K^T in key tiles, or on AMX K in bf16 pairs (whole key blocks).
+  Value keys;
+  if (!amx) {
+    keys = transposed(k);
+  } else {
+    int64_t padded = (tiles + blockTiles - 1) / blockTiles * blockTiles;
+    keys = alloc({B, Hkv, 2 * padded, D / 2, 2 * kAmxRows}, b.getBF16Type());
+    forEachHead("__attnc_flash_stats_pairs", {k, keys}, Hkv,
+                [&](ArrayRef<Value> args, Value bi, Value g) {
+                  pairKeysOfHead(args[0], args[1], bi, g, padded);
+                });
+  }
+  SmallVector<Value> captured = {q, keys, lse, entropyBuf, pooled, simParts};
   if (lengths)
     captured.push_back(lengths);
   appendCaptures(captured);
@@ -54,8 +66,10 @@ SmallVector<Value> FlashStats::build() {
         // 16-lane sums per row, the column sums of p; the block's scores;
         // with similarity every head's p of the block.
         return SmallVector<Value>{
-            scratchBuffer({H, D, rows}), scratchBuffer({H, rows, kLanes}),
-            scratchBuffer({H, width}), scratchBuffer({rows, width}),
+            amx ? scratchBuffer({H, rows, D}, b.getBF16Type())
+                : scratchBuffer({H, D, rows}),
+            scratchBuffer({H, rows, kLanes}), scratchBuffer({H, width}),
+            scratchBuffer({rows, width}),
             scratchBuffer({similarity ? H : 1, rows, width})};
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
@@ -97,7 +111,10 @@ void FlashStats::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
   Value limit = masks.keyLimit(b, lengths, bi);
   loop(rowStart, rowEnd, rows, [&](Value i0) {
     loop(0, H, [&](Value h) {
-      packRows(q, bi, h, i0, Sq - 1, view(qPacked, h), scale);
+      if (amx)
+        copyRows(q, bi, h, i0, view(qPacked, h));
+      else
+        packRows(q, bi, h, i0, Sq - 1, view(qPacked, h), scale);
       loop(0, rows, [&](Value r) {
         vector::StoreOp::create(b, splat(f(0.0f)), sums,
                                 ValueRange{h, r, idx(0)});
@@ -145,21 +162,24 @@ void FlashStats::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   Value zeros = splat(f(0.0f));
   loop(0, H, [&](Value h) {
     Value g = arith::DivUIOp::create(b, h, idx(H / Hkv));
-    // The block's scores, tile by tile; tiles past the keys some row sees
-    // are left as they are: the masks drop their lanes.
-    loop(0, blockTiles, [&](Value t) {
-      Value col = arith::MulIOp::create(b, t, idx(kCols));
-      auto ifOp = scf::IfOp::create(
-          b,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
-                                arith::AddIOp::create(b, j0, col), keys.end),
-          /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      storeTile(tileProduct(qPacked, {h}, kt, bi, g,
-                            arith::AddIOp::create(b, tile0, t)),
-                sBuf, col);
-    });
+    // The block's scores (on AMX unscaled), tile by tile; tiles past the
+    // keys some row sees are left as they are: the masks drop their lanes.
+    if (amx)
+      amxScores(qPacked, h, kt, bi, g, tile0, sBuf, blockTiles);
+    else
+      loop(0, blockTiles, [&](Value t) {
+        Value col = arith::MulIOp::create(b, t, idx(kCols));
+        auto ifOp = scf::IfOp::create(
+            b,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::slt,
+                                  arith::AddIOp::create(b, j0, col), keys.end),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        storeTile(tileProduct(qPacked, {h}, kt, bi, g,
+                              arith::AddIOp::create(b, tile0, t)),
+                  sBuf, col);
+      });
     if (gq)
       loop(idx(0), idx(width), kLanes, [&](Value c) {
         vector::StoreOp::create(b, zeros, colSums, ValueRange{h, c});
@@ -184,7 +204,7 @@ void FlashStats::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
         Value x = vector::LoadOp::create(b, vec, sBuf,
                                          ValueRange{r, idx(w * kLanes)});
         Scores sc = scoresOf(args.slice(captureBase, captures.size()), x, in[w],
-                             bi, h, range.row, j0, w, /*prescaled=*/true);
+                             bi, h, range.row, j0, w, /*prescaled=*/!amx);
         Value keep = arith::AndIOp::create(b, sc.keep, rowInCell);
         Value p = arith::SelectOp::create(
             b, keep,
@@ -341,6 +361,11 @@ FailureOr<SmallVector<Value>> lowerToFlashStats(RewriterBase &rewriter,
                                                 int64_t vectorBits) {
   if (!canLowerToFlashCpu(op))
     return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
+  if (plan.getAmx())
+    op->getContext()
+        ->getLoadedDialect<attn::AttnDialect>()
+        ->getUsesAmxAttrHelper()
+        .setAttr(op->getParentOfType<ModuleOp>(), rewriter.getUnitAttr());
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);

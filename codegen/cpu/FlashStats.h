@@ -55,6 +55,7 @@ private:
   int64_t cells;          // row cells (tasks per batch)
   int64_t blockTiles;     // 32-key tiles per key block
   int64_t width;          // keys per block
+  bool amx;               // Q K^T on AMX tiles (bf16, 16-row tiles)
   // The arguments' positions in a task.
   static constexpr unsigned kQ = 0, kKt = 1, kLse = 2, kEntropy = 3,
                             kPooled = 4, kSimParts = 5, kLengths = 6;

@@ -84,7 +84,7 @@ func.func @splits_forward(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, 
 // -----
 
 func.func @amx_backward(%q: tensor<1x2x40x32xbf16>, %lse: tensor<1x2x40xf32>) -> tensor<1x2x40x32xbf16> {
-  // expected-error @+1 {{only attn.attention takes an AMX tile plan}}
+  // expected-error @+1 {{only attn.attention and attn.attention_stats take an AMX tile plan}}
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q {attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 16, key_block = 32, amx = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x32xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>
   return %dq : tensor<1x2x40x32xbf16>
 }
