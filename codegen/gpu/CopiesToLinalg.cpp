@@ -25,8 +25,25 @@ struct AttnGpuCopiesToLinalgPass
     });
     for (memref::CopyOp copy : copies) {
       OpBuilder b(copy);
-      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
-                             copy.getTarget());
+      Value source = copy.getSource(), target = copy.getTarget();
+      // A copy of one element (rank 0: a mean, a returned scalar tensor)
+      // as one of shape [1]: a linalg op of no loops would stay a host load
+      // and store of device memory, which the host may not touch.
+      if (cast<MemRefType>(source.getType()).getRank() == 0) {
+        auto expand = [&](Value memref) {
+          // (Its layout kept: a strided view's offset moves along.)
+          MemRefType type = *memref::ExpandShapeOp::computeExpandedType(
+              cast<MemRefType>(memref.getType()), {1}, {});
+          return memref::ExpandShapeOp::create(
+                     b, copy.getLoc(), type, memref,
+                     ArrayRef<ReassociationIndices>{},
+                     ArrayRef<OpFoldResult>{b.getIndexAttr(1)})
+              .getResult();
+        };
+        source = expand(source);
+        target = expand(target);
+      }
+      linalg::CopyOp::create(b, copy.getLoc(), source, target);
       copy.erase();
     }
   }
