@@ -10,7 +10,8 @@
 // (batch, head, query tile). The gradient has two passes, each over what it
 // owns (deterministic, no atomics): per (batch, head, query tile) dQ_s,
 // dQ_t and both dLSE, the dS tiles times K; per (batch, KV head, key
-// block) of each side its dK, the same dS tiles recomputed, times Q.
+// block) dK, the same dS tiles recomputed, times Q (both sides in one pass
+// when they have as many KV heads, else one pass a side).
 #include "codegen/cpu/FlashAttention.h"
 #include "codegen/cpu/FlashCommon.h"
 
@@ -327,18 +328,24 @@ public:
                     arith::RemUIOp::create(b, bh, idx(H)), tile);
         });
     int64_t keyBlocks = (Skv + width - 1) / width;
-    for (bool teacher : {false, true}) {
-      int64_t hkv = teacher ? teacherHkv : Hkv;
+    // With as many KV heads on both sides, one pass computes both dK from
+    // the same recomputed scores; else one pass a side.
+    SmallVector<SmallVector<bool>> passes =
+        teacherHkv == Hkv ? SmallVector<SmallVector<bool>>{{false, true}}
+                          : SmallVector<SmallVector<bool>>{{false}, {true}};
+    for (ArrayRef<bool> sides : passes) {
+      int64_t hkv = sides.front() ? teacherHkv : Hkv;
       parallelTasks(
           parent,
-          teacher ? "__attnc_flash_distill_dk_teacher"
-                  : "__attnc_flash_distill_dk",
+          sides.size() == 2 ? "__attnc_flash_distill_dk_both"
+          : sides.front()   ? "__attnc_flash_distill_dk_teacher"
+                            : "__attnc_flash_distill_dk",
           captured, B * hkv * keyBlocks, blocks,
           [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
             Value block = arith::RemUIOp::create(b, t, idx(keyBlocks));
             Value bg = arith::DivUIOp::create(b, t, idx(keyBlocks));
             keyTask(args, scratch, arith::DivUIOp::create(b, bg, idx(hkv)),
-                    arith::RemUIOp::create(b, bg, idx(hkv)), block, teacher);
+                    arith::RemUIOp::create(b, bg, idx(hkv)), block, sides);
           });
     }
     return {tensorOf(dQs, op.getQueryGrad().getType()),
@@ -508,15 +515,12 @@ private:
   /// and the query tiles that see the block, the dS blocks recomputed,
   /// dK^T += (scale Q)^T dS per key tile, then stored transposed back.
   void keyTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi, Value g,
-               Value block, bool teacher) {
-    Value dkT = scratch[teacher ? 8 : 7];
-    Value ds = scratch[teacher ? 3 : 2];
-    Value packed = args[teacher ? kQtT : kQsT];
-    Value dK = args[teacher ? kDKt : kDKs];
-    int64_t d = teacher ? teacherD : D;
-    int64_t group = H / (teacher ? teacherHkv : Hkv);
+               Value block, ArrayRef<bool> sides) {
+    // (The sides of one pass have as many KV heads.)
+    int64_t group = H / (sides.front() ? teacherHkv : Hkv);
     Value j0 = arith::MulIOp::create(b, block, idx(width));
-    zero(dkT);
+    for (bool teacher : sides)
+      zero(scratch[teacher ? 8 : 7]);
     Value limit = masks.keyLimit(b, lengthsOf(args), bi);
     Value keysEnd = masks.seenKeysEnd(b, limit, j0);
     Value first, end;
@@ -529,30 +533,37 @@ private:
         blockGradients(args, scratch, bi, h, i0, j0, keysEnd, limit,
                        /*rowSums=*/false);
         Value tile = arith::DivUIOp::create(b, i0, idx(rows));
-        loop(0, blockTiles, [&](Value t) {
-          accumulateTransposed(dkT, ds, packed, {bi, h}, tile, idx(1), t,
-                               idx(0));
-        });
+        for (bool teacher : sides)
+          loop(0, blockTiles, [&](Value t) {
+            accumulateTransposed(
+                scratch[teacher ? 8 : 7], scratch[teacher ? 3 : 2],
+                args[teacher ? kQtT : kQsT], {bi, h}, tile, idx(1), t, idx(0));
+          });
       });
     });
     // dK[j0 + 32 t + c, :] = dK^T[t, :, c] for the keys that exist.
-    loop(0, blockTiles, [&](Value t) {
-      Value key0 =
-          arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kCols)));
-      loop(0, kCols, [&](Value c) {
-        Value key = arith::AddIOp::create(b, key0, c);
-        auto ifOp = scf::IfOp::create(
-            b,
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, idx(Skv)),
-            /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        copyLoop(0, d, [&](Value e) {
-          storeScalar(memref::LoadOp::create(b, dkT, ValueRange{t, e, c}), dK,
-                      ValueRange{bi, g, key, e});
+    for (bool teacher : sides) {
+      Value dkT = scratch[teacher ? 8 : 7];
+      Value dK = args[teacher ? kDKt : kDKs];
+      loop(0, blockTiles, [&](Value t) {
+        Value key0 = arith::AddIOp::create(
+            b, j0, arith::MulIOp::create(b, t, idx(kCols)));
+        loop(0, kCols, [&](Value c) {
+          Value key = arith::AddIOp::create(b, key0, c);
+          auto ifOp = scf::IfOp::create(
+              b,
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key,
+                                    idx(Skv)),
+              /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          copyLoop(0, teacher ? teacherD : D, [&](Value e) {
+            storeScalar(memref::LoadOp::create(b, dkT, ValueRange{t, e, c}), dK,
+                        ValueRange{bi, g, key, e});
+          });
         });
       });
-    });
+    }
   }
 
   attn::DistillGradOp op;

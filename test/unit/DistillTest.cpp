@@ -334,6 +334,9 @@ TEST(DistillTest, ManyKeyBlocksAndQueryTiles) {
   c.mean = true;
   c.dtype = "bf16";
   report("many blocks causal bf16 mean", {runCase(c, 42)});
+  // As many KV heads on both sides: one dK pass for both.
+  c.HkvT = 2, c.dtype = "f32", c.mean = false;
+  report("many blocks, both sides' dK in one pass", {runCase(c, 43)});
 }
 
 TEST(DistillTest, MeanKlAndGradients) {
