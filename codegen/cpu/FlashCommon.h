@@ -219,6 +219,12 @@ protected:
   /// The rows and keys of an AMX tile of f32 scores.
   static constexpr int64_t kAmxRows = attn::CpuPlanAttr::kAmxRows;
 
+public:
+  /// Marks the module of `op` attn.uses_amx: its entry points must first
+  /// get the OS's leave to use AMX (attn-export-abi).
+  static void markUsesAmx(mlir::Operation *op);
+
+protected:
   /// kp[bi, g, t, d / 2, 2 j + d % 2] = k[bi, g, 16 t + j, d] for the
   /// 2 * tiles32 16-key tiles of KV head (bi, g) (zeros past Skv): K in
   /// tdpbf16ps's B layout.

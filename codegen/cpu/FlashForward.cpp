@@ -520,10 +520,7 @@ FailureOr<FlashForwardResult> lowerToFlashForward(RewriterBase &rewriter,
   if (!canLowerToFlashCpu(op))
     return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
   if (plan.getAmx())
-    op->getContext()
-        ->getLoadedDialect<attn::AttnDialect>()
-        ->getUsesAmxAttrHelper()
-        .setAttr(op->getParentOfType<ModuleOp>(), rewriter.getUnitAttr());
+    FlashCommon::markUsesAmx(op);
   ForwardStatistics stats = forwardStatistics(op, plan);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);

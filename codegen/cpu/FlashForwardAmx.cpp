@@ -13,6 +13,14 @@ using namespace mlir;
 
 namespace attnc {
 
+void FlashCommon::markUsesAmx(Operation *op) {
+  op->getContext()
+      ->getLoadedDialect<attn::AttnDialect>()
+      ->getUsesAmxAttrHelper()
+      .setAttr(op->getParentOfType<ModuleOp>(),
+               UnitAttr::get(op->getContext()));
+}
+
 void FlashCommon::pairKeysOfHead(Value k, Value kp, Value bi, Value g,
                                  int64_t tiles32) {
   Type bf16 = b.getBF16Type();

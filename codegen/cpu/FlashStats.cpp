@@ -362,10 +362,7 @@ FailureOr<SmallVector<Value>> lowerToFlashStats(RewriterBase &rewriter,
   if (!canLowerToFlashCpu(op))
     return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
   if (plan.getAmx())
-    op->getContext()
-        ->getLoadedDialect<attn::AttnDialect>()
-        ->getUsesAmxAttrHelper()
-        .setAttr(op->getParentOfType<ModuleOp>(), rewriter.getUnitAttr());
+    FlashCommon::markUsesAmx(op);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);

@@ -19,6 +19,8 @@ using namespace attnc;
 namespace {
 
 using test::Buffer;
+using test::call;
+using test::errorOf;
 using test::tensorType;
 
 struct DistillCase {
@@ -97,37 +99,6 @@ std::string specFor(const DistillCase &c) {
      << klT << region.str() << "\n"
      << "  return %os, %kl : " << qsT << ", " << klT << "\n}\n";
   return os.str();
-}
-
-/// max |actual - expected| / max(max |expected|, floor); NaN must match.
-double errorOf(const std::vector<double> &actual,
-               const std::vector<double> &expected, double floor) {
-  double diff = 0, norm = floor;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    if (std::isnan(actual[i]) != std::isnan(expected[i]))
-      return std::numeric_limits<double>::infinity();
-    if (std::isnan(expected[i]))
-      continue;
-    diff = std::max(diff, std::fabs(actual[i] - expected[i]));
-    norm = std::max(norm, std::fabs(expected[i]));
-  }
-  return diff / norm;
-}
-
-jit::Result call(const jit::Module &module, const std::string &name,
-                 std::vector<Buffer *> buffers) {
-  std::vector<jit::TensorRef> tensors;
-  const jit::EntryPoint *entry = module.find(name);
-  if (!entry)
-    return {1, "no entry point " + name};
-  if (entry->args.size() != buffers.size())
-    return {1, name + " takes " + std::to_string(entry->args.size()) +
-                   " tensors, the test passes " +
-                   std::to_string(buffers.size())};
-  for (size_t k = 0; k < buffers.size(); ++k)
-    tensors.push_back(
-        {buffers[k]->data(), entry->args[k].shape, entry->args[k].dtype});
-  return module.call(name, tensors);
 }
 
 /// The largest errors a run measured (for the report of the tests' margins).

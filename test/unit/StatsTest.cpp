@@ -17,6 +17,8 @@ using namespace attnc;
 namespace {
 
 using test::Buffer;
+using test::call;
+using test::errorOf;
 using test::tensorType;
 
 struct StatsCase {
@@ -96,33 +98,6 @@ std::string specFor(const StatsCase &c) {
      << "  return %o, %h, %m, %p, %s : " << oT << ", " << lseT << ", " << meanT
      << ", " << poolT << ", " << simT << "\n}\n";
   return os.str();
-}
-
-/// max |actual - expected| / max(max |expected|, floor); NaN must match.
-double errorOf(const std::vector<double> &actual,
-               const std::vector<double> &expected, double floor) {
-  double diff = 0, norm = floor;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    if (std::isnan(actual[i]) != std::isnan(expected[i]))
-      return std::numeric_limits<double>::infinity();
-    if (std::isnan(expected[i]))
-      continue;
-    diff = std::max(diff, std::fabs(actual[i] - expected[i]));
-    norm = std::max(norm, std::fabs(expected[i]));
-  }
-  return diff / norm;
-}
-
-jit::Result call(const jit::Module &module, const std::string &name,
-                 std::vector<Buffer *> buffers) {
-  std::vector<jit::TensorRef> tensors;
-  const jit::EntryPoint *entry = module.find(name);
-  if (!entry)
-    return {1, "no entry point " + name};
-  for (size_t k = 0; k < entry->args.size() && k < buffers.size(); ++k)
-    tensors.push_back(
-        {buffers[k]->data(), entry->args[k].shape, entry->args[k].dtype});
-  return module.call(name, tensors);
 }
 
 /// Runs the forward (and with `gradients` the backward) of a case and

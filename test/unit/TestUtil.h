@@ -5,9 +5,12 @@
 #include "attnc/jit.h"
 #include "tools/reference/Reference.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -81,6 +84,40 @@ struct Buffer {
     }
   }
 };
+
+/// max |actual - expected| / max(max |expected|, floor); NaN must match
+/// (NaN against a number, either way, is an infinite error).
+inline double errorOf(const std::vector<double> &actual,
+                      const std::vector<double> &expected, double floor) {
+  double diff = 0, norm = floor;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (std::isnan(actual[i]) != std::isnan(expected[i]))
+      return std::numeric_limits<double>::infinity();
+    if (std::isnan(expected[i]))
+      continue;
+    diff = std::max(diff, std::fabs(actual[i] - expected[i]));
+    norm = std::max(norm, std::fabs(expected[i]));
+  }
+  return diff / norm;
+}
+
+/// Calls entry point `name` with one Buffer per tensor, in order (their
+/// count checked).
+inline jit::Result call(const jit::Module &module, const std::string &name,
+                        const std::vector<Buffer *> &buffers) {
+  const jit::EntryPoint *entry = module.find(name);
+  if (!entry)
+    return {1, "no entry point " + name};
+  if (entry->args.size() != buffers.size())
+    return {1, name + " takes " + std::to_string(entry->args.size()) +
+                   " tensors, the test passes " +
+                   std::to_string(buffers.size())};
+  std::vector<jit::TensorRef> tensors;
+  for (size_t k = 0; k < buffers.size(); ++k)
+    tensors.push_back(
+        {buffers[k]->data(), entry->args[k].shape, entry->args[k].dtype});
+  return module.call(name, tensors);
+}
 
 } // namespace attnc::test
 
