@@ -60,6 +60,12 @@ public:
   void toCellMeans(mlir::Value pooled, mlir::Value bi, mlir::Value h,
                    mlir::Value rowCell, int64_t gq, int64_t gk);
 
+  /// Whether an op's (optional) result exists and something uses it: the
+  /// forward computes only those of its companion statistics.
+  static bool isUsed(mlir::Value result) {
+    return result && !result.use_empty();
+  }
+
   /// The mean over each head's rows that see a key (LSE > -inf; NaN
   /// too) of the entropies [B, H, Sq] (0 when none does), as a new [B, H]
   /// buffer: a loop after the kernel's tasks, summing in row order.

@@ -459,8 +459,10 @@ ForwardStatistics forwardStatistics(attn::AttentionOp op,
       continue;
     ForwardStatistics forward;
     forward.op = stats;
-    forward.entropy = stats.getEntropy() || stats.getMeanEntropy();
-    if (Value pooled = stats.getPooled()) {
+    // (Only what something uses.)
+    forward.entropy = FlashCommon::isUsed(stats.getEntropy()) ||
+                      FlashCommon::isUsed(stats.getMeanEntropy());
+    if (Value pooled = stats.getPooled(); FlashCommon::isUsed(pooled)) {
       ArrayRef<int64_t> grid = shapeOf(pooled);
       // A query tile's rows in at most two row cells.
       if (shapeOf(op.getQuery())[2] / grid[2] >= plan.getRows())
@@ -482,33 +484,34 @@ static void replaceCompanion(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
                              FlashCommon &kernel,
                              const FlashForward::Built &built) {
   attn::AttentionStatsOp op = stats.op;
-  if (Value entropy = op.getEntropy())
+  auto isUsed = FlashCommon::isUsed;
+  if (Value entropy = op.getEntropy(); isUsed(entropy))
     rewriter.replaceAllUsesWith(
         entropy, kernel.tensorOf(built.entropyBuf, entropy.getType()));
-  if (Value mean = op.getMeanEntropy())
+  if (Value mean = op.getMeanEntropy(); isUsed(mean))
     rewriter.replaceAllUsesWith(
         mean,
         kernel.tensorOf(kernel.meanEntropy(built.entropyBuf, built.lseBuf),
                         mean.getType()));
-  Value pooled = op.getPooled();
+  Value pooled = isUsed(op.getPooled()) ? op.getPooled() : Value();
+  Value similarity = isUsed(op.getSimilarity()) ? op.getSimilarity() : Value();
   if (pooled && stats.gk) {
     rewriter.replaceAllUsesWith(
         pooled, kernel.tensorOf(built.pooledBuf, pooled.getType()));
     pooled = Value();
   }
-  if (pooled || op.getSimilarity()) {
+  if (pooled || similarity) {
     auto rest = attn::AttentionStatsOp::create(
         b, Type(), Type(), pooled ? pooled.getType() : Type(),
-        op.getSimilarity() ? op.getSimilarity().getType() : Type(),
-        op.getQuery(), op.getKey(), op.getLse(), op.getScaleAttr(),
-        op.getCausalAttr(), op.getWindowAttr(), op.getLengths(),
-        op.getScoreCaptures(), op.getMaskCaptures());
+        similarity ? similarity.getType() : Type(), op.getQuery(), op.getKey(),
+        op.getLse(), op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
+        op.getLengths(), op.getScoreCaptures(), op.getMaskCaptures());
     attn::cloneRegions(op, rest);
     attn::setTilePlan(rest, attn::getTilePlan(op));
     if (pooled)
       rewriter.replaceAllUsesWith(pooled, rest.getPooled());
-    if (op.getSimilarity())
-      rewriter.replaceAllUsesWith(op.getSimilarity(), rest.getSimilarity());
+    if (similarity)
+      rewriter.replaceAllUsesWith(similarity, rest.getSimilarity());
   }
   rewriter.eraseOp(op);
 }

@@ -486,10 +486,13 @@ func::FuncOp KernelBuilder::outline(func::FuncOp parent, StringRef name,
                                    TypeRange types,
                                    function_ref<void(ArrayRef<Value>)> body) {
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(parent);
-  auto fn = func::FuncOp::create(b, name,
+  // Made detached, then inserted (before `parent`) by the symbol table,
+  // which renames it on a clash. Made in place, it was already in the
+  // module when the table was built: where it came before the function of
+  // its name, the table took it for that one and left two of one name.
+  auto fn = func::FuncOp::create(b.getLoc(), name,
                                  FunctionType::get(b.getContext(), types, {}));
-  SymbolTable(parent->getParentOp()).insert(fn);
+  SymbolTable(parent->getParentOp()).insert(fn, Block::iterator(parent));
   fn.setPrivate();
   Block *block = fn.addEntryBlock();
   b.setInsertionPointToStart(block);

@@ -3,6 +3,7 @@
 #include "codegen/cpu/FlashAttention.h"
 #include "codegen/cpu/Gemm.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -11,9 +12,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace attnc {
@@ -35,6 +36,17 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
           << static_cast<int64_t>(vectorBits);
       return signalPassFailure();
     }
+    // Attn ops whose results nothing uses are dropped, not lowered: the
+    // statistics op attn-derive-backward recomputes in @f_bwd for results
+    // it then takes from its arguments had run its kernel for nothing.
+    getOperation().walk([&](func::FuncOp func) {
+      for (Block &block : func.getBody())
+        for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+          if (isa<attnc::attn::AttnDialect>(op.getDialect()) &&
+              isOpTriviallyDead(&op))
+            op.erase();
+    });
+
     // Each op's attn.tile_plan (attn-plan-tiles): the lowering takes every
     // decision from it.
     llvm::DenseMap<Operation *, attnc::attn::CpuPlanAttr> plans;

@@ -1,4 +1,5 @@
-// RUN: attnc-opt %s -attn-derive-backward -attn-plan-tiles -attn-lower-cpu | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attn-derive-backward -attn-plan-tiles -attn-lower-cpu | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attn-derive-backward -attn-plan-tiles=vector-bits=128 -attn-lower-cpu=vector-bits=128 | FileCheck %s
 
 // An entropy penalty's backward in one kernel: the derived
 // attn.attention_stats_grad adds to attn.attention_grad's dQ and dK and
@@ -20,4 +21,28 @@ func.func @f(%q: tensor<1x4x33x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x
       : tensor<1x4x33x16xf32>, tensor<1x2x40x16xf32>, tensor<1x4x33xf32>
         -> mean_entropy tensor<1x4xf32>
   return %o, %m : tensor<1x4x33x16xf32>, tensor<1x4xf32>
+}
+
+// -----
+
+// What nothing uses is not computed: the pooled map (requested, not
+// returned) nowhere, the statistics op attn-derive-backward recomputes in
+// @g_bwd not at all. The similarity (returned) takes a statistics kernel in
+// the forward and the entropy's gradient another in the backward: two
+// functions of one name outlined in either order get distinct names.
+// CHECK-DAG: func.func private @__attnc_flash_stats(
+// CHECK-DAG: func.func private @__attnc_flash_stats_0(
+// CHECK-NOT: func.func private @__attnc_flash_stats_1(
+// CHECK-LABEL: func.func @g_bwd(
+// CHECK-NOT: attn.
+// CHECK: return
+func.func @g(%q: tensor<1x4x33x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x2x40x16xf32>)
+    -> (tensor<1x4x33x16xf32>, tensor<1x4xf32>, tensor<1x4x4xf32>) {
+  %o, %lse = attn.attention %q, %k, %v causal
+      : tensor<1x4x33x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>
+        -> tensor<1x4x33x16xf32>, tensor<1x4x33xf32>
+  %m, %p, %s = attn.attention_stats %q, %k, %lse causal
+      : tensor<1x4x33x16xf32>, tensor<1x2x40x16xf32>, tensor<1x4x33xf32>
+        -> mean_entropy tensor<1x4xf32> pooled tensor<1x4x11x5xf32> similarity tensor<1x4x4xf32>
+  return %o, %m, %s : tensor<1x4x33x16xf32>, tensor<1x4xf32>, tensor<1x4x4xf32>
 }
