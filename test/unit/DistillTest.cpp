@@ -31,6 +31,7 @@ struct DistillCase {
   int64_t window = 0;
   bool lengths = false;    // batch 0 sees no key (fully masked rows)
   bool documents = false;  // mask_mod: same document (ids captured)
+  std::string cpu = "native"; // jit::Options::cpu
   double teacherScale = 0; // explicit (scale of the teacher's attention and
                            // teacher_scale of attn.distill); 0: default
 
@@ -113,7 +114,9 @@ Errors runCase(const DistillCase &c, uint64_t seed) {
   std::string spec = specFor(c);
   SCOPED_TRACE(spec);
   std::string error;
-  auto module = jit::Module::compile(spec, test::testOptions(), &error);
+  jit::Options options = test::testOptions();
+  options.cpu = c.cpu;
+  auto module = jit::Module::compile(spec, options, &error);
   EXPECT_TRUE(module) << error;
   if (!module)
     return {};
@@ -308,6 +311,23 @@ TEST(DistillTest, ManyKeyBlocksAndQueryTiles) {
   // As many KV heads on both sides: one dK pass for both.
   c.HkvT = 2, c.dtype = "f32", c.mean = false;
   report("many blocks, both sides' dK in one pass", {runCase(c, 43)});
+}
+
+/// CPUs without AVX-512 (x86-64, x86-64-v3): the kernels' generic paths.
+TEST(DistillTest, GenericCpus) {
+  DistillCase c;
+  c.B = 1, c.H = 4, c.HkvS = 2, c.HkvT = 1, c.Sq = 40, c.Skv = 150, c.Ds = 32,
+  c.Dt = 16;
+  c.causal = true;
+  std::vector<Errors> runs;
+  for (const char *cpu : {"x86-64", "x86-64-v3"}) {
+    c.cpu = cpu;
+    runs.push_back(runCase(c, 61));
+    c.mean = true;
+    runs.push_back(runCase(c, 62));
+    c.mean = false;
+  }
+  report("generic cpus", runs);
 }
 
 TEST(DistillTest, MeanKlAndGradients) {

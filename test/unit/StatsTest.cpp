@@ -29,6 +29,7 @@ struct StatsCase {
   bool lengths = false;   // batch 0 sees no key (fully masked rows)
   bool softcap = false;   // score_mod: 5 tanh(s / 5)
   bool documents = false; // mask_mod: same document (ids captured)
+  std::string cpu = "native"; // jit::Options::cpu
 
   std::string describe() const {
     std::ostringstream os;
@@ -36,7 +37,7 @@ struct StatsCase {
        << " Skv=" << Skv << " D=" << D << " grid=" << Gq << "x" << Gk << " "
        << dtype << (causal ? " causal" : "") << " window=" << window
        << (lengths ? " lengths" : "") << (softcap ? " softcap" : "")
-       << (documents ? " documents" : "");
+       << (documents ? " documents" : "") << " cpu=" << cpu;
     return os.str();
   }
 };
@@ -107,7 +108,9 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
   std::string spec = specFor(c);
   SCOPED_TRACE(spec);
   std::string error;
-  auto module = jit::Module::compile(spec, test::testOptions(), &error);
+  jit::Options options = test::testOptions();
+  options.cpu = c.cpu;
+  auto module = jit::Module::compile(spec, options, &error);
   ASSERT_TRUE(module) << error;
 
   const int64_t rows = c.B * c.H * c.Sq;
@@ -358,6 +361,24 @@ TEST(StatsTest, StatisticsOfAGivenLse) {
   EXPECT_LE(errorOf(mean.values, expected.meanEntropy, 1e-3), 2e-5);
   EXPECT_LE(errorOf(pooled.values, expected.pooled, 1e-6), 2e-5);
   EXPECT_LE(errorOf(sim.values, expected.similarity, 1e-3), 2e-5);
+}
+
+/// CPUs without AVX-512 (x86-64: 128-bit vectors, one query row a
+/// register block; x86-64-v3: AVX2): the kernels' generic paths.
+TEST(StatsTest, GenericCpus) {
+  StatsCase c;
+  c.B = 2, c.H = 4, c.Hkv = 2, c.Sq = 70, c.Skv = 300, c.D = 32, c.Gq = 2,
+  c.Gk = 7;
+  c.causal = true, c.softcap = true;
+  for (const char *cpu : {"x86-64", "x86-64-v3"}) {
+    c.cpu = cpu;
+    runCase(c, 51, /*gradients=*/true);
+  }
+  c.Gq = 35, c.dtype = "bf16", c.lengths = true, c.causal = false;
+  for (const char *cpu : {"x86-64", "x86-64-v3"}) {
+    c.cpu = cpu;
+    runCase(c, 52, /*gradients=*/false);
+  }
 }
 
 TEST(StatsTest, InvalidGridIsALocatedError) {
