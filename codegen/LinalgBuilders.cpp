@@ -635,6 +635,36 @@ static Value buildRecomputedProbs(OpBuilder &b, Location loc, Value masked,
       .getResult(0);
 }
 
+/// dS = scale dS', then dQ = dS K and dK = dS^T Q (GQA: dK summed over
+/// each KV head's query heads), in the types of Q and K.
+static std::pair<Value, Value> buildQueryKeyGrads(OpBuilder &b, Location loc,
+                                                  Value modifiedGrad,
+                                                  const ScoreInputs &in) {
+  Value scoresGrad = buildScale(b, loc, modifiedGrad, in.scale);
+  return {buildApply(b, loc, scoresGrad, in.key,
+                     cast<RankedTensorType>(in.query.getType())),
+          buildTransposedApply(b, loc, scoresGrad, in.query,
+                               cast<RankedTensorType>(in.key.getType()))};
+}
+
+/// The gradients that dS' = d loss / dS' of scores S' = score_mod(scale Q
+/// K^T) gives: through the score_mod's adjoint (and its captures'), then
+/// buildQueryKeyGrads.
+static AttentionGrads buildScoreGrads(OpBuilder &b, Location loc, Value scores,
+                                      Value modifiedGrad,
+                                      const ScoreInputs &in) {
+  AttentionGrads grads;
+  Value scoresGrad = modifiedGrad;
+  if (in.scoreMod) {
+    auto [ds, captureGrads] = buildScoreModGrad(b, loc, scores, modifiedGrad,
+                                                *in.scoreMod, in.scoreCaptures);
+    scoresGrad = ds;
+    grads.scoreCaptures = captureGrads;
+  }
+  std::tie(grads.query, grads.key) = buildQueryKeyGrads(b, loc, scoresGrad, in);
+  return grads;
+}
+
 AttentionGrads buildAttentionGrad(OpBuilder &b, Location loc,
                                   const AttentionGradInputs &in) {
   // Recompute S' and P = exp(S' - LSE); never stored by the forward.
@@ -649,19 +679,7 @@ AttentionGrads buildAttentionGrad(OpBuilder &b, Location loc,
   Value delta = buildRowDot(b, loc, probs, probsGrad);
   Value modifiedGrad =
       buildScoresGrad(b, loc, probs, probsGrad, delta, in.lseGrad);
-  AttentionGrads grads;
-  Value scoresGrad = modifiedGrad;
-  if (in.scoreMod) {
-    auto [ds, captureGrads] = buildScoreModGrad(
-        b, loc, scores, modifiedGrad, *in.scoreMod, in.scoreCaptures);
-    scoresGrad = ds;
-    grads.scoreCaptures = captureGrads;
-  }
-  scoresGrad = buildScale(b, loc, scoresGrad, in.scale);
-  grads.query = buildApply(b, loc, scoresGrad, in.key,
-                           cast<RankedTensorType>(in.query.getType()));
-  grads.key = buildTransposedApply(b, loc, scoresGrad, in.query,
-                                   cast<RankedTensorType>(in.key.getType()));
+  AttentionGrads grads = buildScoreGrads(b, loc, scores, modifiedGrad, in);
   grads.value = buildTransposedApply(
       b, loc, probs, in.outputGrad, cast<RankedTensorType>(in.value.getType()));
   return grads;
@@ -1220,18 +1238,10 @@ AttentionStatsGrads buildAttentionStatsGrad(OpBuilder &b, Location loc,
             linalg::YieldOp::create(nb, nl, whereProbable(nb, nl, args[1], x));
           })
           .getResult(0);
-  Value scoresGrad = modifiedGrad;
-  if (in.scoreMod) {
-    auto [ds, captureGrads] = buildScoreModGrad(b, loc, scores, modifiedGrad,
-                                                *in.scoreMod, in.scoreCaptures);
-    scoresGrad = ds;
-    grads.scoreCaptures = captureGrads;
-  }
-  scoresGrad = buildScale(b, loc, scoresGrad, in.scale);
-  grads.query = buildApply(b, loc, scoresGrad, in.key,
-                           cast<RankedTensorType>(in.query.getType()));
-  grads.key = buildTransposedApply(b, loc, scoresGrad, in.query,
-                                   cast<RankedTensorType>(in.key.getType()));
+  AttentionGrads scoreGrads = buildScoreGrads(b, loc, scores, modifiedGrad, in);
+  grads.query = scoreGrads.query;
+  grads.key = scoreGrads.key;
+  grads.scoreCaptures = scoreGrads.scoreCaptures;
   return grads;
 }
 
@@ -1305,18 +1315,6 @@ Value buildSeenRowCount(OpBuilder &b, Location loc, Value lse) {
                           nb, nl, rowSeesKey(nb, nl, l),
                           f32Constant(nb, nl, 1.0f), f32Constant(nb, nl, 0.0f));
                     });
-}
-
-/// dS = scale dS', then dQ = dS K and dK = dS^T Q (GQA: dK summed over
-/// each KV head's query heads), in the types of Q and K.
-std::pair<Value, Value> buildQueryKeyGrads(OpBuilder &b, Location loc,
-                                           Value modifiedGrad,
-                                           const ScoreInputs &in) {
-  Value scoresGrad = buildScale(b, loc, modifiedGrad, in.scale);
-  return {buildApply(b, loc, scoresGrad, in.key,
-                     cast<RankedTensorType>(in.query.getType())),
-          buildTransposedApply(b, loc, scoresGrad, in.query,
-                               cast<RankedTensorType>(in.key.getType()))};
 }
 
 } // namespace
