@@ -360,43 +360,55 @@ Value FlashCommon::flushTiny(Value x, Value e) {
   return arith::SelectOp::create(b, tiny, constant(0.0f), e);
 }
 
-Value FlashCommon::meanEntropy(Value entropy, Value lse) {
-  Value mean = alloc({B, H});
-  loop(0, B, [&](Value bi) {
-    loop(0, H, [&](Value h) {
-      auto rowLoop = scf::ForOp::create(b, idx(0), idx(Sq), idx(1),
-                                        ValueRange{f(0.0f), f(0.0f)});
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(rowLoop.getBody());
-        SmallVector<Value> at{bi, h, rowLoop.getInductionVar()};
-        Value seen = arith::CmpFOp::create(b, arith::CmpFPredicate::UNE,
-                                           memref::LoadOp::create(b, lse, at),
-                                           f(kNegInf));
-        Value sum = rowLoop.getRegionIterArgs()[0],
-              rowsSeen = rowLoop.getRegionIterArgs()[1];
-        scf::YieldOp::create(
-            b,
-            ValueRange{arith::SelectOp::create(
-                           b, seen,
-                           arith::AddFOp::create(
-                               b, sum, memref::LoadOp::create(b, entropy, at)),
-                           sum),
-                       arith::SelectOp::create(
-                           b, seen, arith::AddFOp::create(b, rowsSeen, f(1.0f)),
-                           rowsSeen)});
-      }
-      Value sum = rowLoop.getResult(0), rowsSeen = rowLoop.getResult(1);
-      Value none = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, rowsSeen,
-                                         f(0.0f));
-      memref::StoreOp::create(
+Value FlashCommon::meanOfSeenRows(Value values, Value lse, bool perHead) {
+  int64_t groups = perHead ? B * H : 1, rowsPerGroup = B * H * Sq / groups;
+  Value mean = perHead ? alloc({B, H}) : alloc({});
+  loop(0, groups, [&](Value group) {
+    Value first = arith::MulIOp::create(b, group, idx(rowsPerGroup));
+    auto rowLoop = scf::ForOp::create(b, idx(0), idx(rowsPerGroup), idx(1),
+                                      ValueRange{f(0.0f), f(0.0f)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(rowLoop.getBody());
+      SmallVector<Value> at =
+          rowOf(arith::AddIOp::create(b, first, rowLoop.getInductionVar()));
+      Value seen =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::UNE,
+                                memref::LoadOp::create(b, lse, at), f(kNegInf));
+      Value sum = rowLoop.getRegionIterArgs()[0],
+            rowsSeen = rowLoop.getRegionIterArgs()[1];
+      scf::YieldOp::create(
           b,
-          arith::SelectOp::create(b, none, f(0.0f),
-                                  arith::DivFOp::create(b, sum, rowsSeen)),
-          mean, ValueRange{bi, h});
-    });
+          ValueRange{arith::SelectOp::create(
+                         b, seen,
+                         arith::AddFOp::create(
+                             b, sum, memref::LoadOp::create(b, values, at)),
+                         sum),
+                     arith::SelectOp::create(
+                         b, seen, arith::AddFOp::create(b, rowsSeen, f(1.0f)),
+                         rowsSeen)});
+    }
+    Value sum = rowLoop.getResult(0), rowsSeen = rowLoop.getResult(1);
+    Value none =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, rowsSeen, f(0.0f));
+    SmallVector<Value> to;
+    if (perHead)
+      to = {arith::DivUIOp::create(b, group, idx(H)),
+            arith::RemUIOp::create(b, group, idx(H))};
+    memref::StoreOp::create(
+        b,
+        arith::SelectOp::create(b, none, f(0.0f),
+                                arith::DivFOp::create(b, sum, rowsSeen)),
+        mean, to);
   });
   return mean;
+}
+
+SmallVector<Value> FlashCommon::rowOf(Value n) {
+  return {
+      arith::DivUIOp::create(b, n, idx(H * Sq)),
+      arith::RemUIOp::create(b, arith::DivUIOp::create(b, n, idx(Sq)), idx(H)),
+      arith::RemUIOp::create(b, n, idx(Sq))};
 }
 
 Value FlashCommon::cellOf(Value e, int64_t n, int64_t count) {

@@ -66,10 +66,14 @@ public:
     return result && !result.use_empty();
   }
 
-  /// The mean over each head's rows that see a key (LSE > -inf; NaN
-  /// too) of the entropies [B, H, Sq] (0 when none does), as a new [B, H]
-  /// buffer: a loop after the kernel's tasks, summing in row order.
-  mlir::Value meanEntropy(mlir::Value entropy, mlir::Value lse);
+  /// The mean of `values` [B, H, Sq] over the rows that see a key (LSE >
+  /// -inf; NaN too), 0 when none does: per head as a new [B, H] buffer
+  /// (the mean entropies), or over all rows as a rank-0 one (the mean KL);
+  /// a loop after the kernel's tasks, summing in row order.
+  mlir::Value meanOfSeenRows(mlir::Value values, mlir::Value lse, bool perHead);
+
+  /// (b, h, i) of row n of [B, H, Sq].
+  llvm::SmallVector<mlir::Value> rowOf(mlir::Value n);
 
 protected:
   /// Dv: V's head dimension, 0 for the statistics (no V).

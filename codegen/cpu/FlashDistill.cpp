@@ -122,14 +122,6 @@ protected:
     });
   }
 
-  /// (b, h, i) of row n of [B, H, Sq].
-  SmallVector<Value> rowOf(Value n) {
-    return {arith::DivUIOp::create(b, n, idx(H * Sq)),
-            arith::RemUIOp::create(b, arith::DivUIOp::create(b, n, idx(Sq)),
-                                   idx(H)),
-            arith::RemUIOp::create(b, n, idx(Sq))};
-  }
-
   /// x where `take`, else 0.
   Value where(Value take, Value x) {
     return arith::SelectOp::create(b, take, x, splat(f(0.0f)));
@@ -180,7 +172,8 @@ public:
         });
     if (!mean)
       return tensorOf(kl, op.getKl().getType());
-    return tensorOf(meanOfSeenRows(kl, bufferOf(op.getTeacherLse())),
+    return tensorOf(meanOfSeenRows(kl, bufferOf(op.getTeacherLse()),
+                                   /*perHead=*/false),
                     op.getKl().getType());
   }
 
@@ -228,42 +221,6 @@ private:
           arith::FastMathFlags::reassoc);
       memref::StoreOp::create(b, total, kl, ValueRange{bi, h, i});
     });
-  }
-
-  /// The mean of kl [B, H, Sq] over the rows whose LSE is above -inf (0
-  /// when none is), summed in (b, h, i) order, as a rank-0 buffer.
-  Value meanOfSeenRows(Value kl, Value lse) {
-    Value result = alloc({});
-    auto rowLoop = scf::ForOp::create(b, idx(0), idx(B * H * Sq), idx(1),
-                                      ValueRange{f(0.0f), f(0.0f)});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(rowLoop.getBody());
-      SmallVector<Value> at = rowOf(rowLoop.getInductionVar());
-      Value seen =
-          arith::CmpFOp::create(b, arith::CmpFPredicate::UNE,
-                                memref::LoadOp::create(b, lse, at), f(kNegInf));
-      Value sum = rowLoop.getRegionIterArgs()[0],
-            count = rowLoop.getRegionIterArgs()[1];
-      scf::YieldOp::create(
-          b, ValueRange{arith::SelectOp::create(
-                            b, seen,
-                            arith::AddFOp::create(
-                                b, sum, memref::LoadOp::create(b, kl, at)),
-                            sum),
-                        arith::SelectOp::create(
-                            b, seen, arith::AddFOp::create(b, count, f(1.0f)),
-                            count)});
-    }
-    Value sum = rowLoop.getResult(0), count = rowLoop.getResult(1);
-    Value none =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, count, f(0.0f));
-    memref::StoreOp::create(
-        b,
-        arith::SelectOp::create(b, none, f(0.0f),
-                                arith::DivFOp::create(b, sum, count)),
-        result, ValueRange{});
-    return result;
   }
 
   attn::DistillOp op;

@@ -491,7 +491,8 @@ static void replaceCompanion(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
   if (Value mean = op.getMeanEntropy(); isUsed(mean))
     rewriter.replaceAllUsesWith(
         mean,
-        kernel.tensorOf(kernel.meanEntropy(built.entropyBuf, built.lseBuf),
+        kernel.tensorOf(kernel.meanOfSeenRows(built.entropyBuf, built.lseBuf,
+                                              /*perHead=*/true),
                         mean.getType()));
   Value pooled = isUsed(op.getPooled()) ? op.getPooled() : Value();
   Value similarity = isUsed(op.getSimilarity()) ? op.getSimilarity() : Value();

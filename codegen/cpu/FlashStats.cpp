@@ -80,8 +80,9 @@ SmallVector<Value> FlashStats::build() {
   if (entropy)
     results.push_back(tensorOf(entropyBuf, op.getEntropy().getType()));
   if (meanEntropy)
-    results.push_back(tensorOf(FlashCommon::meanEntropy(entropyBuf, lse),
-                               op.getMeanEntropy().getType()));
+    results.push_back(
+        tensorOf(meanOfSeenRows(entropyBuf, lse, /*perHead=*/true),
+                 op.getMeanEntropy().getType()));
   if (gq)
     results.push_back(tensorOf(pooled, op.getPooled().getType()));
   if (similarity)
