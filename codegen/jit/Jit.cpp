@@ -11,6 +11,9 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/ExecutionEngine/Orc/MapperJITLinkMemoryManager.h"
+#include "llvm/ExecutionEngine/Orc/MemoryMapper.h"
+#include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -192,12 +195,34 @@ std::map<std::string, std::weak_ptr<const Module>> &memoryCache() {
 
 } // namespace
 
+/// The address range one module's code and data are carved from (virtual:
+/// reserved, not committed); a module larger than this takes more ranges.
+constexpr size_t kJitReservation = size_t(1) << 28;
+
 /// Loads an object into a fresh LLJIT and resolves every entry point.
 static std::unique_ptr<Module::Impl> load(CompiledObject compiled,
                                           std::string &error) {
   initializeLLVM();
   auto impl = std::make_unique<Module::Impl>();
-  auto jit = llvm::orc::LLJITBuilder().create();
+  // Every allocation of one module from one reserved range: with each
+  // segment mapped where mmap put it, the kernels' 32-bit PC-relative calls
+  // between functions of one object could not reach ("relocation ... out
+  // of range of Delta32 fixup": StatsTest.GenericCpus under ASan, whose
+  // mappings lie terabytes apart).
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setObjectLinkingLayerCreator(
+              [](llvm::orc::ExecutionSession &session)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                auto memory =
+                    llvm::orc::MapperJITLinkMemoryManager::CreateWithMapper<
+                        llvm::orc::InProcessMemoryMapper>(kJitReservation);
+                if (!memory)
+                  return memory.takeError();
+                return std::make_unique<llvm::orc::ObjectLinkingLayer>(
+                    session, std::move(*memory));
+              })
+          .create();
   if (!jit) {
     error = llvm::toString(jit.takeError());
     return nullptr;
