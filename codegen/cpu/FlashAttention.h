@@ -36,13 +36,13 @@ struct FlashForwardResult {
 
 /// What the forward kernel of `op` computes, online, for an
 /// attn.attention_stats over its LSE with its Q, K, options and regions
-/// (the first such user): the entropies (entropy, mean_entropy) and the
-/// pooled map when each query tile of `plan` spans at most two of its row
-/// cells (Sq / Gq >= rows). Null `op` when there is no such user or it
-/// asks for neither.
+/// (the first such user): the entropies (entropy, mean_entropy), the head
+/// similarity, and the pooled map when each query tile of `plan` spans at
+/// most two of its row cells (Sq / Gq >= rows). Null `op` when there is no
+/// such user or it asks for none of these.
 struct ForwardStatistics {
   attn::AttentionStatsOp op;
-  bool entropy = false;
+  bool entropy = false, similarity = false;
   int64_t gq = 0, gk = 0; // the pooled grid, 0 when not computed
 };
 ForwardStatistics forwardStatistics(attn::AttentionOp op,

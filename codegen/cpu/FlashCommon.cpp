@@ -404,6 +404,69 @@ Value FlashCommon::meanOfSeenRows(Value values, Value lse, bool perHead) {
   return mean;
 }
 
+Value FlashCommon::similarityOf(Value parts) {
+  int64_t cells = shapeOf(parts)[1];
+  Value sim = alloc({B, H, H});
+  loop(0, B, [&](Value bi) {
+    // <P_h, P_g> summed over the cells in order, into sim.
+    loop(0, H, [&](Value h) {
+      loop(0, H, [&](Value g) {
+        auto cellLoop = scf::ForOp::create(b, idx(0), idx(cells), idx(1),
+                                           ValueRange{f(0.0f)});
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(cellLoop.getBody());
+          Value c = cellLoop.getInductionVar();
+          scf::YieldOp::create(
+              b,
+              ValueRange{arith::AddFOp::create(
+                  b, cellLoop.getRegionIterArgs()[0],
+                  memref::LoadOp::create(b, parts, ValueRange{bi, c, h, g}))});
+        }
+        memref::StoreOp::create(b, cellLoop.getResult(0), sim,
+                                ValueRange{bi, h, g});
+      });
+    });
+    // Divided by the norms; 0 where one is 0. Off the diagonal first: the
+    // diagonal holds the squared norms until its own turn.
+    loop(0, H, [&](Value h) {
+      loop(0, H, [&](Value g) {
+        auto ifOp = scf::IfOp::create(
+            b, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, h, g),
+            /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value norms = arith::MulFOp::create(
+            b,
+            math::SqrtOp::create(
+                b, memref::LoadOp::create(b, sim, ValueRange{bi, h, h})),
+            math::SqrtOp::create(
+                b, memref::LoadOp::create(b, sim, ValueRange{bi, g, g})));
+        Value none =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, norms, f(0.0f));
+        Value x = memref::LoadOp::create(b, sim, ValueRange{bi, h, g});
+        memref::StoreOp::create(
+            b,
+            arith::SelectOp::create(b, none, f(0.0f),
+                                    arith::DivFOp::create(b, x, norms)),
+            sim, ValueRange{bi, h, g});
+      });
+    });
+    loop(0, H, [&](Value h) {
+      Value norm2 = memref::LoadOp::create(b, sim, ValueRange{bi, h, h});
+      Value none =
+          arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, norm2, f(0.0f));
+      // NaN stays NaN: x / x.
+      memref::StoreOp::create(
+          b,
+          arith::SelectOp::create(b, none, f(0.0f),
+                                  arith::DivFOp::create(b, norm2, norm2)),
+          sim, ValueRange{bi, h, h});
+    });
+  });
+  return sim;
+}
+
 SmallVector<Value> FlashCommon::rowOf(Value n) {
   return {
       arith::DivUIOp::create(b, n, idx(H * Sq)),

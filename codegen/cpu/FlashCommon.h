@@ -72,6 +72,11 @@ public:
   /// a loop after the kernel's tasks, summing in row order.
   mlir::Value meanOfSeenRows(mlir::Value values, mlir::Value lse, bool perHead);
 
+  /// The head similarity [B, H, H] from the tasks' partials [B, tasks, H,
+  /// H] of sum <P_hi, P_gi> over their rows, summed in task order (for any
+  /// thread count), then divided by the norms: 0 where one is 0, NaN kept.
+  mlir::Value similarityOf(mlir::Value parts);
+
   /// (b, h, i) of row n of [B, H, Sq].
   llvm::SmallVector<mlir::Value> rowOf(mlir::Value n);
 

@@ -49,6 +49,13 @@ FlashForward::Built FlashForward::build() {
     captured.push_back(poolParts);
   }
   int64_t groups = (qTiles + groupTiles - 1) / groupTiles;
+  Value simParts;
+  if (similarity) {
+    simParts = alloc({B, groups, H, H});
+    simArg = captured.size();
+    captured.push_back(simParts);
+  }
+  int64_t width = blockTiles * kCols;
   int64_t states = headsPerTask * groupTiles;
   parallelTasks(
       parent, "__attnc_flash_forward", captured,
@@ -84,6 +91,13 @@ FlashForward::Built FlashForward::build() {
           poolScratch = buffers.size();
           buffers.push_back(scratchBuffer({states, rows, cellWidth}));
         }
+        if (similarity) {
+          // Each head's p and alpha of the step, and the tiles' A_hg.
+          simScratch = buffers.size();
+          buffers.append({scratchBuffer({H, rows, width}),
+                          scratchBuffer({H, rows}),
+                          scratchBuffer({groupTiles, rows, pairs * kLanes})});
+        }
         return buffers;
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
@@ -97,8 +111,16 @@ FlashForward::Built FlashForward::build() {
              group);
       });
   return {tensorOf(o, op.getOutput().getType()),
-          tensorOf(l, op.getLse().getType()), l, entropyBuf,
-          gk ? finishPooled(poolParts) : Value()};
+          tensorOf(l, op.getLse().getType()),
+          l,
+          entropyBuf,
+          gk ? finishPooled(poolParts) : Value(),
+          similarity ? similarityOf(simParts) : Value()};
+}
+
+Value FlashForward::stateIndex(Value hh, Value t) {
+  return arith::AddIOp::create(b, arith::MulIOp::create(b, hh, idx(groupTiles)),
+                               t);
 }
 
 FlashForward::TileState FlashForward::stateOf(ArrayRef<Value> scratch,
@@ -123,18 +145,15 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
   auto tileOf = [&](Value h, Value t) {
     return queryTile(lengths, bi, h, arith::AddIOp::create(b, first, t), width);
   };
-  // body(h, t, state) for each of the task's heads and query tiles; the
-  // state of tile t of the task's head hh is hh groupTiles + t.
+  // body(h, t, state) for each of the task's heads and query tiles.
   auto forTiles = [&](function_ref<void(Value, Value, Value)> body) {
     loop(0, headsPerTask, [&](Value hh) {
       Value h = arith::AddIOp::create(b, h0, hh);
-      loop(idx(0), count, 1, [&](Value t) {
-        body(h, t,
-             arith::AddIOp::create(
-                 b, arith::MulIOp::create(b, hh, idx(groupTiles)), t));
-      });
+      loop(idx(0), count, 1, [&](Value t) { body(h, t, stateIndex(hh, t)); });
     });
   };
+  if (similarity)
+    zero(scratch[simScratch + 2]);
   forTiles([&](Value h, Value t, Value state) {
     TileState st = stateOf(scratch, state);
     zero(st.oBuf);
@@ -179,13 +198,28 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
                                    arith::SubIOp::create(b, idx(Skv), j0)),
             scratch[7], {idx(0), idx(0)});
     }
-    forTiles([&](Value h, Value t, Value state) {
-      QueryTile qt = tileOf(h, t);
-      Value sees = masks.seesKeyBlock(b, qt.keys, j0);
+    if (!similarity) {
+      forTiles([&](Value h, Value t, Value state) {
+        QueryTile qt = tileOf(h, t);
+        Value sees = masks.seesKeyBlock(b, qt.keys, j0);
+        auto ifOp = scf::IfOp::create(b, sees, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        keyBlock(args, scratch, stateOf(scratch, state), qt, bi, h, j0);
+      });
+      return;
+    }
+    // Tile by tile, every head's step, then the tile's A_hg.
+    loop(idx(0), count, 1, [&](Value t) {
+      Value sees = masks.seesKeyBlock(b, tileOf(h0, t).keys, j0);
       auto ifOp = scf::IfOp::create(b, sees, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      keyBlock(args, scratch, stateOf(scratch, state), qt, bi, h, j0);
+      loop(0, H, [&](Value h) {
+        keyBlock(args, scratch, stateOf(scratch, stateIndex(h, t)),
+                 tileOf(h, t), bi, h, j0);
+      });
+      similarityStep(scratch, t);
     });
   });
   // O = oBuf / l and LSE = m + log l for the rows that exist; a row that
@@ -249,6 +283,112 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
       }
     });
   });
+  if (similarity)
+    similarityOfRows(args, scratch, bi, group, count);
+}
+
+void FlashForward::similarityStep(ArrayRef<Value> scratch, Value t) {
+  Value probs = scratch[simScratch], alphas = scratch[simScratch + 1],
+        acc = view(scratch[simScratch + 2], t);
+  int64_t n = blockTiles * kCols / kLanes;
+  loop(0, rows, [&](Value r) {
+    loop(0, H, [&](Value h) {
+      SmallVector<Value> ph;
+      for (int64_t w = 0; w < n; ++w)
+        ph.push_back(vector::LoadOp::create(b, vec, probs,
+                                            ValueRange{h, r, idx(w * kLanes)}));
+      Value ah = memref::LoadOp::create(b, alphas, ValueRange{h, r});
+      Value first = pairOf(h, idx(0));
+      loop(idx(0), arith::AddIOp::create(b, h, idx(1)), 1, [&](Value g) {
+        Value col = arith::MulIOp::create(b, arith::AddIOp::create(b, first, g),
+                                          idx(kLanes));
+        Value moved = splat(arith::MulFOp::create(
+            b, ah, memref::LoadOp::create(b, alphas, ValueRange{g, r})));
+        Value a = arith::MulFOp::create(
+            b, vector::LoadOp::create(b, vec, acc, ValueRange{r, col}), moved);
+        for (int64_t w = 0; w < n; ++w)
+          a = vector::FMAOp::create(
+              b, ph[w],
+              vector::LoadOp::create(b, vec, probs,
+                                     ValueRange{g, r, idx(w * kLanes)}),
+              a);
+        vector::StoreOp::create(b, a, acc, ValueRange{r, col});
+      });
+    });
+  });
+}
+
+void FlashForward::similarityOfRows(ArrayRef<Value> args,
+                                    ArrayRef<Value> scratch, Value bi,
+                                    Value group, Value count) {
+  Value parts = args[simArg], sums = scratch[3];
+  auto at = [&](Value h, Value g) {
+    return SmallVector<Value>{bi, group, h, g};
+  };
+  loop(0, H, [&](Value h) {
+    loop(0, H, [&](Value g) {
+      memref::StoreOp::create(b, f(0.0f), parts, at(h, g));
+    });
+  });
+  Value first = arith::MulIOp::create(b, group, idx(groupTiles));
+  loop(idx(0), count, 1, [&](Value t) {
+    Value acc = view(scratch[simScratch + 2], t);
+    Value i0 =
+        arith::MulIOp::create(b, arith::AddIOp::create(b, first, t), idx(rows));
+    auto sumOf = [&](Value h, Value r) {
+      return memref::LoadOp::create(b, sums, ValueRange{stateIndex(h, t), r});
+    };
+    forRows(i0, [&](Value r, Value i) {
+      auto ifOp = scf::IfOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(Sq)),
+          /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      loop(0, H, [&](Value h) {
+        Value lh = sumOf(h, r);
+        loop(idx(0), arith::AddIOp::create(b, h, idx(1)), 1, [&](Value g) {
+          // <P_hi, P_gi> = A_hg / (l_h l_g); 0 where a head saw no key.
+          Value norms = arith::MulFOp::create(b, lh, sumOf(g, r));
+          Value dot = vector::ReductionOp::create(
+              b, vector::CombiningKind::ADD,
+              vector::LoadOp::create(
+                  b, vec, acc,
+                  ValueRange{
+                      r, arith::MulIOp::create(b, pairOf(h, g), idx(kLanes))}),
+              Value(), arith::FastMathFlags::reassoc);
+          Value x = arith::SelectOp::create(
+              b,
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, norms,
+                                    f(0.0f)),
+              f(0.0f), arith::DivFOp::create(b, dot, norms));
+          auto add = [&](Value u, Value v) {
+            memref::StoreOp::create(
+                b,
+                arith::AddFOp::create(
+                    b, memref::LoadOp::create(b, parts, at(u, v)), x),
+                parts, at(u, v));
+          };
+          add(h, g);
+          auto offDiagonal = scf::IfOp::create(
+              b, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, h, g),
+              /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(offDiagonal.thenBlock());
+          add(g, h);
+        });
+      });
+    });
+  });
+}
+
+Value FlashForward::pairOf(Value h, Value g) {
+  // Row h of the lower triangle starts at h (h + 1) / 2.
+  return arith::AddIOp::create(
+      b,
+      arith::DivUIOp::create(
+          b, arith::MulIOp::create(b, h, arith::AddIOp::create(b, h, idx(1))),
+          idx(2)),
+      g);
 }
 
 void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
@@ -285,6 +425,17 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     });
   Value whole =
       masks.isWhole(b, qt.limit, i0, rows, j0, width, /*existsOnly=*/false);
+  // With a pooled grid: whether the block's keys lie in one key cell (cells
+  // as wide as a block or wider: most blocks), whose p is then the row's
+  // block sum, with no per-vector cells.
+  Value blockCell, inOneCell;
+  if (gk) {
+    Value last = arith::MinUIOp::create(
+        b, arith::AddIOp::create(b, j0, idx(width - 1)), idx(Skv - 1));
+    blockCell = cellOf(j0, Skv, gk);
+    inOneCell = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, blockCell,
+                                      cellOf(last, Skv, gk));
+  }
   forRows(i0, [&](Value r, Value i) {
     MaskTiles::RowRange range =
         masks.rowRange(b, qt.limit, i, /*existsOnly=*/false);
@@ -318,6 +469,9 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
       p.push_back(expVector(shifted));
       storeVector(p.back(), amx ? scratch[6] : pBuf,
                   ValueRange{r, idx(w * kLanes)});
+      if (similarity)
+        vector::StoreOp::create(b, p.back(), scratch[simScratch],
+                                ValueRange{h, r, idx(w * kLanes)});
       // p (S' - m), with -inf (masked: p = 0) as the lowest float: 0.
       if (entropy)
         terms.push_back(arith::MulFOp::create(
@@ -343,6 +497,16 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
         vector::StoreOp::create(b, arith::MulFOp::create(b, x, splat(alpha)),
                                 st.cellBuf, ValueRange{r, c});
       });
+      auto oneCell = scf::IfOp::create(b, inOneCell, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(oneCell.thenBlock());
+      SmallVector<Value> at{r, blockCell};
+      memref::StoreOp::create(
+          b,
+          arith::AddFOp::create(b, memref::LoadOp::create(b, st.cellBuf, at),
+                                blockSum),
+          st.cellBuf, at);
+      b.setInsertionPointToStart(oneCell.elseBlock());
       for (int64_t w = 0; w < n; ++w)
         addToKeyCells(p[w], j0, w, gk, st.cellBuf, {r});
     }
@@ -374,6 +538,9 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     memref::StoreOp::create(b, m, maxBuf, r);
     memref::StoreOp::create(b, sum, sumBuf, r);
     memref::StoreOp::create(b, alpha, alphaBuf, r);
+    if (similarity)
+      memref::StoreOp::create(b, alpha, scratch[simScratch + 1],
+                              ValueRange{h, r});
   });
   if (amx) {
     amxUpdate(scratch, oBuf, v, bi, g, tile0);
@@ -468,7 +635,8 @@ ForwardStatistics forwardStatistics(attn::AttentionOp op,
       if (shapeOf(op.getQuery())[2] / grid[2] >= plan.getRows())
         forward.gq = grid[2], forward.gk = grid[3];
     }
-    if (!forward.entropy && !forward.gk)
+    forward.similarity = FlashCommon::isUsed(stats.getSimilarity());
+    if (!forward.entropy && !forward.gk && !forward.similarity)
       continue;
     return forward;
   }
@@ -500,6 +668,11 @@ static void replaceCompanion(RewriterBase &rewriter, ImplicitLocOpBuilder &b,
     rewriter.replaceAllUsesWith(
         pooled, kernel.tensorOf(built.pooledBuf, pooled.getType()));
     pooled = Value();
+  }
+  if (similarity && stats.similarity) {
+    rewriter.replaceAllUsesWith(
+        similarity, kernel.tensorOf(built.similarityBuf, similarity.getType()));
+    similarity = Value();
   }
   if (pooled || similarity) {
     auto rest = attn::AttentionStatsOp::create(

@@ -10,6 +10,7 @@
 #include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace attnc {
@@ -21,19 +22,24 @@ public:
                attn::CpuPlanAttr plan, int64_t vectorBits,
                const ForwardStatistics &stats = {})
       : FlashCommon(b, op, plan.getRows(), vectorBits), op(op),
-        entropy(stats.entropy), gq(stats.gq), gk(stats.gk), amx(plan.getAmx()),
-        bf16(b.getBF16Type()), blockTiles(plan.getKeyBlock() / kCols),
-        qTiles((Sq + rows - 1) / rows),
-        groupTiles(std::min(qTiles, plan.getQueryBlock() / rows)),
-        packedBlocks(!amx && qTiles <= groupTiles),
-        headsPerTask(packedBlocks && B * Hkv >= kMinTasks ? H / Hkv : 1),
+        entropy(stats.entropy), similarity(stats.similarity), gq(stats.gq),
+        gk(stats.gk), amx(plan.getAmx()), bf16(b.getBF16Type()),
+        blockTiles(plan.getKeyBlock() / kCols), qTiles((Sq + rows - 1) / rows),
+        pairs(H * (H + 1) / 2),
+        groupTiles(std::min(qTiles, similarity ? similarityGroupTiles(plan)
+                                               : plan.getQueryBlock() / rows)),
+        packedBlocks(!amx && !similarity && qTiles <= groupTiles),
+        headsPerTask(similarity                             ? H
+                     : packedBlocks && B * Hkv >= kMinTasks ? H / Hkv
+                                                            : 1),
         valuesInPlace(packedBlocks && elementTypeOf(op.getValue()).isF32() &&
                       headsPerTask * Sq <= kMaxRowsForValuesInPlace) {}
 
   /// O and LSE (tensors), the buffer of the LSE, and the statistics'
-  /// buffers: the entropies [B, H, Sq] and the pooled map [B, H, Gq, Gk].
+  /// buffers: the entropies [B, H, Sq], the pooled map [B, H, Gq, Gk] and
+  /// the head similarity [B, H, H].
   struct Built {
-    mlir::Value output, lse, lseBuf, entropyBuf, pooledBuf;
+    mlir::Value output, lse, lseBuf, entropyBuf, pooledBuf, similarityBuf;
   };
   Built build();
 
@@ -46,7 +52,15 @@ private:
   struct TileState {
     mlir::Value t, oBuf, maxBuf, sumBuf, qPacked, tBuf, cellBuf;
   };
+  // With similarity, a task covers every head of its query tiles, and per
+  // tile and row the sums A_hg = sum_j exp(S'_hj - m_h) exp(S'_gj - m_g)
+  // (g <= h, 16 lanes each) move to each new pair of maxima with
+  // alpha_h alpha_g, like O: row i adds A_hg / (l_h l_g) = <P_hi, P_gi> to
+  // its task's H x H partial at the end.
+
   TileState stateOf(mlir::ArrayRef<mlir::Value> scratch, mlir::Value t);
+  /// The state of query tile t of the task's head hh: hh groupTiles + t.
+  mlir::Value stateIndex(mlir::Value hh, mlir::Value t);
 
   /// The query tiles [first, first + count) of group `group` of (bi, h)
   /// for the heads h0 .. h0 + headsPerTask - 1:
@@ -82,20 +96,44 @@ private:
                  mlir::Value vp, mlir::Value bi, mlir::Value g,
                  mlir::Value tile);
 
+  /// With similarity, after every head's step of query tile t of the
+  /// task: the tile's A_hg from each head's p and alpha of the step.
+  void similarityStep(mlir::ArrayRef<mlir::Value> scratch, mlir::Value t);
+
+  /// With similarity, after the key blocks: each row's <P_hi, P_gi> (rows
+  /// that exist) summed into the task's partial [H, H] at parts[bi, group].
+  void similarityOfRows(mlir::ArrayRef<mlir::Value> args,
+                        mlir::ArrayRef<mlir::Value> scratch, mlir::Value bi,
+                        mlir::Value group, mlir::Value count);
+
+  /// The index of head pair (h, g), g <= h, in A's lower triangle.
+  mlir::Value pairOf(mlir::Value h, mlir::Value g);
+
+  /// Query tiles per task with similarity: the plan's query block, fewer
+  /// where the A_hg of the tiles' rows would pass kMaxSimilarityBytes.
+  int64_t similarityGroupTiles(attn::CpuPlanAttr plan) const {
+    int64_t perTile = rows * pairs * kLanes * int64_t(sizeof(float));
+    return std::max<int64_t>(1, std::min(plan.getQueryBlock() / rows,
+                                         kMaxSimilarityBytes / perTile));
+  }
+
   /// The pooled map from the tasks' partials [B, H, query tiles, 2, Gk]
   /// (each tile's rows in at most two row cells), summed in tile order.
   mlir::Value finishPooled(mlir::Value parts);
 
   attn::AttentionOp op;
-  bool entropy;   // the rows' entropies too (FlashAttention.h)
-  int64_t gq, gk; // the pooled grid too, when gk > 0
+  bool entropy;    // the rows' entropies too (FlashAttention.h)
+  bool similarity; // the head similarity too
+  int64_t gq, gk;  // the pooled grid too, when gk > 0
   // Where the statistics' buffers are in a task's arguments and their
   // running sums in its scratch.
-  unsigned entropyArg = 0, entropyScratch = 0, poolArg = 0, poolScratch = 0;
+  unsigned entropyArg = 0, entropyScratch = 0, poolArg = 0, poolScratch = 0,
+           simArg = 0, simScratch = 0;
   bool amx; // the products on AMX tiles
   mlir::Type bf16;
   int64_t blockTiles; // 32-key tiles per online-softmax step
   int64_t qTiles;     // query tiles per (batch, head)
+  int64_t pairs;      // head pairs g <= h (the similarity's)
   int64_t groupTiles; // query tiles per task and head
   // Whether each task packs the key block it is at (K^T tiles, V chunks)
   // into its scratch rather than reading per-call copies of K and V: where
@@ -103,7 +141,8 @@ private:
   // so that no copy is shared, and its extra memory is a block per thread
   // whatever Skv. Where several tasks share a head, the copy once per call
   // is cheaper than a pack per task (K's transpose gathers): at S = 2048,
-  // D = 64 packing per task ran the forward ~15% slower.
+  // D = 64 packing per task ran the forward ~15% slower. (Not with
+  // similarity: a task's heads then read different KV heads' blocks.)
   bool packedBlocks;
   // Query heads per task: with packed blocks (and enough tasks), every
   // query head of a KV head, so that each block of K and V is read from
@@ -121,6 +160,9 @@ private:
   // The fewest tasks (batch x KV heads) worth grouping query heads for:
   // fewer would leave threads idle.
   static constexpr int64_t kMinTasks = 8;
+  // A task's A_hg (with similarity) stay in L2: 128 KiB, 8 tiles of 16
+  // rows at H = 4.
+  static constexpr int64_t kMaxSimilarityBytes = 128 << 10;
   // The products stream K^T's and V's rows of the per-call copies from L2,
   // 128 bytes each per step: prefetching the row 16 steps ahead ran the
   // forward 2-2.5% faster at S = 2048, D = 128 and 1-3% at D = 64

@@ -46,8 +46,6 @@ private:
   /// key into its cell J.
   void addColumnSums(mlir::Value pooled, mlir::Value colSums, mlir::Value bi,
                      mlir::Value h, mlir::Value cell, mlir::Value j0);
-  /// After the tasks: the similarities from the tasks' partials.
-  mlir::Value finishSimilarity(mlir::Value parts);
 
   attn::AttentionStatsOp op;
   bool entropy, meanEntropy, similarity;

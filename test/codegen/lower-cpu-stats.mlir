@@ -2,18 +2,20 @@
 
 // attn.attention_stats over the LSE of an attn.attention with the same Q,
 // K and options: the forward kernel computes the entropies online (its
-// sixth buffer), the mean is summed over the rows afterwards, and the
-// pooled map and similarity come from the statistics kernel, which
-// recomputes P a score tile at a time (one task per row cell: 8 cells x 2
-// batches; the similarity's partials [B, cells, H, H]).
+// sixth buffer) and the head similarity, each task covering every head of
+// its query tiles (one group of tiles per batch here: 2 tasks, the
+// similarity's partials [B, groups, H, H]); the mean is summed over the
+// rows afterwards. The pooled map's row cells (5 rows) are finer than a
+// query tile: it comes from the statistics kernel, which recomputes P a
+// score tile at a time (one task per row cell: 8 cells x 2 batches).
 // CHECK-LABEL: func.func private @__attnc_flash_forward
-// CHECK-SAME: memref<2x4x40x16xf32>, %{{.*}}: memref<2x4x40xf32>, %{{.*}}: memref<2x4x40xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-SAME: memref<2x4x40x16xf32>, %{{.*}}: memref<2x4x40xf32>, %{{.*}}: memref<2x4x40xf32>, %{{.*}}: memref<2x1x4x4xf32>, %{{.*}}: index, %{{.*}}: index)
 // CHECK-LABEL: func.func private @__attnc_flash_stats
-// CHECK-SAME: memref<2x4x8x6xf32>, %{{.*}}: memref<2x8x4x4xf32>
+// CHECK-SAME: memref<2x4x8x6xf32>, %{{.*}}: memref<2x8x4x1xf32>
 // CHECK-LABEL: func.func @stats
 // CHECK-NOT: attn.
 // CHECK-NOT: linalg.generic
-// CHECK: call @__attnc_flash_forward
+// CHECK: call @__attnc_flash_forward({{.*}}, %c0{{.*}}, %c2)
 // CHECK: call @__attnc_flash_stats({{.*}}, %{{.*}}, %c0{{.*}}, %c16)
 // CHECK: return
 func.func @stats(%q: tensor<2x4x40x16xf32>, %k: tensor<2x2x48x16xf32>, %v: tensor<2x2x48x16xf32>)
@@ -52,13 +54,15 @@ func.func @other_mask(%q: tensor<1x2x40x16xf32>, %k: tensor<1x2x48x16xf32>, %v: 
 
 // Row cells of 33 rows or more hold a query tile (12 rows): the forward
 // pools P, into a partial per query tile and row cell [B, H, 9 tiles, 2,
-// Gk] summed afterwards; the similarity alone is left to the statistics
-// kernel.
+// Gk] summed afterwards, and computes the similarity (9 groups of one
+// tile: 18 tasks); no statistics kernel.
 // CHECK-LABEL: func.func private @__attnc_flash_forward
-// CHECK-SAME: memref<2x4x100xf32>, %{{.*}}: memref<2x4x9x2x7xf32>, %{{.*}}: index, %{{.*}}: index)
-// CHECK-LABEL: func.func private @__attnc_flash_stats
-// CHECK-SAME: memref<2x4x1x1xf32>, %{{.*}}: memref<2x2x4x4xf32>
+// CHECK-SAME: memref<2x4x100xf32>, %{{.*}}: memref<2x4x9x2x7xf32>, %{{.*}}: memref<2x9x4x4xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-NOT: __attnc_flash_stats
 // CHECK-LABEL: func.func @pool
+// CHECK: call @__attnc_flash_forward({{.*}}, %c0{{.*}}, %c18)
+// CHECK-NOT: __attnc_flash_stats
+// CHECK: return
 func.func @pool(%q: tensor<2x4x100x32xf32>, %k: tensor<2x2x130x32xf32>, %v: tensor<2x2x130x32xf32>)
     -> (tensor<2x4x100x32xf32>, tensor<2x4x3x7xf32>, tensor<2x4x4xf32>) {
   %o, %lse = attn.attention %q, %k, %v causal

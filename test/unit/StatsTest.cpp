@@ -310,6 +310,25 @@ TEST(StatsTest, RowsOverManyKeyBlocks) {
   runCase(c, 33, /*gradients=*/true);
 }
 
+/// The head similarity in the forward: a task covers every head of its
+/// query tiles and sums each row's <P_h, P_g>, moved to each new pair of
+/// running maxima, into its partial. Many heads (fewer tiles per task: 78
+/// head pairs), several tasks per batch, rows over many key blocks; grids
+/// whose key cells hold whole key blocks (the pooled map's sum per block)
+/// and grids that do not.
+TEST(StatsTest, SimilarityOfManyHeadsInTheForward) {
+  StatsCase c;
+  c.B = 2, c.H = 12, c.Hkv = 3, c.Sq = 150, c.Skv = 1500, c.D = 16, c.Gq = 2,
+  c.Gk = 2;
+  c.lengths = true;
+  runCase(c, 61, /*gradients=*/false);
+  c.dtype = "bf16", c.Gk = 3, c.lengths = false, c.softcap = true;
+  runCase(c, 62, /*gradients=*/true);
+  c.dtype = "f32", c.H = 5, c.Hkv = 5, c.Sq = 300, c.Skv = 600, c.Gk = 600;
+  c.softcap = false, c.causal = true, c.documents = true;
+  runCase(c, 63, /*gradients=*/false);
+}
+
 /// Statistics over an LSE the caller passes (no attention in the spec): the
 /// statistics kernel computes the entropies itself.
 TEST(StatsTest, StatisticsOfAGivenLse) {
