@@ -26,6 +26,7 @@ Compiler::Compiler(const CompileOptions &options,
   // without AMX if it is denied; an object's entry points ask when called.
   amx = hasAmxBf16(*this->machine) &&
         (!options.forThisProcess || attnc_amx_init() == 0);
+  dotBf16 = hasAvx512Bf16(*this->machine);
 }
 
 Compiler::Compiler(Compiler &&) = default;
@@ -115,6 +116,7 @@ void Compiler::fillPipelineOptions(AttncPipelineOptions &pipeline) const {
   pipeline.entryPoints = options.entryPoints;
   pipeline.vectorBits = vectorBits;
   pipeline.amx = amx;
+  pipeline.dotBf16 = dotBf16;
   if (!options.spirvTargetEnv.empty())
     pipeline.spirvTargetEnv = options.spirvTargetEnv;
   pipeline.gpuArch = options.gpuArch;

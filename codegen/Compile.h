@@ -102,6 +102,7 @@ private:
   std::unique_ptr<llvm::TargetMachine> machine;
   int64_t vectorBits;
   bool amx;
+  bool dotBf16; // AVX-512 BF16 where there is no AMX
 };
 
 } // namespace attnc

@@ -71,6 +71,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
   AttnPlanTilesOptions plan;
   plan.vectorBits = options.vectorBits;
   plan.amx = options.amx;
+  plan.dotBf16 = options.dotBf16;
   pm.addPass(createAttnPlanTiles(plan));
   AttnLowerCpuOptions lower;
   lower.vectorBits = options.vectorBits;
@@ -106,7 +107,7 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   ConvertVectorToLLVMPassOptions vectorToLLVM;
-  vectorToLLVM.x86Vector = true; // vscalefps (codegen/cpu/FastExp.cpp)
+  vectorToLLVM.x86Vector = true; // vscalefps, vdpbf16ps (codegen/cpu)
   vectorToLLVM.amx = true;       // tiles (codegen/cpu/FlashForwardAmx.cpp)
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;

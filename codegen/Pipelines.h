@@ -56,6 +56,11 @@ struct AttncPipelineOptions
                    llvm::cl::desc("The target has AMX bf16 tiles (and the "
                                   "OS grants them): bf16 forwards use them"),
                    llvm::cl::init(false)};
+  Option<bool> dotBf16{*this, "dot-bf16",
+                       llvm::cl::desc("The target has AVX-512 BF16 dot "
+                                      "products: bf16 forwards without AMX "
+                                      "use them"),
+                       llvm::cl::init(false)};
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("At most this many threads per parallel loop (0: the "

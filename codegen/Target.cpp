@@ -39,7 +39,11 @@ createTargetMachine(const TargetOptions &options) {
   if (!target)
     return makeError("unknown target '" + triple.str() + "': " + error);
 
-  std::string cpu = options.cpu, features;
+  // "cpu[,+feature|-feature...]": the modifiers after the CPU's own
+  // features (e.g. "native,-amx-tile" for the host without AMX).
+  auto [cpuName, modifiers] = llvm::StringRef(options.cpu).split(',');
+  std::string cpu = cpuName.str(), features;
+  llvm::SubtargetFeatures featureSet;
   // The host CPU means nothing for another target: use its generic CPU.
   if (cpu == "native" &&
       triple != llvm::Triple(llvm::Triple::normalize(
@@ -47,22 +51,36 @@ createTargetMachine(const TargetOptions &options) {
     cpu = "generic";
   if (cpu == "native") {
     cpu = llvm::sys::getHostCPUName().str();
-    llvm::SubtargetFeatures featureSet;
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       featureSet.AddFeature(feature.first(), feature.second);
-    features = featureSet.getString();
   }
   if (triple.isNVPTX() || triple.isAMDGPU() || triple.isSPIRV())
     return makeError("'" + triple.str() +
                      "' is a GPU target; attnc compile emits CPU code only");
   // Check the CPU first: LLVM itself only warns about an unknown one.
-  if (cpu != "native" && cpu != "generic") {
-    std::unique_ptr<llvm::MCSubtargetInfo> info(
-        target->createMCSubtargetInfo(triple, "", ""));
-    if (!info || !info->isCPUStringValid(cpu))
-      return makeError("unknown CPU '" + cpu + "' for target '" +
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (cpu != "native" && cpu != "generic" &&
+      (!info || !info->isCPUStringValid(cpu)))
+    return makeError("unknown CPU '" + cpu + "' for target '" + triple.str() +
+                     "'");
+  while (!modifiers.empty()) {
+    auto [modifier, rest] = modifiers.split(',');
+    modifiers = rest;
+    llvm::StringRef name = modifier.drop_front();
+    if ((!modifier.starts_with("+") && !modifier.starts_with("-")) || !info ||
+        !llvm::is_contained(llvm::map_range(info->getAllProcessorFeatures(),
+                                            [](const auto &feature) {
+                                              return llvm::StringRef(
+                                                  feature.Key);
+                                            }),
+                            name))
+      return makeError("'" + modifier.str() + "' in CPU '" + options.cpu +
+                       "' must be +name or -name of a feature of '" +
                        triple.str() + "'");
+    featureSet.AddFeature(name, modifier.starts_with("+"));
   }
+  features = featureSet.getString();
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
@@ -98,6 +116,11 @@ int64_t vectorRegisterBits(llvm::TargetMachine &machine) {
   if (info->checkFeatures("+avx512f"))
     return 512;
   return info->checkFeatures("+avx") ? 256 : 128;
+}
+
+bool hasAvx512Bf16(llvm::TargetMachine &machine) {
+  return machine.getTargetTriple().isX86() &&
+         machine.getMCSubtargetInfo()->checkFeatures("+avx512bf16");
 }
 
 bool hasAmxBf16(llvm::TargetMachine &machine) {

@@ -37,6 +37,8 @@ int64_t vectorRegisterBits(llvm::TargetMachine &machine);
 
 /// Whether `machine`'s CPU has AMX tiles with bf16 products.
 bool hasAmxBf16(llvm::TargetMachine &machine);
+/// Whether `machine` has AVX-512 BF16 (vdpbf16ps).
+bool hasAvx512Bf16(llvm::TargetMachine &machine);
 
 /// Translates an LLVM-dialect module to LLVM IR for `machine` and runs the
 /// optimization pipeline at `optLevel`.

@@ -21,7 +21,8 @@ void AttnDialect::registerAttributes() {
 
 LogicalResult CpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   int64_t rows, int64_t queryBlock,
-                                  int64_t keyBlock, bool amx, int64_t splits) {
+                                  int64_t keyBlock, bool amx, int64_t splits,
+                                  bool dotBf16) {
   if (rows < 1 || rows > kMaxRows)
     return emitError() << "tile plan rows must be in [1, " << kMaxRows
                        << "], got " << rows;
@@ -38,6 +39,11 @@ LogicalResult CpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (amx && (rows != kAmxRows || keyBlock == 0))
     return emitError() << "an AMX tile plan must have rows = " << kAmxRows
                        << " and a key_block, got rows = " << rows
+                       << ", key_block = " << keyBlock;
+  if (dotBf16 && (amx || rows > kMaxDotRows || keyBlock == 0))
+    return emitError() << "a dot_bf16 tile plan must not be an AMX one and "
+                          "must have rows <= "
+                       << kMaxDotRows << " and a key_block, got rows = " << rows
                        << ", key_block = " << keyBlock;
   if (splits < 1)
     return emitError() << "tile plan splits must be >= 1, got " << splits;

@@ -42,6 +42,8 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     - `key_block`: keys per online-softmax step of the forward, or per
       dK/dV block of the backward, a multiple of 32 up to 256 (0: none);
     - `amx`: the forward multiplies on AMX bf16 tiles (16-row tiles);
+    - `dot_bf16`: the forward multiplies with AVX-512 BF16 dot products
+      (vdpbf16ps: pairs of bf16 into f32) where there is no AMX;
     - `splits`: the backward's dQ copies: split s takes key blocks s, s +
       splits, ... and accumulates dQ into its own f32 copy, the copies
       summed in split order (deterministic for any thread count).
@@ -49,6 +51,7 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     ```mlir
     #attn.cpu_plan<rows = 12, query_block = 96, key_block = 256>
     #attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>
+    #attn.cpu_plan<rows = 12, query_block = 96, key_block = 256, dot_bf16 = true>
     #attn.cpu_plan<rows = 8>
     ```
   }];
@@ -61,7 +64,9 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     DefaultValuedParameter<"bool", "false",
         "the forward multiplies on AMX bf16 tiles">:$amx,
     DefaultValuedParameter<"int64_t", "1",
-        "the backward's dQ copies, summed in order">:$splits
+        "the backward's dQ copies, summed in order">:$splits,
+    DefaultValuedParameter<"bool", "false",
+        "the forward multiplies with AVX-512 BF16 dot products">:$dot_bf16
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
@@ -71,6 +76,9 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     /// rows of an AMX tile.
     static constexpr int64_t kMaxRows = 16, kMaxQueryTiles = 16,
                              kMaxKeyBlock = 256, kKeyTile = 32, kAmxRows = 16;
+    /// The most rows of a dot_bf16 register block: 2 rows accumulators,
+    /// 2 operands and a broadcast in 32 vector registers.
+    static constexpr int64_t kMaxDotRows = 14;
   }];
 }
 

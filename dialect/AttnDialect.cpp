@@ -71,6 +71,27 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
     return op->emitError()
            << "only attn.attention and attn.attention_stats take an AMX "
               "tile plan";
+  if (cpu.getDotBf16() && !isa<AttentionOp>(op))
+    return op->emitError() << "only attn.attention takes a dot_bf16 tile plan";
+  if (cpu.getAmx() || cpu.getDotBf16()) {
+    // The bf16 pairs: bf16 operands, D a multiple of 32 (AMX) or 16 and
+    // Dv of 16.
+    SmallVector<Value> operands = {op->getOperand(0), op->getOperand(1)};
+    if (auto fwd = dyn_cast<AttentionOp>(op))
+      operands.push_back(fwd.getValue());
+    int64_t dMultiple = cpu.getAmx() ? 32 : 16;
+    for (auto [n, operand] : llvm::enumerate(operands)) {
+      auto type = dyn_cast<RankedTensorType>(operand.getType());
+      int64_t multiple = n == 2 ? 16 : dMultiple;
+      if (!type || !type.getElementType().isBF16() || type.getRank() != 4 ||
+          type.getDimSize(3) % multiple)
+        return op->emitError()
+               << "a" << (cpu.getAmx() ? "n AMX" : " dot_bf16")
+               << " tile plan needs bf16 Q, K" << (n == 2 ? " and V" : "")
+               << " whose head dimensions are multiples of " << multiple
+               << ", got " << operand.getType();
+    }
+  }
   if (cpu.getSplits() != 1 && !isa<AttentionGradOp>(op))
     return op->emitError() << "only attn.attention_grad takes tile plan splits";
   return success();

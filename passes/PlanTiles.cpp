@@ -33,6 +33,7 @@ struct AttnPlanTiles : attnc::impl::AttnPlanTilesBase<AttnPlanTiles> {
     CpuTarget target;
     target.vectorBits = vectorBits;
     target.amx = amx;
+    target.dotBf16 = dotBf16;
     auto plan = [&](Operation *op) {
       if (!attn::getTilePlan(op))
         attn::setTilePlan(op, planCpuTiles(op, target, rows));

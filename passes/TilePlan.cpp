@@ -55,6 +55,22 @@ bool usesAmxTiles(Operation *op, const CpuTarget &target) {
                   shapeOf(fwd.getValue())[3] % 16 == 0);
 }
 
+/// Whether the forward of `op` multiplies with AVX-512 BF16 dot products
+/// on `target` (vdpbf16ps: a pair of bf16 products into each f32 lane):
+/// where it has them and no AMX, for bf16 Q, K and V, D and Dv multiples
+/// of 16, and, as on AMX, several query tiles a head (K and V are copied
+/// whole into pairs per call).
+bool usesDotBf16(Operation *op, const CpuTarget &target) {
+  auto fwd = dyn_cast<attn::AttentionOp>(op);
+  if (!target.dotBf16 || target.amx || target.vectorBits < 512 || !fwd)
+    return false;
+  Value q = fwd.getQuery(), k = fwd.getKey(), v = fwd.getValue();
+  return shapeOf(q)[2] >= 4 * attn::CpuPlanAttr::kAmxRows &&
+         elementTypeOf(q).isBF16() && elementTypeOf(k).isBF16() &&
+         elementTypeOf(v).isBF16() && shapeOf(q)[3] % 16 == 0 &&
+         shapeOf(v)[3] % 16 == 0;
+}
+
 /// The backward's dK/dV tasks per (batch, KV head): split s takes key
 /// blocks s, s + splits, ... (interleaved, so that causal masks balance)
 /// and accumulates dQ over them in its own f32 copy, the copies summed in
@@ -168,7 +184,7 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   MLIRContext *context = op->getContext();
   if (!fwd && !grad && !stats && !distill && !distillGrad)
     return CpuPlanAttr::get(context, rows, /*queryBlock=*/0, /*keyBlock=*/0,
-                            /*amx=*/false, /*splits=*/1);
+                            /*amx=*/false, /*splits=*/1, /*dotBf16=*/false);
   int64_t queryTiles = heads ? heads * ((sq + rows - 1) / rows) : 1;
   // Up to 8 query tiles per task share each key block read from L2 (at
   // S=2048 and D=128 on AVX-512, 4 tiles ran 22% faster than 1, and 8 8%
@@ -200,7 +216,9 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   if (fwd && sq > 0 && headTiles <= 8)
     queryBlock = rows * headTiles;
   int64_t splits = grad ? backwardSplits(grad, rows, keyBlock) : 1;
-  return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits);
+  bool dotBf16 = usesDotBf16(op, target) && rowsAsked == 0;
+  return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits,
+                          dotBf16);
 }
 
 } // namespace attnc

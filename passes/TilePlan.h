@@ -20,6 +20,8 @@ struct CpuTarget {
   int64_t vectorBits = 512;
   /// AMX tiles with bf16 products (amx-tile, amx-bf16), granted by the OS.
   bool amx = false;
+  /// AVX-512 BF16 (vdpbf16ps), used where there is no AMX.
+  bool dotBf16 = false;
 };
 
 /// The plan for an attn.attention, attn.attention_grad, projection or merge

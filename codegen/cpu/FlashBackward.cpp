@@ -572,7 +572,7 @@ FailureOr<SmallVector<Value>> lowerToFlashBackward(RewriterBase &rewriter,
     auto statsPlan = attn::CpuPlanAttr::get(
         op.getContext(), plan.getRows(), plan.getRows(),
         std::min<int64_t>(plan.getKeyBlock(), 128), /*amx=*/false,
-        /*splits=*/1);
+        /*splits=*/1, /*dotBf16=*/false);
     FailureOr<SmallVector<Value>> entropies =
         lowerToFlashStats(rewriter, stats, statsPlan, vectorBits);
     if (failed(entropies)) {

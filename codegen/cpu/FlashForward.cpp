@@ -27,7 +27,7 @@ FlashForward::Built FlashForward::build() {
   // call where several tasks of a head share the copy; with packedBlocks
   // read where the caller put them, each task packing the block it is at.
   SmallVector<Value> captured = {q, k, v, o, l};
-  if (amx)
+  if (paired)
     std::tie(captured[1], captured[2]) = pairedKeysAndValues(k, v);
   else if (!packedBlocks)
     std::tie(captured[1], captured[2]) =
@@ -66,13 +66,14 @@ FlashForward::Built FlashForward::build() {
         // scale (the products give scaled scores: no multiply per score);
         // per step: P and the rescaling factors; with packedBlocks, the
         // block's K^T tiles (and V chunks).
-        // On AMX: Q's rows in bf16, and per step P in bf16 and P V.
+        // On AMX or with BF16 dot products: Q's rows in bf16, and per step
+        // P in bf16 and (AMX) P V.
         SmallVector<Value> buffers = {scratchBuffer({states, rows, Dv}),
                                       scratchBuffer({rows, blockTiles * kCols}),
                                       scratchBuffer({states, rows}),
                                       scratchBuffer({states, rows}),
                                       scratchBuffer({rows})};
-        if (!amx)
+        if (!paired)
           buffers.push_back(scratchBuffer({states, D, rows}));
         else
           buffers.append({scratchBuffer({states, rows, D}, bf16),
@@ -157,7 +158,7 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
   forTiles([&](Value h, Value t, Value state) {
     TileState st = stateOf(scratch, state);
     zero(st.oBuf);
-    if (amx)
+    if (paired)
       copyRows(q, bi, h, tileOf(h, t).i0, st.qPacked);
     else
       packRows(q, bi, h, tileOf(h, t).i0, Sq - 1, st.qPacked, scale);
@@ -405,6 +406,8 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
   if (amx)
     amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf, blockTiles);
+  else if (dot)
+    dotScores(scratch[5], st.t, kt, bi, g, tile0, qt.keys.end, pBuf);
   else
     loop(0, blockTiles, [&](Value t) {
       // A loop, not blockTiles copies of the product (JIT compile time).
@@ -447,7 +450,7 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
       Value x =
           vector::LoadOp::create(b, vec, pBuf, ValueRange{r, idx(w * kLanes)});
       Scores sc = scoresOf(args.slice(captureBase, captures.size()), x, in[w],
-                           bi, h, range.row, j0, w, /*prescaled=*/!amx);
+                           bi, h, range.row, j0, w, /*prescaled=*/!paired);
       s.push_back(arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
     }
     Value blockMax = tree(s, [&](Value x, Value y) { return maxOf(x, y); });
@@ -462,12 +465,12 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     Value shift = arith::SubFOp::create(b, mOld, safe);
     Value alpha = flushTiny(shift, math::ExpOp::create(b, shift));
     // P for the step's P V: f32 for the FMA product, bf16 straight into
-    // the A tile's rows on AMX.
+    // the A tile's rows on AMX (and pairs for the dot products).
     SmallVector<Value> p, terms;
     for (int64_t w = 0; w < n; ++w) {
       Value shifted = arith::SubFOp::create(b, s[w], splat(safe));
       p.push_back(expVector(shifted));
-      storeVector(p.back(), amx ? scratch[6] : pBuf,
+      storeVector(p.back(), paired ? scratch[6] : pBuf,
                   ValueRange{r, idx(w * kLanes)});
       if (similarity)
         vector::StoreOp::create(b, p.back(), scratch[simScratch],
@@ -544,6 +547,10 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   });
   if (amx) {
     amxUpdate(scratch, oBuf, v, bi, g, tile0);
+    return;
+  }
+  if (dot) {
+    dotUpdate(scratch, oBuf, v, bi, g, tile0, qt.keys.end);
     return;
   }
   // Keys past the tile's have p = 0: no row sees them.

@@ -23,12 +23,13 @@ public:
                const ForwardStatistics &stats = {})
       : FlashCommon(b, op, plan.getRows(), vectorBits), op(op),
         entropy(stats.entropy), similarity(stats.similarity), gq(stats.gq),
-        gk(stats.gk), amx(plan.getAmx()), bf16(b.getBF16Type()),
+        gk(stats.gk), amx(plan.getAmx()), dot(plan.getDotBf16()),
+        paired(amx || dot), bf16(b.getBF16Type()),
         blockTiles(plan.getKeyBlock() / kCols), qTiles((Sq + rows - 1) / rows),
         pairs(H * (H + 1) / 2),
         groupTiles(std::min(qTiles, similarity ? similarityGroupTiles(plan)
                                                : plan.getQueryBlock() / rows)),
-        packedBlocks(!amx && !similarity && qTiles <= groupTiles),
+        packedBlocks(!paired && !similarity && qTiles <= groupTiles),
         headsPerTask(similarity                             ? H
                      : packedBlocks && B * Hkv >= kMinTasks ? H / Hkv
                                                             : 1),
@@ -117,6 +118,25 @@ private:
                                          kMaxSimilarityBytes / perTile));
   }
 
+  //===--------------------------------------------------------------------===//
+  // AVX-512 BF16 (FlashForwardDot.cpp): the AMX layouts' pairs of bf16, each
+  // vdpbf16ps adding two products into each of 16 f32 lanes, in register
+  // blocks of rows x 32 keys (Q K^T) or rows x 32 columns (P V).
+  //===--------------------------------------------------------------------===//
+
+  /// pBuf[rows, 32 keyTiles] = the query rows qRows[t] (bf16, [., rows,
+  /// D]) times the keys of the 32-key tiles from `tile` (paired, kp) below
+  /// `end`: unscaled scores (tiles from `end` on are left as they are).
+  void dotScores(mlir::Value qRows, mlir::Value t, mlir::Value kp,
+                 mlir::Value bi, mlir::Value g, mlir::Value tile,
+                 mlir::Value end, mlir::Value pBuf);
+
+  /// O = alpha O + P V for the step's P (bf16, scratch[6]) and V's 32-key
+  /// tiles from `tile` (pairs, vp) below `end`.
+  void dotUpdate(mlir::ArrayRef<mlir::Value> scratch, mlir::Value oBuf,
+                 mlir::Value vp, mlir::Value bi, mlir::Value g,
+                 mlir::Value tile, mlir::Value end);
+
   /// The pooled map from the tasks' partials [B, H, query tiles, 2, Gk]
   /// (each tile's rows in at most two row cells), summed in tile order.
   mlir::Value finishPooled(mlir::Value parts);
@@ -130,6 +150,9 @@ private:
   unsigned entropyArg = 0, entropyScratch = 0, poolArg = 0, poolScratch = 0,
            simArg = 0, simScratch = 0;
   bool amx; // the products on AMX tiles
+  bool dot; // the products as AVX-512 BF16 dot products (FlashForwardDot.cpp)
+  // Either: Q, K, V and P in bf16, K and V copied into pairs per call.
+  bool paired;
   mlir::Type bf16;
   int64_t blockTiles; // 32-key tiles per online-softmax step
   int64_t qTiles;     // query tiles per (batch, head)

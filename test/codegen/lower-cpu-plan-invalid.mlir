@@ -134,3 +134,35 @@ func.func @bytes() attributes {attn.saved_bytes = -1 : i64} {
 func.func @unknown() attributes {attn.frobnicate} {
   return
 }
+
+// -----
+
+func.func @dot_amx(%q: tensor<1x2x40x32xbf16>) -> (tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>) {
+  // expected-error @+1 {{a dot_bf16 tile plan must not be an AMX one and must have rows <= 14 and a key_block, got rows = 16, key_block = 32}}
+  %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 16, key_block = 32, amx = true, dot_bf16 = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
+  return %o, %lse : tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
+}
+
+// -----
+
+func.func @dot_f32(%q: tensor<1x2x40x32xf32>) -> (tensor<1x2x40x32xf32>, tensor<1x2x40xf32>) {
+  // expected-error @+1 {{a dot_bf16 tile plan needs bf16 Q, K whose head dimensions are multiples of 16, got 'tensor<1x2x40x32xf32>'}}
+  %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 8, key_block = 32, dot_bf16 = true>} : tensor<1x2x40x32xf32>, tensor<1x2x40x32xf32>, tensor<1x2x40x32xf32> -> tensor<1x2x40x32xf32>, tensor<1x2x40xf32>
+  return %o, %lse : tensor<1x2x40x32xf32>, tensor<1x2x40xf32>
+}
+
+// -----
+
+func.func @amx_head_dim(%q: tensor<1x2x40x16xbf16>) -> (tensor<1x2x40x16xbf16>, tensor<1x2x40xf32>) {
+  // expected-error @+1 {{an AMX tile plan needs bf16 Q, K whose head dimensions are multiples of 32, got 'tensor<1x2x40x16xbf16>'}}
+  %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 16, key_block = 32, amx = true>} : tensor<1x2x40x16xbf16>, tensor<1x2x40x16xbf16>, tensor<1x2x40x16xbf16> -> tensor<1x2x40x16xbf16>, tensor<1x2x40xf32>
+  return %o, %lse : tensor<1x2x40x16xbf16>, tensor<1x2x40xf32>
+}
+
+// -----
+
+func.func @dot_stats(%q: tensor<1x2x40x32xbf16>, %l: tensor<1x2x40xf32>) -> tensor<1x2x40xf32> {
+  // expected-error @+1 {{only attn.attention takes a dot_bf16 tile plan}}
+  %h = attn.attention_stats %q, %q, %l {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 8, key_block = 32, dot_bf16 = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40xf32> -> entropy tensor<1x2x40xf32>
+  return %h : tensor<1x2x40xf32>
+}

@@ -844,10 +844,11 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
 /// 16) on a host with AMX: 16-row tiles, steps of 32 to 256 keys (one or
 /// several of them, their scores 4 tiles at a time, P held in tile
 /// registers or not), K and V in bf16 pairs, with every mask kind,
-/// regions, grouped heads and Sq != Skv (elsewhere the same cases take the
-/// AVX-512 path). AMX takes 64 query rows or more (TilePlan.cpp); the
-/// fewer rows here take the AVX-512 path everywhere.
-TEST(KernelTest, Bf16ForwardTileShapes) {
+/// regions, grouped heads and Sq != Skv (on a host with AVX-512 BF16 and
+/// no AMX the same cases take the dot products, elsewhere the AVX-512
+/// path). AMX and the dot products take 64 query rows or more
+/// (TilePlan.cpp); the fewer rows here take the AVX-512 path everywhere.
+void runBf16TileShapes(const std::string &cpu) {
   std::mt19937_64 rng(57);
   auto pick = picker(rng);
   for (int n = 0; n < 16; ++n) {
@@ -865,8 +866,19 @@ TEST(KernelTest, Bf16ForwardTileShapes) {
     c.lengths = rng() % 3 == 0;
     c.scoreMod = ScoreModKind(rng() % 4);
     c.documentMask = rng() % 4 == 0;
+    c.cpu = cpu;
     runCase(c, 1000 + n);
   }
+}
+
+TEST(KernelTest, Bf16ForwardTileShapes) { runBf16TileShapes("native"); }
+
+/// The same on AVX-512 BF16 dot products (vdpbf16ps) whatever the host's
+/// AMX (the host's features less AMX's).
+TEST(KernelTest, Bf16DotProducts) {
+  if (!__builtin_cpu_supports("avx512bf16"))
+    GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  runBf16TileShapes("native,-amx-tile,-amx-bf16");
 }
 
 /// mask_mod regions of random affine comparisons of i and j (signed and

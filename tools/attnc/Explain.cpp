@@ -163,6 +163,7 @@ void addPlanTiles(mlir::OpPassManager &pm, const AttncPipelineOptions &o) {
   AttnPlanTilesOptions plan;
   plan.vectorBits = o.vectorBits;
   plan.amx = o.amx;
+  plan.dotBf16 = o.dotBf16;
   pm.addPass(createAttnPlanTiles(plan));
 }
 
@@ -2148,10 +2149,12 @@ bool Explainer::writeIndex(const std::string &path,
      << htmlEscape(target->cpu) << ", vector registers of "
      << int64_t(target->options.vectorBits) << " bits"
      << (target->options.amx ? ", AMX tiles" : "")
+     << (target->options.dotBf16 ? ", AVX-512 BF16 dot products" : "")
      << " (what attnc compile --cpu=" << htmlEscape(options.cpu)
      << " plans for: <code>attnc-pipeline{vector-bits="
      << int64_t(target->options.vectorBits)
      << " amx=" << (target->options.amx ? "true" : "false")
+     << " dot-bf16=" << (target->options.dotBf16 ? "true" : "false")
      << " backward=" << (target->options.backward ? "true" : "false")
      << "}</code>, the tile planner attn-plan-tiles and the CPU lowering "
         "attn-lower-cpu).</p>\n";

@@ -59,7 +59,9 @@ cl::opt<std::string>
 cl::opt<std::string> cpuName(
     "cpu",
     cl::desc("Target CPU: 'native' (the host CPU and its features, default) "
-             "or an LLVM CPU name such as x86-64, x86-64-v3, znver4"),
+             "or an LLVM CPU name such as x86-64, x86-64-v3, znver4, "
+             "optionally followed by feature changes: "
+             "'native,-amx-tile,-amx-bf16'"),
     cl::init("native"), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<attnc::CompileTarget> compileTarget(
     "target", cl::desc("What the kernels run on"),

@@ -81,7 +81,8 @@ struct Options {
   /// The CPU to generate code for: "native" (the host and its features),
   /// or an LLVM CPU name such as "x86-64" or "x86-64-v3" whose features
   /// the host has (compiling for another CPU is an error: the code runs
-  /// here).
+  /// here), optionally followed by comma-separated feature changes:
+  /// "native,-amx-tile,-amx-bf16" is the host without AMX.
   std::string cpu = "native";
   /// Threads the kernels' parallel loops use: 0 for the runtime's default
   /// (ATTNC_NUM_THREADS, else one per core), else at most this many.
