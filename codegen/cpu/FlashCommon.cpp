@@ -404,6 +404,24 @@ Value FlashCommon::meanOfSeenRows(Value values, Value lse, bool perHead) {
   return mean;
 }
 
+void FlashCommon::addToPair(Value parts, ValueRange at, Value h, Value g,
+                            Value x) {
+  auto add = [&](Value u, Value v) {
+    SmallVector<Value> where(at);
+    where.append({u, v});
+    memref::StoreOp::create(
+        b, arith::AddFOp::create(b, memref::LoadOp::create(b, parts, where), x),
+        parts, where);
+  };
+  add(h, g);
+  auto offDiagonal = scf::IfOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, h, g),
+      /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(offDiagonal.thenBlock());
+  add(g, h);
+}
+
 Value FlashCommon::similarityOf(Value parts) {
   int64_t cells = shapeOf(parts)[1];
   Value sim = alloc({B, H, H});

@@ -72,6 +72,11 @@ public:
   /// a loop after the kernel's tasks, summing in row order.
   mlir::Value meanOfSeenRows(mlir::Value values, mlir::Value lse, bool perHead);
 
+  /// parts[at..., h, g] += x, and parts[at..., g, h] += x off the diagonal:
+  /// a symmetric H x H partial from its lower triangle.
+  void addToPair(mlir::Value parts, mlir::ValueRange at, mlir::Value h,
+                 mlir::Value g, mlir::Value x);
+
   /// The head similarity [B, H, H] from the tasks' partials [B, tasks, H,
   /// H] of sum <P_hi, P_gi> over their rows, summed in task order (for any
   /// thread count), then divided by the norms: 0 where one is 0, NaN kept.

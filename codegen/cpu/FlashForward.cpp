@@ -362,20 +362,7 @@ void FlashForward::similarityOfRows(ArrayRef<Value> args,
               arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, norms,
                                     f(0.0f)),
               f(0.0f), arith::DivFOp::create(b, dot, norms));
-          auto add = [&](Value u, Value v) {
-            memref::StoreOp::create(
-                b,
-                arith::AddFOp::create(
-                    b, memref::LoadOp::create(b, parts, at(u, v)), x),
-                parts, at(u, v));
-          };
-          add(h, g);
-          auto offDiagonal = scf::IfOp::create(
-              b, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, h, g),
-              /*withElseRegion=*/false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(offDiagonal.thenBlock());
-          add(g, h);
+          addToPair(parts, {bi, group}, h, g, x);
         });
       });
     });

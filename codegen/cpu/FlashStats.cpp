@@ -262,21 +262,7 @@ void FlashStats::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
       Value dot = vector::ReductionOp::create(b, vector::CombiningKind::ADD,
                                               rowLoop.getResult(0), Value(),
                                               arith::FastMathFlags::reassoc);
-      auto add = [&](Value x, Value y) {
-        SmallVector<Value> at{bi, cell, x, y};
-        memref::StoreOp::create(
-            b,
-            arith::AddFOp::create(b, memref::LoadOp::create(b, simParts, at),
-                                  dot),
-            simParts, at);
-      };
-      add(h, g);
-      auto ifOp = scf::IfOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, h, g),
-          /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      add(g, h);
+      addToPair(simParts, {bi, cell}, h, g, dot);
     });
   });
 }
