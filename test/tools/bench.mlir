@@ -3,7 +3,7 @@
 // RUN: attnc bench %s --threads 1 --reps 1 --no-backward | FileCheck %s --check-prefix=TEXT
 // RUN: not attnc bench %s --reps 0 2>&1 | FileCheck %s --check-prefix=REPS
 
-// CHECK: {"spec": "{{.*}}bench.mlir", "kernel": "attn", "threads": 1, "forward_flops": 532480, "compile_ms": {{[0-9.]+}}, "peak_gflops": {{[0-9.]+}}, "forward": {"median_ms": {{[0-9.]+}}, "gflops": {{[0-9.]+}}, "fraction": {{[0-9.]+}}, "peak_rss_mb": {{[0-9.]+}}, "extra_mb": {{[0-9.]+}}}, "forward_backward": {"median_ms": {{[0-9.]+}}, "gflops": {{[0-9.]+}}, "fraction": {{[0-9.]+}}, "peak_rss_mb": {{[0-9.]+}}, "extra_mb": {{[0-9.]+}}}}
+// CHECK: {"spec": "{{.*}}bench.mlir", "kernel": "attn", "threads": 1, "forward_flops": 532480, "compile_ms": {{[0-9.]+}}, "peak_gflops": {{[0-9.]+}}, "bf16_dot_peak_gflops": 0.0, "forward": {"median_ms": {{[0-9.]+}}, "gflops": {{[0-9.]+}}, "fraction": {{[0-9.]+}}, "fraction_of_bf16_dot_peak": 0.0000, "peak_rss_mb": {{[0-9.]+}}, "extra_mb": {{[0-9.]+}}}, "forward_backward": {"median_ms": {{[0-9.]+}}, "gflops": {{[0-9.]+}}, "fraction": {{[0-9.]+}}, "peak_rss_mb": {{[0-9.]+}}, "extra_mb": {{[0-9.]+}}}}
 // TEXT: @attn on 1 thread(s), median of 1
 // TEXT: forward {{.*}} GFLOP/s {{.*}}% of peak
 // TEXT-NOT: forward+backward

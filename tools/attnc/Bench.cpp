@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <immintrin.h>
 #include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
@@ -83,6 +84,15 @@ double forwardFlops(mlir::func::FuncOp func) {
   return flops;
 }
 
+/// Whether `func` holds an attention of bf16 Q (after fusion).
+bool hasBf16Attention(mlir::func::FuncOp func) {
+  bool bf16 = false;
+  func.walk([&](attn::AttentionOp op) {
+    bf16 |= elementTypeOf(op.getQuery()).isBF16();
+  });
+  return bf16;
+}
+
 /// One thread's FMA throughput (FLOP/s) over `seconds`: 16 independent
 /// accumulator chains of Lanes floats. Inlined into a function that sets the
 /// target, so that `acc * a + b` is one vector FMA of that width.
@@ -120,16 +130,48 @@ __attribute__((target("avx2,fma"))) double fmaRateAvx2(double seconds) {
   return fmaRate<8>(seconds);
 }
 
-double probePeakGflops(int threads) {
+/// One thread's AVX-512 BF16 throughput (FLOP/s): 16 independent chains of
+/// vdpbf16ps, each adding 32 bf16 products (64 FLOP) into 16 f32 lanes,
+/// the instruction of the forwards' dot_bf16 products.
+__attribute__((target("avx512f,avx512bf16"))) double
+dotRateAvx512Bf16(double seconds) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i)
+    acc[i] = _mm512_set1_ps(float(i));
+  const __m512bh a =
+      _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  int64_t iterations = 0;
+  auto start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    for (int r = 0; r < 1000; ++r)
+      for (int i = 0; i < 16; ++i)
+        acc[i] = _mm512_dpbf16_ps(acc[i], a, a);
+    iterations += 1000;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  float sink = 0;
+  for (int i = 0; i < 16; ++i)
+    sink += _mm512_reduce_add_ps(acc[i]);
+  volatile float keep = sink;
+  (void)keep;
+  return double(iterations) * 16 * 64 / elapsed;
+}
+
+/// The f32 FMA rate, or with `bf16Dot` the AVX-512 BF16 one (0 where the
+/// CPU lacks it), summed over `threads` threads, in GFLOP/s.
+double probePeakGflops(int threads, bool bf16Dot) {
   bool avx512 = __builtin_cpu_supports("avx512f");
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (!avx512 && !avx2)
+  if (bf16Dot ? !__builtin_cpu_supports("avx512bf16") : !avx512 && !avx2)
     return 0;
   std::vector<double> rates(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      rates[t] = avx512 ? fmaRateAvx512(0.3) : fmaRateAvx2(0.3);
+      rates[t] = bf16Dot  ? dotRateAvx512Bf16(0.3)
+                 : avx512 ? fmaRateAvx512(0.3)
+                          : fmaRateAvx2(0.3);
     });
   for (std::thread &thread : pool)
     thread.join();
@@ -139,12 +181,13 @@ double probePeakGflops(int threads) {
   return total / 1e9;
 }
 
-/// The machine's f32 FMA peak on `threads` threads, in GFLOP/s: the best of
-/// three probes, since a shared VM's neighbours only ever slow one down.
-double measurePeakGflops(int threads) {
+/// The machine's f32 FMA peak (or with `bf16Dot` its AVX-512 BF16 peak, 0
+/// without) on `threads` threads, in GFLOP/s: the best of three probes,
+/// since a shared VM's neighbours only ever slow one down.
+double measurePeakGflops(int threads, bool bf16Dot) {
   double best = 0;
   for (int probe = 0; probe < 3; ++probe)
-    best = std::max(best, probePeakGflops(threads));
+    best = std::max(best, probePeakGflops(threads, bf16Dot));
   return best;
 }
 
@@ -248,6 +291,9 @@ struct Measurements {
   std::string spec, kernel;
   int threads = 0, reps = 0;
   double compileMs = 0, flops = 0, peakGflops = 0, peakRssMb = 0;
+  /// For a spec with a bf16 attention on a CPU with AVX-512 BF16: that
+  /// peak, which its dot_bf16 forward is measured against too (0: none).
+  double bf16DotPeakGflops = 0;
   Timing forward; // @f
   bool haveBackward = false;
   Timing fwd, bwd; // <f>_fwd and <f>_bwd, when haveBackward
@@ -289,11 +335,17 @@ void printJson(const Measurements &m, llvm::raw_ostream &outs) {
        << ", \"forward_flops\": " << llvm::format("%.0f", m.flops)
        << ", \"compile_ms\": " << llvm::format("%.1f", m.compileMs)
        << ", \"peak_gflops\": " << llvm::format("%.1f", peak)
+       << ", \"bf16_dot_peak_gflops\": "
+       << llvm::format("%.1f", m.bf16DotPeakGflops)
        << ", \"forward\": {\"median_ms\": "
        << llvm::format("%.3f", m.forward.medianMs)
        << ", \"gflops\": " << llvm::format("%.2f", m.forwardGflops())
        << ", \"fraction\": "
        << llvm::format("%.4f", peak > 0 ? m.forwardGflops() / peak : 0.0)
+       << ", \"fraction_of_bf16_dot_peak\": "
+       << llvm::format("%.4f", m.bf16DotPeakGflops > 0
+                                   ? m.forwardGflops() / m.bf16DotPeakGflops
+                                   : 0.0)
        << ", \"peak_rss_mb\": " << llvm::format("%.1f", m.peakRssMb)
        << ", \"extra_mb\": " << llvm::format("%.1f", m.forward.extraMb) << "}";
   if (m.haveBackward)
@@ -312,11 +364,20 @@ void printText(const Measurements &m, llvm::raw_ostream &outs) {
   outs << "@" << m.kernel << " on " << m.threads << " thread(s), median of "
        << m.reps << " (compiled in " << llvm::format("%.0f", m.compileMs)
        << " ms)\n"
-       << "  measured FMA peak  " << llvm::format("%.1f", peak) << " GFLOP/s\n"
-       << "  forward            " << llvm::format("%9.3f", m.forward.medianMs)
+       << "  measured FMA peak  " << llvm::format("%.1f", peak) << " GFLOP/s\n";
+  if (m.bf16DotPeakGflops > 0)
+    outs << "  measured BF16 dot peak  "
+         << llvm::format("%.1f", m.bf16DotPeakGflops)
+         << " GFLOP/s (vdpbf16ps: bf16 forwards' dot_bf16 products)\n";
+  outs << "  forward            " << llvm::format("%9.3f", m.forward.medianMs)
        << " ms  " << llvm::format("%8.2f", m.forwardGflops()) << " GFLOP/s  "
        << llvm::format("%5.1f", peak > 0 ? 100 * m.forwardGflops() / peak : 0.0)
-       << "% of peak  +" << llvm::format("%.1f", m.forward.extraMb)
+       << "% of peak";
+  if (m.bf16DotPeakGflops > 0)
+    outs << " ("
+         << llvm::format("%.1f", 100 * m.forwardGflops() / m.bf16DotPeakGflops)
+         << "% of the BF16 dot peak)";
+  outs << "  +" << llvm::format("%.1f", m.forward.extraMb)
        << " MB beyond inputs and outputs\n";
   if (m.haveBackward)
     outs << "  forward+backward   " << llvm::format("%9.3f", m.bothMs())
@@ -375,7 +436,10 @@ int benchSpec(const std::string &path, const BenchOptions &options,
     return 1;
   }
 
-  m.peakGflops = measurePeakGflops(m.threads);
+  m.peakGflops = measurePeakGflops(m.threads, /*bf16Dot=*/false);
+  if (hasBf16Attention(
+          spec->module->lookupSymbol<mlir::func::FuncOp>(m.kernel)))
+    m.bf16DotPeakGflops = measurePeakGflops(m.threads, /*bf16Dot=*/true);
   m.haveBackward = options.backward && module->find(m.kernel + "_bwd");
   if (int32_t status = timeKernels(*module, options.reps, m)) {
     errs << "attnc: error: a kernel returned status " << status << "\n";
