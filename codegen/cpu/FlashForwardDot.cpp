@@ -18,17 +18,16 @@ namespace attnc {
 
 namespace {
 
-/// The loop for (i = lo; i < hi; ++i) carrying `init`, its body given the
-/// index and the carried values, returning the new ones; the final values.
+/// for (i = lo; i < hi; ++i) carrying `init` (upstream's body builder),
+/// `body` giving the values to yield; the final values.
 SmallVector<Value>
 carry(ImplicitLocOpBuilder &b, Value lo, Value hi, ValueRange init,
       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  Value one = arith::ConstantIndexOp::create(b, 1);
-  auto loop = scf::ForOp::create(b, lo, hi, one, init);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  scf::YieldOp::create(b,
-                       body(loop.getInductionVar(), loop.getRegionIterArgs()));
+  auto loop = scf::ForOp::create(
+      b, lo, hi, arith::ConstantIndexOp::create(b, 1), init,
+      [&](OpBuilder &, Location, Value i, ValueRange carried) {
+        scf::YieldOp::create(b, body(i, carried));
+      });
   return SmallVector<Value>(loop.getResults());
 }
 

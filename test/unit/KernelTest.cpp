@@ -293,20 +293,11 @@ double toleranceFor(const std::string &dtype) {
 /// sees one key (Skv = 1, or key padding down to one key), dQ and dK are 0
 /// by symmetry (P = 1, dS = dP - Delta = 0) and what is computed is the
 /// rounding noise of O(1) terms; dividing by ~0 would measure nothing.
+/// (NaN where the reference has NaN, through a row with a score of +inf or
+/// NaN, agrees; NaN anywhere else, or a number there, does not.)
 double gradientError(const std::vector<double> &actual,
                      const std::vector<double> &expected) {
-  double diff = 0, norm = 1.0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    // NaN where the reference has NaN (through a row with a score of +inf
-    // or NaN) agrees; NaN anywhere else, or a number there, does not.
-    if (std::isnan(actual[i]) != std::isnan(expected[i]))
-      return std::numeric_limits<double>::infinity();
-    if (std::isnan(expected[i]))
-      continue;
-    diff = std::max(diff, std::fabs(actual[i] - expected[i]));
-    norm = std::max(norm, std::fabs(expected[i]));
-  }
-  return diff / norm;
+  return test::errorOf(actual, expected, /*floor=*/1.0);
 }
 
 /// Calls entry point `name` with one host buffer per tensor: a checked call,
