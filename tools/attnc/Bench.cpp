@@ -93,9 +93,27 @@ bool hasBf16Attention(mlir::func::FuncOp func) {
   return bf16;
 }
 
-/// One thread's FMA throughput (FLOP/s) over `seconds`: 16 independent
-/// accumulator chains of Lanes floats. Inlined into a function that sets the
-/// target, so that `acc * a + b` is one vector FMA of that width.
+/// One thread's throughput (FLOP/s) over `seconds`: `round` (16
+/// independent accumulator chains, `flopsPerRound` in all) run in batches
+/// of 1000 until the time is up. Inlined, with `round`, into a function
+/// that sets the target, so that its vector operations are that target's.
+template <typename Round>
+[[gnu::always_inline]] inline double
+timeRounds(double seconds, double flopsPerRound, Round round) {
+  int64_t rounds = 0;
+  auto start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    for (int r = 0; r < 1000; ++r)
+      round();
+    rounds += 1000;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return double(rounds) * flopsPerRound / elapsed;
+}
+
+/// 16 chains of Lanes-float FMAs (`acc * a + b`: one vector FMA of that
+/// width in the caller's target).
 template <int Lanes>
 [[gnu::always_inline]] inline double fmaRate(double seconds) {
   typedef float Vector __attribute__((vector_size(4 * Lanes)));
@@ -103,23 +121,18 @@ template <int Lanes>
   for (int i = 0; i < 16; ++i)
     acc[i] = Vector{} + float(i);
   const Vector a = Vector{} + 0.999999f, b = Vector{} + 1e-7f;
-  int64_t iterations = 0;
-  auto start = Clock::now();
-  double elapsed = 0;
-  while (elapsed < seconds) {
-    for (int r = 0; r < 1000; ++r)
-      for (int i = 0; i < 16; ++i)
-        acc[i] = acc[i] * a + b;
-    iterations += 1000;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  }
+  double rate = timeRounds(
+      seconds, 16 * Lanes * 2, [&]() __attribute__((always_inline)) {
+        for (int i = 0; i < 16; ++i)
+          acc[i] = acc[i] * a + b;
+      });
   float sink = 0;
   for (int i = 0; i < 16; ++i)
     for (int lane = 0; lane < Lanes; ++lane)
       sink += acc[i][lane];
   volatile float keep = sink;
   (void)keep;
-  return double(iterations) * 16 * Lanes * 2 / elapsed;
+  return rate;
 }
 
 __attribute__((target("avx512f"))) double fmaRateAvx512(double seconds) {
@@ -130,9 +143,9 @@ __attribute__((target("avx2,fma"))) double fmaRateAvx2(double seconds) {
   return fmaRate<8>(seconds);
 }
 
-/// One thread's AVX-512 BF16 throughput (FLOP/s): 16 independent chains of
-/// vdpbf16ps, each adding 32 bf16 products (64 FLOP) into 16 f32 lanes,
-/// the instruction of the forwards' dot_bf16 products.
+/// One thread's AVX-512 BF16 throughput (FLOP/s): 16 chains of vdpbf16ps,
+/// each adding 32 bf16 products (64 FLOP) into 16 f32 lanes, the
+/// instruction of the forwards' dot_bf16 products.
 __attribute__((target("avx512f,avx512bf16"))) double
 dotRateAvx512Bf16(double seconds) {
   __m512 acc[16];
@@ -140,22 +153,17 @@ dotRateAvx512Bf16(double seconds) {
     acc[i] = _mm512_set1_ps(float(i));
   const __m512bh a =
       _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
-  int64_t iterations = 0;
-  auto start = Clock::now();
-  double elapsed = 0;
-  while (elapsed < seconds) {
-    for (int r = 0; r < 1000; ++r)
-      for (int i = 0; i < 16; ++i)
-        acc[i] = _mm512_dpbf16_ps(acc[i], a, a);
-    iterations += 1000;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  }
+  double rate = timeRounds(
+      seconds, 16 * 64, [&]() __attribute__((target("avx512f,avx512bf16"))) {
+        for (int i = 0; i < 16; ++i)
+          acc[i] = _mm512_dpbf16_ps(acc[i], a, a);
+      });
   float sink = 0;
   for (int i = 0; i < 16; ++i)
     sink += _mm512_reduce_add_ps(acc[i]);
   volatile float keep = sink;
   (void)keep;
-  return double(iterations) * 16 * 64 / elapsed;
+  return rate;
 }
 
 /// The f32 FMA rate, or with `bf16Dot` the AVX-512 BF16 one (0 where the
