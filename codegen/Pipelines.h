@@ -59,7 +59,7 @@ struct AttncPipelineOptions
   Option<bool> dotBf16{*this, "dot-bf16",
                        llvm::cl::desc("The target has AVX-512 BF16 dot "
                                       "products: bf16 forwards without AMX "
-                                      "use them"),
+                                      "and bf16 backwards use them"),
                        llvm::cl::init(false)};
   Option<int64_t> threads{
       *this, "threads",

@@ -42,8 +42,9 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     - `key_block`: keys per online-softmax step of the forward, or per
       dK/dV block of the backward, a multiple of 32 up to 256 (0: none);
     - `amx`: the forward multiplies on AMX bf16 tiles (16-row tiles);
-    - `dot_bf16`: the forward multiplies with AVX-512 BF16 dot products
-      (vdpbf16ps: pairs of bf16 into f32) where there is no AMX;
+    - `dot_bf16`: the forward (where there is no AMX) or the backward
+      multiplies with AVX-512 BF16 dot products (vdpbf16ps: pairs of bf16
+      into f32); a backward's rows are then even;
     - `splits`: the backward's dQ copies: split s takes key blocks s, s +
       splits, ... and accumulates dQ into its own f32 copy, the copies
       summed in split order (deterministic for any thread count).
@@ -66,7 +67,7 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     DefaultValuedParameter<"int64_t", "1",
         "the backward's dQ copies, summed in order">:$splits,
     DefaultValuedParameter<"bool", "false",
-        "the forward multiplies with AVX-512 BF16 dot products">:$dot_bf16
+        "the products are AVX-512 BF16 dot products">:$dot_bf16
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

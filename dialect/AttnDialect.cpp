@@ -71,14 +71,21 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
     return op->emitError()
            << "only attn.attention and attn.attention_stats take an AMX "
               "tile plan";
-  if (cpu.getDotBf16() && !isa<AttentionOp>(op))
-    return op->emitError() << "only attn.attention takes a dot_bf16 tile plan";
+  if (cpu.getDotBf16() && !isa<AttentionOp, AttentionGradOp>(op))
+    return op->emitError()
+           << "only attn.attention and attn.attention_grad take a dot_bf16 "
+              "tile plan";
+  auto grad = dyn_cast<AttentionGradOp>(op);
+  if (cpu.getDotBf16() && grad && cpu.getRows() % 2)
+    return op->emitError() << "a dot_bf16 tile plan of attn.attention_grad "
+                              "needs an even number of rows, got "
+                           << cpu.getRows();
   if (cpu.getAmx() || cpu.getDotBf16()) {
     // The bf16 pairs: bf16 operands, D a multiple of 32 (AMX) or 16 and
     // Dv of 16.
     SmallVector<Value> operands = {op->getOperand(0), op->getOperand(1)};
-    if (auto fwd = dyn_cast<AttentionOp>(op))
-      operands.push_back(fwd.getValue());
+    if (isa<AttentionOp, AttentionGradOp>(op))
+      operands.push_back(op->getOperand(2));
     int64_t dMultiple = cpu.getAmx() ? 32 : 16;
     for (auto [n, operand] : llvm::enumerate(operands)) {
       auto type = dyn_cast<RankedTensorType>(operand.getType());

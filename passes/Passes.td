@@ -102,7 +102,7 @@ def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
            "The target has AMX bf16 tiles: bf16 forwards get 16-row tiles">,
     Option<"dotBf16", "dot-bf16", "bool", /*default=*/"false",
            "The target has AVX-512 BF16 dot products (vdpbf16ps): bf16 "
-           "forwards without AMX use them">,
+           "forwards without AMX and bf16 backwards use them">,
     Option<"rows", "rows", "int64_t", /*default=*/"0",
            "Query rows per register block instead of the target's choice "
            "(1 to 16, no AMX tiles then; 0: the target's): a testing and "

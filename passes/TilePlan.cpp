@@ -55,16 +55,20 @@ bool usesAmxTiles(Operation *op, const CpuTarget &target) {
                   shapeOf(fwd.getValue())[3] % 16 == 0);
 }
 
-/// Whether the forward of `op` multiplies with AVX-512 BF16 dot products
-/// on `target` (vdpbf16ps: a pair of bf16 products into each f32 lane):
-/// where it has them and no AMX, for bf16 Q, K and V, D and Dv multiples
-/// of 16, and, as on AMX, several query tiles a head (K and V are copied
-/// whole into pairs per call).
+/// Whether the forward or backward of `op` multiplies with AVX-512 BF16
+/// dot products on `target` (vdpbf16ps: a pair of bf16 products into each
+/// f32 lane): where it has them, for bf16 Q, K and V (O and dO are V's
+/// type), D and Dv
+/// multiples of 16, and, as on AMX, several query tiles a head (a forward
+/// copies K and V whole into pairs per call). The forward only where there
+/// is no AMX; the backward, which has no AMX path, wherever there are.
 bool usesDotBf16(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
-  if (!target.dotBf16 || target.amx || target.vectorBits < 512 || !fwd)
+  auto grad = dyn_cast<attn::AttentionGradOp>(op);
+  if (!target.dotBf16 || target.vectorBits < 512 || (!fwd && !grad) ||
+      (fwd && target.amx))
     return false;
-  Value q = fwd.getQuery(), k = fwd.getKey(), v = fwd.getValue();
+  Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
   return shapeOf(q)[2] >= 4 * attn::CpuPlanAttr::kAmxRows &&
          elementTypeOf(q).isBF16() && elementTypeOf(k).isBF16() &&
          elementTypeOf(v).isBF16() && shapeOf(q)[3] % 16 == 0 &&
@@ -167,6 +171,7 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   auto tileKeys = [&](int64_t r) {
     return (std::min(visible + r - 1, skv) + 31) / 32 * 32;
   };
+  bool dotBf16 = usesDotBf16(op, target) && rowsAsked == 0;
   if (rows > 0) {
     // Asked for (attn-plan-tiles{rows=N}: a testing and tuning aid).
   } else if (sq > 0) {
@@ -175,6 +180,9 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
     // and 1 + 11 copies).
     int64_t tiles = (sq + maxRows - 1) / maxRows;
     rows = (sq + tiles - 1) / tiles;
+    // The dot backward's transposed products take rows in pairs.
+    if (dotBf16 && grad)
+      rows += rows % 2;
   } else {
     // Projections and merges (GEMMs over B * S rows) keep 8 on AVX-512:
     // 12 was not measured faster there (the MHA layer's forward and
@@ -216,7 +224,6 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   if (fwd && sq > 0 && headTiles <= 8)
     queryBlock = rows * headTiles;
   int64_t splits = grad ? backwardSplits(grad, rows, keyBlock) : 1;
-  bool dotBf16 = usesDotBf16(op, target) && rowsAsked == 0;
   return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits,
                           dotBf16);
 }

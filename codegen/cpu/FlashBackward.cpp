@@ -38,22 +38,33 @@ SmallVector<Value> FlashBackward::build() {
   // the forward packs it: the recomputed scores are then the forward's,
   // bit for bit (with Q scaled in the forward only, an ALiBi slope's
   // gradient read errors up to 7x larger), and dK = dS^T (scale Q).
-  Value qT = alloc({B, H, qTiles, D, rows}),
-        dOT = alloc({B, H, qTiles, Dv, rows});
-  forEachHead("__attnc_flash_pack", {q, qT, dO, dOT}, H,
-              [&](ArrayRef<Value> args, Value bi, Value h) {
-                packTiles(args[0], args[1], bi, h, scale);
-                packTiles(args[2], args[3], bi, h);
-              });
+  // With dot products: bf16 and unscaled (dK^T is scaled when stored),
+  // the scores taken from Q's rows as the dot forward takes them.
+  auto packBoth = [&](Type element, std::optional<float> qScale) {
+    Value qT = alloc({B, H, qTiles, D, rows}, element),
+          dOT = alloc({B, H, qTiles, Dv, rows}, element);
+    forEachHead(
+        element.isF32() ? "__attnc_flash_pack" : "__attnc_flash_pack_bf16",
+        {q, qT, dO, dOT}, H, [&](ArrayRef<Value> args, Value bi, Value h) {
+          packTiles(args[0], args[1], bi, h, qScale);
+          packTiles(args[2], args[3], bi, h);
+        });
+    return std::pair(qT, dOT);
+  };
   // Delta from O in f32 is exact enough; from a narrower O, the float
   // captures' gradients (sums of terms that cancel: an ALiBi slope's
   // read errors of 0.2-1) need it from P and dP (with K^T and V^T
   // packed whole for it; the pass over key tiles packs its own tile).
   bool narrowOutput = !elementTypeOf(op.getOutput()).isF32();
-  Value delta = narrowOutput && !floatCaptures.empty()
-                    ? exactRowDeltas(qT, transposed(k), transposed(v), dOT, lse,
-                                     dLse, lengths)
-                    : rowDeltas(o, dO, dLse);
+  bool exactDeltas = narrowOutput && !floatCaptures.empty();
+  Value qT, dOT;
+  if (!dot || exactDeltas)
+    std::tie(qT, dOT) = packBoth(f32, scale);
+  Value delta = exactDeltas ? exactRowDeltas(qT, transposed(k), transposed(v),
+                                             dOT, lse, dLse, lengths)
+                            : rowDeltas(o, dO, dLse);
+  if (dot)
+    std::tie(qT, dOT) = packBoth(b.getBF16Type(), std::nullopt);
   Value coefficients = entropyBuf ? entropyCoefficients(lse, delta) : Value();
   SmallVector<Value> common = {qT, k, v, dOT, lse, delta};
   // The dQ copies of the splits ([splits, B, H, rows * qTiles, D]).
@@ -71,9 +82,15 @@ SmallVector<Value> FlashBackward::build() {
   }
   partialBase = captured1.size();
   captured1.append(partials);
+  if (dot) {
+    rowMajorArg = captured1.size();
+    captured1.append({q, dO});
+  }
   parallelTasks(
       parent, "__attnc_flash_backward_kv", captured1, kvTasks,
       [&](ArrayRef<Value>) {
+        if (dot)
+          return dotScratch();
         return SmallVector<Value>{
             scratchBuffer({blockTiles, kChunkTiles * rows, kCols}),
             scratchBuffer({blockTiles, kChunkTiles * rows, kCols}),
@@ -237,8 +254,14 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
         bi = rest[4], h = rest[5], j0 = rest[6], i0 = rest[7], limit = rest[8],
         task = rest[9], t = rest[10];
   Value queryTile = arith::DivUIOp::create(b, i0, idx(rows)), zero = idx(0);
-  storeTile(tileProduct(qT, {bi, h, queryTile}, ktTile, zero, zero, t), pBuf);
-  storeTile(tileProduct(dOT, {bi, h, queryTile}, vtTile, zero, zero, t), dsBuf);
+  if (dot) {
+    storeTile(dotTile(rest[12], ktTile, bi, h, i0, t), pBuf);
+    storeTile(dotTile(rest[13], vtTile, bi, h, i0, t), dsBuf);
+  } else {
+    storeTile(tileProduct(qT, {bi, h, queryTile}, ktTile, zero, zero, t), pBuf);
+    storeTile(tileProduct(dOT, {bi, h, queryTile}, vtTile, zero, zero, t),
+              dsBuf);
+  }
   Value whole =
       masks.isWhole(b, limit, i0, rows, j0, kCols, /*existsOnly=*/true);
   forRows(i0, [&](Value r, Value i) {
@@ -256,7 +279,7 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
       Value s = vector::LoadOp::create(b, vec, pBuf, at);
       Value dp = vector::LoadOp::create(b, vec, dsBuf, at);
       Scores sc = scoresOf(caps, s, in[w], bi, h, range.row, j0, w,
-                           /*prescaled=*/true);
+                           /*prescaled=*/!dot);
       Value p = recomputedP(sc, l);
       // dS' = P (dP - Delta), through the score_mod's adjoint to dS.
       Value centered = arith::SubFOp::create(b, dp, d);
@@ -286,10 +309,13 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
       vector::StoreOp::create(b, ds, dsBuf, at);
     }
   });
+  if (dot)
+    dotPairRows(pBuf, dsBuf, rest[14], rest[15], rest[16]);
 }
 
 void FlashBackward::callAccumulateTransposed(ArrayRef<Value> args) {
-  std::string name = "__attnc_flash_accumulate_transposed";
+  std::string name = dot ? "__attnc_flash_accumulate_pairs"
+                         : "__attnc_flash_accumulate_transposed";
   for (Value v : args.take_front(3))
     name += "_" + shapeName(v);
   auto module = parent->getParentOfType<ModuleOp>();
@@ -297,8 +323,12 @@ void FlashBackward::callAccumulateTransposed(ArrayRef<Value> args) {
   if (!fn)
     fn = outline(parent, name, ValueRange(args).getTypes(),
                  [&](ArrayRef<Value> a) {
-                   accumulateTransposed(a[0], a[1], a[2], {a[3], a[4]}, a[5],
-                                        a[6], a[7], a[8]);
+                   if (dot)
+                     dotAccumulateTransposed(a[0], a[1], a[2], {a[3], a[4]},
+                                             a[5], a[6], a[7], a[8]);
+                   else
+                     accumulateTransposed(a[0], a[1], a[2], {a[3], a[4]}, a[5],
+                                          a[6], a[7], a[8]);
                  });
   func::CallOp::create(b, fn, args);
 }
@@ -372,9 +402,13 @@ FlashBackward::KeyBlock FlashBackward::startKeyBlock(ArrayRef<Value> args,
   // product, which reads a chunk's keys as one sequential stream: read
   // from K's rows (512 bytes apart at D = 128), its loop took 13% more
   // time with 128-key blocks than with 32 (perf, 1 thread).
-  transposeTiles(k, kb.ktTile(), bi, g, kb.tile0);
-  transposeTiles(args[2], kb.vtTile(), bi, g, kb.tile0);
-  copyColumnChunks(k, bi, g, kb.j0, kb.valid, kb.kChunks(), {idx(0), idx(0)});
+  if (dot) {
+    dotPairBlock(kb, k, args[2]);
+  } else {
+    transposeTiles(k, kb.ktTile(), bi, g, kb.tile0);
+    transposeTiles(args[2], kb.vtTile(), bi, g, kb.tile0);
+    copyColumnChunks(k, bi, g, kb.j0, kb.valid, kb.kChunks(), {idx(0), idx(0)});
+  }
   kb.limit = masks.keyLimit(b, lengths, bi);
   // Keys from `seen` on are seen by no row (their tiles are skipped).
   kb.seen = masks.seenKeysEnd(b, kb.limit, kb.j0);
@@ -398,6 +432,7 @@ void FlashBackward::chunkProbabilities(const KeyBlock &kb, Value h, Value c0,
     loop(0, blockTiles, [&](Value t) {
       Value pTile = view(kb.pBuf(), {t}, at, rows),
             dsTile = view(kb.dsBuf(), {t}, at, rows);
+      Value dsBf = dot ? view(kb.dsBf16(), {t}, at, rows) : Value();
       Value jt = tileStart(kb, t);
       auto [first, end] = rowsSeeing(jt);
       Value live = arith::AndIOp::create(
@@ -408,14 +443,32 @@ void FlashBackward::chunkProbabilities(const KeyBlock &kb, Value h, Value c0,
       auto ifOp = scf::IfOp::create(b, live, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      probabilities(
-          args.take_front(6), args.slice(captureBase, captures.size()),
-          args.drop_front(partialBase),
-          {pTile, dsTile, kb.ktTile(), kb.vtTile(), kb.bi, h, jt, i0, kb.limit,
-           kb.task, t, entropyBuf ? args[entropyArg] : Value()});
+      SmallVector<Value> rest = {
+          pTile,       dsTile, kb.ktTile(),
+          kb.vtTile(), kb.bi,  h,
+          jt,          i0,     kb.limit,
+          kb.task,     t,      entropyBuf ? args[entropyArg] : Value()};
+      if (dot) {
+        Value pairs = arith::DivUIOp::create(b, at, idx(2));
+        rest.append({args[rowMajorArg], args[rowMajorArg + 1], dsBf,
+                     view(kb.pRowPairs(), {t}, pairs, rows / 2),
+                     view(kb.dsRowPairs(), {t}, pairs, rows / 2)});
+      }
+      probabilities(args.take_front(6),
+                    args.slice(captureBase, captures.size()),
+                    args.slice(partialBase, floatCaptures.size()), rest);
       // Only dQ's product reads a tile no row sees.
       b.setInsertionPointToStart(ifOp.elseBlock());
       storeTile(SmallVector<Value>(2 * rows, splat(f(0.0f))), dsTile);
+      if (dot) {
+        Value zeros = arith::ConstantOp::create(
+            b, b.getZeroAttr(VectorType::get({kLanes}, b.getBF16Type())));
+        loop(0, rows, [&](Value r) {
+          for (int64_t w = 0; w < 2; ++w)
+            vector::StoreOp::create(b, zeros, dsBf,
+                                    ValueRange{r, idx(w * kLanes)});
+        });
+      }
     });
   });
 }
@@ -440,11 +493,18 @@ void FlashBackward::chunkQueryGrads(const KeyBlock &kb, Value h, Value c0,
                                          b.getIndexAttr(rows),
                                          b.getIndexAttr(kCols)};
       SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+      Value y = view(copies, {kb.split, kb.bi, h}, i0, rows);
+      if (dot) {
+        dotQueryGrads(
+            y,
+            memref::SubViewOp::create(b, kb.dsBf16(), offsets, sizes, strides),
+            kb.kChunks(), keys, col, n);
+        return;
+      }
       Value dsRows =
           memref::SubViewOp::create(b, kb.dsBuf(), offsets, sizes, strides);
-      rowsTimesKeysColumns(view(copies, {kb.split, kb.bi, h}, i0, rows), dsRows,
-                           kb.kChunks(), idx(0), idx(0), idx(0), keys, Value(),
-                           col, n);
+      rowsTimesKeysColumns(y, dsRows, kb.kChunks(), idx(0), idx(0), idx(0),
+                           keys, Value(), col, n);
     });
   });
 }
@@ -469,8 +529,10 @@ void FlashBackward::chunkKeyGrads(const KeyBlock &kb, Value h, Value c0,
                               idx(rows - 1)),
         idx(rows));
     Value row0 = arith::SubIOp::create(b, lo, c0);
-    for (auto [zt, c, packed] : {std::tuple(kb.dvBuf(), kb.pBuf(), dOT),
-                                 std::tuple(kb.dkBuf(), kb.dsBuf(), qT)})
+    Value pc = dot ? kb.pRowPairs() : kb.pBuf(),
+          dsc = dot ? kb.dsRowPairs() : kb.dsBuf();
+    for (auto [zt, c, packed] :
+         {std::tuple(kb.dvBuf(), pc, dOT), std::tuple(kb.dkBuf(), dsc, qT)})
       callAccumulateTransposed({zt, c, packed, kb.bi, h,
                                 arith::DivUIOp::create(b, lo, idx(rows)), count,
                                 t, row0});
@@ -483,12 +545,18 @@ void FlashBackward::storeKeyGrads(const KeyBlock &kb) {
     Value key = arith::AddIOp::create(b, kb.j0, j);
     Value t = arith::DivUIOp::create(b, j, idx(kCols)),
           lane = arith::RemUIOp::create(b, j, idx(kCols));
-    for (auto [grad, buffer, width] :
-         {std::tuple(dK, kb.dkBuf(), D), std::tuple(dV, kb.dvBuf(), Dv)})
-      copyLoop(0, width, [&, grad = grad, buffer = buffer](Value c) {
-        storeScalar(memref::LoadOp::create(b, buffer, ValueRange{t, c, lane}),
-                    grad, ValueRange{kb.bi, kb.g, key, c});
-      });
+    // With dot products, dK^T summed Q^T dS of unscaled Q.
+    for (auto [grad, buffer, width, factor] :
+         {std::tuple(dK, kb.dkBuf(), D, dot ? scale : 1.0f),
+          std::tuple(dV, kb.dvBuf(), Dv, 1.0f)})
+      copyLoop(
+          0, width,
+          [&, grad = grad, buffer = buffer, factor = factor](Value c) {
+            Value x = memref::LoadOp::create(b, buffer, ValueRange{t, c, lane});
+            if (factor != 1.0f)
+              x = arith::MulFOp::create(b, x, f(factor));
+            storeScalar(x, grad, ValueRange{kb.bi, kb.g, key, c});
+          });
   });
 }
 

@@ -24,7 +24,7 @@ public:
                 attn::CpuPlanAttr plan, int64_t vectorBits)
       : FlashCommon(b, op, plan.getRows(), vectorBits),
         blockTiles(plan.getKeyBlock() / kCols), op(op),
-        splits(plan.getSplits()) {
+        splits(plan.getSplits()), dot(plan.getDotBf16()) {
     for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
       if (isFloatTensor(capture))
         floatCaptures.push_back(k);
@@ -124,6 +124,14 @@ private:
     mlir::Value ktTile() const { return scratch[4]; }
     mlir::Value vtTile() const { return scratch[5]; }
     mlir::Value kChunks() const { return scratch[6]; }
+    // With dot products (FlashBackwardDot.cpp): scratch[4] and [5] hold the
+    // block's K and V with pairs of columns side by side, [6] K with pairs
+    // of keys ([2 blockTiles, D / 2, 32], [blockTiles, 16, 2 D]); then dS
+    // in bf16 ([tiles, chunk rows, 32]), and P and dS with pairs of rows
+    // side by side ([tiles, chunk rows / 2, 64]).
+    mlir::Value dsBf16() const { return scratch[7]; }
+    mlir::Value pRowPairs() const { return scratch[8]; }
+    mlir::Value dsRowPairs() const { return scratch[9]; }
   };
 
   /// The dK and dV rows of key block `block` of (bi, g), and its dS K terms
@@ -202,6 +210,44 @@ private:
   /// in a func.return only as a holder of these values (never verified).
   void buildAdjointBlock();
 
+  //===--------------------------------------------------------------------===//
+  // AVX-512 BF16 dot products (FlashBackwardDot.cpp, plan dot_bf16): the
+  // five products of bf16 operands (Q, K, V, dO as given; P and dS rounded
+  // to bf16, as FlashAttention's GPU backward does) into f32 sums.
+  //===--------------------------------------------------------------------===//
+
+  /// The task scratch of a key block (KeyBlock's).
+  mlir::SmallVector<mlir::Value> dotScratch();
+
+  /// Packs the block's K and V pairs (KeyBlock).
+  void dotPairBlock(const KeyBlock &kb, mlir::Value k, mlir::Value v);
+
+  /// The rows x 32 tile of x[bi, h, i0 + r, :] (bf16, row-major; rows past
+  /// Sq repeat its last) times the 16-key tiles 2 t and 2 t + 1 of
+  /// `pairs` (pairColumns): unscaled S (Q, K) or dP (dO, V).
+  mlir::SmallVector<mlir::Value> dotTile(mlir::Value x, mlir::Value pairs,
+                                         mlir::Value bi, mlir::Value h,
+                                         mlir::Value i0, mlir::Value t);
+
+  /// P and dS of a rows x 32 tile (f32, [rows, 32]) into dS in bf16 and
+  /// both with pairs of rows side by side (KeyBlock's).
+  void dotPairRows(mlir::Value pTile, mlir::Value dsTile, mlir::Value dsBf,
+                   mlir::Value pPairs, mlir::Value dsPairs);
+
+  /// dQ's copy rows [rows, D] += dS (bf16, the rows' [tiles, rows, 32])
+  /// times the block's keys below `keys` (pairKeys), columns [col, col +
+  /// 16 n).
+  void dotQueryGrads(mlir::Value y, mlir::Value dsRows, mlir::Value kPairs,
+                     mlir::Value keys, mlir::Value col, int64_t n);
+
+  /// accumulateTransposed's product with pairs of rows: zt[block, d, 0:32]
+  /// += sum over rows of packed (bf16) times c's row pairs ([blocks, rows /
+  /// 2, 64]).
+  void dotAccumulateTransposed(mlir::Value zt, mlir::Value c,
+                               mlir::Value packed, mlir::ValueRange prefix,
+                               mlir::Value tile0, mlir::Value tiles,
+                               mlir::Value block, mlir::Value row0);
+
   /// The query tiles whose P and dS one pass of accumulateTransposed sums
   /// into a key block's dK and dV (two [blockTiles, 8 tiles x rows, 32] f32
   /// scratch buffers).
@@ -210,6 +256,8 @@ private:
 
   attn::AttentionGradOp op;
   int64_t splits; // the plan's dQ splits
+  bool dot;       // the products as AVX-512 BF16 dot products
+  size_t rowMajorArg = 0; // with dot: where Q and dO are in task args
   std::unique_ptr<mlir::Region> adjointRegion;
   mlir::Block *adjointBlock = nullptr;
   struct CaptureRead {

@@ -245,12 +245,6 @@ public:
   static void markUsesAmx(mlir::Operation *op);
 
 protected:
-  /// kp[bi, g, t, d / 2, 2 j + d % 2] = k[bi, g, 16 t + j, d] for the
-  /// 2 * tiles32 16-key tiles of KV head (bi, g) (zeros past Skv): K in
-  /// tdpbf16ps's B layout.
-  void pairKeysOfHead(mlir::Value k, mlir::Value kp, mlir::Value bi,
-                      mlir::Value g, int64_t tiles32);
-
   /// rows[r, :] = q[bi, h, min(i0 + r, Sq - 1), :] (bf16, a tile's A).
   void copyRows(mlir::Value q, mlir::Value bi, mlir::Value h, mlir::Value i0,
                 mlir::Value rowsBuf);
@@ -262,6 +256,38 @@ protected:
   void amxScores(mlir::Value qRows, mlir::Value t, mlir::Value kp,
                  mlir::Value bi, mlir::Value g, mlir::Value tile,
                  mlir::Value pBuf, int64_t keyTiles);
+
+  //===--------------------------------------------------------------------===//
+  // AVX-512 BF16 dot products (DotProducts.cpp): vdpbf16ps adds the products
+  // of a pair of bf16 (a reduction index and the next) into each of 16 f32
+  // lanes; one operand is a pair broadcast to every lane pair, the other
+  // holds 16 such pairs (the AMX layouts above).
+  //===--------------------------------------------------------------------===//
+
+  /// The pair of bf16 at buffer[indices...] (the last index even) in every
+  /// lane pair of a vector<32xbf16>.
+  mlir::Value broadcastPair(mlir::Value buffer, mlir::ValueRange indices);
+
+  /// A register block of vdpbf16ps over the pair index p in [lo, hi):
+  /// acc[i * xs + w] += a(p, i) . x(p, w) for i < as, w < xs, starting
+  /// from `init`; the final sums.
+  mlir::SmallVector<mlir::Value>
+  dotBlock(mlir::Value lo, mlir::Value hi, mlir::ValueRange init, int64_t as,
+           int64_t xs, llvm::function_ref<mlir::Value(mlir::Value, int64_t)> a,
+           llvm::function_ref<mlir::Value(mlir::Value, int64_t)> x);
+
+  /// dst[at..., t, d / 2, 2 j + d % 2] = src[bi, g, j0 + 16 t + j, d] for
+  /// the `tiles16` 16-key tiles from key j0 (zeros past Skv): K (or V) with
+  /// pairs of its columns side by side, the B operand of Q K^T (dO V^T).
+  void pairColumns(mlir::Value src, mlir::Value dst, mlir::ValueRange at,
+                   mlir::Value bi, mlir::Value g, mlir::Value j0,
+                   int64_t tiles16);
+
+  /// dst[at..., t, j / 2, 2 c + j % 2] = src[bi, g, j0 + 32 t + j, c] for
+  /// the `tiles32` 32-key tiles from key j0 (zeros past Skv): V (or K) with
+  /// pairs of keys side by side, the B operand of P V (dS K).
+  void pairKeys(mlir::Value src, mlir::Value dst, mlir::ValueRange at,
+                mlir::Value bi, mlir::Value g, mlir::Value j0, int64_t tiles32);
 
   /// exp of 16 lanes (vscalefps on AVX-512, upstream's polynomial else),
   /// 0 below the smallest normal float: denormal probabilities made the

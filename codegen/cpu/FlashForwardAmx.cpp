@@ -21,27 +21,6 @@ void FlashCommon::markUsesAmx(Operation *op) {
                UnitAttr::get(op->getContext()));
 }
 
-void FlashCommon::pairKeysOfHead(Value k, Value kp, Value bi, Value g,
-                                 int64_t tiles32) {
-  Type bf16 = b.getBF16Type();
-  Value zero = arith::ConstantOp::create(b, b.getZeroAttr(bf16));
-  loop(0, 2 * tiles32 * kAmxRows, [&](Value key) {
-    Value t = arith::DivUIOp::create(b, key, idx(kAmxRows));
-    Value j = arith::RemUIOp::create(b, key, idx(kAmxRows));
-    Value inside =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, idx(Skv));
-    Value clamped = arith::MinUIOp::create(b, key, idx(Skv - 1));
-    loop(0, D, [&](Value d) {
-      Value lane = arith::AddIOp::create(b, arith::MulIOp::create(b, j, idx(2)),
-                                         arith::RemUIOp::create(b, d, idx(2)));
-      Value x = memref::LoadOp::create(b, k, ValueRange{bi, g, clamped, d});
-      memref::StoreOp::create(
-          b, arith::SelectOp::create(b, inside, x, zero), kp,
-          ValueRange{bi, g, t, arith::DivUIOp::create(b, d, idx(2)), lane});
-    });
-  });
-}
-
 std::pair<Value, Value> FlashForward::pairedKeysAndValues(Value k, Value v) {
   // Whole steps of blockTiles tiles (zeros past Skv).
   int64_t padded = (tiles + blockTiles - 1) / blockTiles * blockTiles;
@@ -50,26 +29,8 @@ std::pair<Value, Value> FlashForward::pairedKeysAndValues(Value k, Value v) {
   forEachHead(
       "__attnc_flash_pairs", {k, v, kp, vp}, Hkv,
       [&](ArrayRef<Value> args, Value bi, Value g) {
-        pairKeysOfHead(args[0], args[2], bi, g, padded);
-        Value zero = arith::ConstantOp::create(b, b.getZeroAttr(bf16));
-        loop(0, padded * kCols, [&](Value key) {
-          Value t = arith::DivUIOp::create(b, key, idx(kCols));
-          Value jp = arith::DivUIOp::create(
-              b, arith::RemUIOp::create(b, key, idx(kCols)), idx(2));
-          Value e = arith::RemUIOp::create(b, key, idx(2));
-          Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                               key, idx(Skv));
-          Value clamped = arith::MinUIOp::create(b, key, idx(Skv - 1));
-          loop(0, Dv, [&](Value c) {
-            Value lane = arith::AddIOp::create(
-                b, arith::MulIOp::create(b, c, idx(2)), e);
-            Value x = memref::LoadOp::create(b, args[1],
-                                             ValueRange{bi, g, clamped, c});
-            memref::StoreOp::create(b,
-                                    arith::SelectOp::create(b, inside, x, zero),
-                                    args[3], ValueRange{bi, g, t, jp, lane});
-          });
-        });
+        pairColumns(args[0], args[2], {bi, g}, bi, g, idx(0), 2 * padded);
+        pairKeys(args[1], args[3], {bi, g}, bi, g, idx(0), padded);
       });
   return {kp, vp};
 }

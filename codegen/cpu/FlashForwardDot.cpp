@@ -1,52 +1,17 @@
-// The forward's products as AVX-512 BF16 dot products (vdpbf16ps through
-// x86vector.avx512.dot), for CPUs that have them and no AMX (AMD Zen 4 and
-// 5): the AMX path's bf16 pairs (K with (d, d + 1) side by side, V with
-// (j, j + 1), Q's rows and P in bf16), each instruction adding two products
-// into each of 16 f32 lanes, twice the FMA path's products per instruction
-// and half its bytes of K and V.
+// The forward's products as AVX-512 BF16 dot products (DotProducts.cpp), for
+// CPUs that have them and no AMX (AMD Zen 4 and 5): the AMX path's bf16
+// pairs (K with (d, d + 1) side by side, V with (j, j + 1), Q's rows and P
+// in bf16).
 #include "codegen/cpu/FlashForward.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 using namespace mlir;
 
 namespace attnc {
-
-namespace {
-
-/// for (i = lo; i < hi; ++i) carrying `init` (upstream's body builder),
-/// `body` giving the values to yield; the final values.
-SmallVector<Value>
-carry(ImplicitLocOpBuilder &b, Value lo, Value hi, ValueRange init,
-      function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  auto loop = scf::ForOp::create(
-      b, lo, hi, arith::ConstantIndexOp::create(b, 1), init,
-      [&](OpBuilder &, Location, Value i, ValueRange carried) {
-        scf::YieldOp::create(b, body(i, carried));
-      });
-  return SmallVector<Value>(loop.getResults());
-}
-
-} // namespace
-
-/// The pair of bf16 at buffer[indices...] (the last index even) in every
-/// lane pair of a vector<32xbf16>: a dot product's broadcast operand.
-static Value broadcastPair(ImplicitLocOpBuilder &b, Value buffer,
-                           ValueRange indices) {
-  Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
-  Value pair =
-      vector::LoadOp::create(b, VectorType::get({2}, bf16), buffer, indices);
-  Value word = vector::ExtractOp::create(
-      b, vector::BitCastOp::create(b, VectorType::get({1}, i32), pair),
-      ArrayRef<int64_t>{0});
-  return vector::BitCastOp::create(
-      b, VectorType::get({32}, bf16),
-      vector::BroadcastOp::create(b, VectorType::get({16}, i32), word));
-}
 
 void FlashForward::dotScores(Value qRows, Value t, Value kp, Value bi, Value g,
                              Value tile, Value end, Value pBuf) {
@@ -64,23 +29,17 @@ void FlashForward::dotScores(Value qRows, Value t, Value kp, Value bi, Value g,
     b.setInsertionPointToStart(ifOp.thenBlock());
     // The tile's two 16-key halves, rows x 2 accumulators.
     Value t16 = arith::MulIOp::create(b, tile32, idx(2));
-    Value t16Next = arith::AddIOp::create(b, t16, idx(1));
-    SmallVector<Value> acc = carry(
-        b, idx(0), idx(D / 2), SmallVector<Value>(2 * rows, zeros),
-        [&](Value dp, ValueRange s) {
-          Value k0 = vector::LoadOp::create(b, pairs, kp,
-                                            ValueRange{bi, g, t16, dp, idx(0)});
-          Value k1 = vector::LoadOp::create(
-              b, pairs, kp, ValueRange{bi, g, t16Next, dp, idx(0)});
-          Value d = arith::MulIOp::create(b, dp, idx(2));
-          SmallVector<Value> next;
-          for (int64_t r = 0; r < rows; ++r) {
-            Value a = broadcastPair(b, qRows, {t, idx(r), d});
-            next.push_back(x86vector::DotBF16Op::create(b, s[2 * r], a, k0));
-            next.push_back(
-                x86vector::DotBF16Op::create(b, s[2 * r + 1], a, k1));
-          }
-          return next;
+    SmallVector<Value> acc = dotBlock(
+        idx(0), idx(D / 2), SmallVector<Value>(2 * rows, zeros), rows, 2,
+        [&](Value dp, int64_t r) {
+          return broadcastPair(
+              qRows, {t, idx(r), arith::MulIOp::create(b, dp, idx(2))});
+        },
+        [&](Value dp, int64_t w) {
+          return vector::LoadOp::create(
+              b, pairs, kp,
+              ValueRange{bi, g, arith::AddIOp::create(b, t16, idx(w)), dp,
+                         idx(0)});
         });
     Value col = arith::MulIOp::create(b, kt, idx(kCols));
     for (int64_t r = 0; r < rows; ++r) {
@@ -117,30 +76,29 @@ void FlashForward::dotUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp,
                                    ValueRange{idx(r), idx(c0 + v * kLanes)}),
             alpha));
     }
-    SmallVector<Value> acc =
-        carry(b, idx(0), used, init, [&](Value kt, ValueRange s) {
+    auto keyTiles = scf::ForOp::create(
+        b, idx(0), used, idx(1), init,
+        [&](OpBuilder &, Location, Value kt, ValueRange s) {
           Value tile32 = arith::AddIOp::create(b, tile, kt);
           Value key0 = arith::MulIOp::create(b, kt, idx(kCols));
-          return carry(b, idx(0), idx(kCols / 2), s,
-                       [&](Value jp, ValueRange s2) {
-                         SmallVector<Value> v;
-                         for (int64_t w = 0; w < vectors; ++w)
-                           v.push_back(vector::LoadOp::create(
-                               b, pairs, vp,
-                               ValueRange{bi, g, tile32, jp,
-                                          idx(2 * (c0 + w * kLanes))}));
-                         Value j = arith::AddIOp::create(
-                             b, key0, arith::MulIOp::create(b, jp, idx(2)));
-                         SmallVector<Value> next;
-                         for (int64_t r = 0; r < rows; ++r) {
-                           Value a = broadcastPair(b, pPairs, {idx(r), j});
-                           for (int64_t w = 0; w < vectors; ++w)
-                             next.push_back(x86vector::DotBF16Op::create(
-                                 b, s2[r * vectors + w], a, v[w]));
-                         }
-                         return next;
-                       });
+          scf::YieldOp::create(
+              b, dotBlock(
+                     idx(0), idx(kCols / 2), s, rows, vectors,
+                     [&](Value jp, int64_t r) {
+                       return broadcastPair(
+                           pPairs,
+                           {idx(r), arith::AddIOp::create(
+                                        b, key0,
+                                        arith::MulIOp::create(b, jp, idx(2)))});
+                     },
+                     [&](Value jp, int64_t w) {
+                       return vector::LoadOp::create(
+                           b, pairs, vp,
+                           ValueRange{bi, g, tile32, jp,
+                                      idx(2 * (c0 + w * kLanes))});
+                     }));
         });
+    SmallVector<Value> acc(keyTiles.getResults());
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vectors; ++v)
         vector::StoreOp::create(b, acc[r * vectors + v], oBuf,

@@ -50,10 +50,11 @@ SmallVector<Value> FlashStats::build() {
   } else {
     int64_t padded = (tiles + blockTiles - 1) / blockTiles * blockTiles;
     keys = alloc({B, Hkv, 2 * padded, D / 2, 2 * kAmxRows}, b.getBF16Type());
-    forEachHead("__attnc_flash_stats_pairs", {k, keys}, Hkv,
-                [&](ArrayRef<Value> args, Value bi, Value g) {
-                  pairKeysOfHead(args[0], args[1], bi, g, padded);
-                });
+    forEachHead(
+        "__attnc_flash_stats_pairs", {k, keys}, Hkv,
+        [&](ArrayRef<Value> args, Value bi, Value g) {
+          pairColumns(args[0], args[1], {bi, g}, bi, g, idx(0), 2 * padded);
+        });
   }
   SmallVector<Value> captured = {q, keys, lse, entropyBuf, pooled, simParts};
   if (lengths)

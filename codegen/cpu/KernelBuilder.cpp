@@ -337,7 +337,7 @@ void KernelBuilder::packRows(Value a, Value bi, Value h, Value i0,
       Value x = loadF32(a, ValueRange{bi, h, row, d});
       if (scale)
         x = arith::MulFOp::create(b, x, f(*scale));
-      memref::StoreOp::create(b, x, packed, ValueRange{d, r});
+      storeScalar(x, packed, ValueRange{d, r});
     });
   });
 }

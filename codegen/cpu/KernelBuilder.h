@@ -88,14 +88,14 @@ public:
   /// f32 vectors), by shuffles.
   llvm::SmallVector<mlir::Value> transpose16(mlir::ArrayRef<mlir::Value> rows);
 
-  /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in f32 (times
-  /// `scale` when given): the rows of a tile side by side, so that the tile
-  /// product broadcasts them from one stream.
+  /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in packed's type
+  /// (f32 or bf16; times `scale` when given): the rows of a tile side by
+  /// side, so that the tile product broadcasts them from one stream.
   void packRows(mlir::Value a, mlir::Value bi, mlir::Value h, mlir::Value i0,
                 int64_t lastRow, mlir::Value packed,
                 std::optional<float> scale = std::nullopt);
 
-  /// dst[bi, h, t, d, r] = a[bi, h, min(rows t + r, S - 1), d] in f32
+  /// dst[bi, h, t, d, r] = a[bi, h, min(rows t + r, S - 1), d] in dst's type
   /// (times `scale` when given): every query tile of one (batch, head)
   /// packed (packRows for all of them, once).
   void packTiles(mlir::Value a, mlir::Value dst, mlir::Value bi, mlir::Value h,

@@ -162,7 +162,23 @@ func.func @amx_head_dim(%q: tensor<1x2x40x16xbf16>) -> (tensor<1x2x40x16xbf16>, 
 // -----
 
 func.func @dot_stats(%q: tensor<1x2x40x32xbf16>, %l: tensor<1x2x40xf32>) -> tensor<1x2x40xf32> {
-  // expected-error @+1 {{only attn.attention takes a dot_bf16 tile plan}}
+  // expected-error @+1 {{only attn.attention and attn.attention_grad take a dot_bf16 tile plan}}
   %h = attn.attention_stats %q, %q, %l {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 8, key_block = 32, dot_bf16 = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40xf32> -> entropy tensor<1x2x40xf32>
   return %h : tensor<1x2x40xf32>
+}
+
+// -----
+
+func.func @dot_backward_odd_rows(%q: tensor<1x2x40x32xbf16>, %lse: tensor<1x2x40xf32>) -> tensor<1x2x40x32xbf16> {
+  // expected-error @+1 {{a dot_bf16 tile plan of attn.attention_grad needs an even number of rows, got 7}}
+  %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q {attn.tile_plan = #attn.cpu_plan<rows = 7, query_block = 7, key_block = 32, dot_bf16 = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x32xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>
+  return %dq : tensor<1x2x40x32xbf16>
+}
+
+// -----
+
+func.func @dot_backward_value(%q: tensor<1x2x40x32xbf16>, %v: tensor<1x2x40x24xbf16>, %lse: tensor<1x2x40xf32>) -> tensor<1x2x40x32xbf16> {
+  // expected-error @+1 {{a dot_bf16 tile plan needs bf16 Q, K and V whose head dimensions are multiples of 16, got 'tensor<1x2x40x24xbf16>'}}
+  %dq, %dk, %dv = attn.attention_grad %q, %q, %v, %v, %lse, %v {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 8, key_block = 32, dot_bf16 = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x24xbf16>, tensor<1x2x40x24xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x24xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x24xbf16>
+  return %dq : tensor<1x2x40x32xbf16>
 }
