@@ -58,13 +58,16 @@ SmallVector<Value> FlashBackward::build() {
   bool narrowOutput = !elementTypeOf(op.getOutput()).isF32();
   bool exactDeltas = narrowOutput && !floatCaptures.empty();
   Value qT, dOT;
-  if (!dot || exactDeltas)
-    std::tie(qT, dOT) = packBoth(f32, scale);
-  Value delta = exactDeltas ? exactRowDeltas(qT, transposed(k), transposed(v),
-                                             dOT, lse, dLse, lengths)
-                            : rowDeltas(o, dO, dLse);
-  if (dot)
-    std::tie(qT, dOT) = packBoth(b.getBF16Type(), std::nullopt);
+  std::tie(qT, dOT) =
+      dot ? packBoth(b.getBF16Type(), std::nullopt) : packBoth(f32, scale);
+  // With dot products, P and dP from Q's and dO's rows and whole K and V
+  // in column pairs.
+  Value delta = !exactDeltas ? rowDeltas(o, dO, dLse)
+                : dot
+                    ? exactRowDeltas(q, pairedColumnsOf(k), pairedColumnsOf(v),
+                                     dO, lse, dLse, lengths)
+                    : exactRowDeltas(qT, transposed(k), transposed(v), dOT, lse,
+                                     dLse, lengths);
   Value coefficients = entropyBuf ? entropyCoefficients(lse, delta) : Value();
   SmallVector<Value> common = {qT, k, v, dOT, lse, delta};
   // The dQ copies of the splits ([splits, B, H, rows * qTiles, D]).
@@ -562,7 +565,9 @@ void FlashBackward::storeKeyGrads(const KeyBlock &kb) {
 
 bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
   // Float captures take a partial gradient per task: at most 2^24 floats
-  // (64 MB) of them, else the unfused lowering.
+  // (64 MB) of them, or four score matrices' worth (the unfused lowering,
+  // which would take the op instead, keeps several of those: a [Sq, Skv]
+  // bias at S = 2048 took 29 s there, 0.1 s here).
   ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
   int64_t tasks = q[0] * k[1] * plan.getSplits();
   int64_t partialFloats = 0;
@@ -570,8 +575,10 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
     if (isFloatTensor(capture))
       partialFloats +=
           tasks * cast<ShapedType>(capture.getType()).getNumElements();
+  int64_t scoreFloats = q[0] * q[1] * q[2] * k[2];
   return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
-         canWidenRegion(op.getMaskMod()) && partialFloats <= (1 << 24) &&
+         canWidenRegion(op.getMaskMod()) &&
+         partialFloats <= std::max<int64_t>(1 << 24, 4 * scoreFloats) &&
          q[3] % kLanes == 0 && shapeOf(op.getValue())[3] % kLanes == 0;
 }
 

@@ -70,7 +70,8 @@ private:
   /// rowDeltas as rowsum(P * dP) - dLSE, with P and dP recomputed from the
   /// packed Q, dO, K^T and V^T tiles (two of the backward's products once
   /// more) rather than from O in its narrow type: one task per (batch, head,
-  /// query tile) over the key tiles its rows see.
+  /// query tile) over the key tiles its rows see. With dot products: Q's
+  /// and dO's rows and K and V in column pairs (pairedColumnsOf).
   mlir::Value exactRowDeltas(mlir::Value qT, mlir::Value kt, mlir::Value vt,
                              mlir::Value dOT, mlir::Value lse, mlir::Value dLse,
                              mlir::Value lengths);
@@ -215,6 +216,10 @@ private:
   // five products of bf16 operands (Q, K, V, dO as given; P and dS rounded
   // to bf16, as FlashAttention's GPU backward does) into f32 sums.
   //===--------------------------------------------------------------------===//
+
+  /// K or V with pairs of columns side by side, every KV head's ([B, Hkv,
+  /// 2 tiles, width / 2, 32] bf16, pairColumns).
+  mlir::Value pairedColumnsOf(mlir::Value x);
 
   /// The task scratch of a key block (KeyBlock's).
   mlir::SmallVector<mlir::Value> dotScratch();

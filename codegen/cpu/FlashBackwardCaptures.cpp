@@ -51,10 +51,21 @@ Value FlashBackward::exactRowDeltas(Value qT, Value kt, Value vt, Value dOT,
         });
         loop(qt.keys.start, qt.keys.end, kCols, [&](Value j0) {
           Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
-          storeTile(tileProduct(args[0], {bi, h, ib}, args[1], bi, qt.g, tile),
-                    sBuf);
-          storeTile(tileProduct(args[3], {bi, h, ib}, args[2], bi, qt.g, tile),
-                    dpBuf);
+          if (dot) {
+            storeTile(
+                dotTile(args[0], view(args[1], {bi, qt.g}), bi, h, qt.i0, tile),
+                sBuf);
+            storeTile(
+                dotTile(args[3], view(args[2], {bi, qt.g}), bi, h, qt.i0, tile),
+                dpBuf);
+          } else {
+            storeTile(
+                tileProduct(args[0], {bi, h, ib}, args[1], bi, qt.g, tile),
+                sBuf);
+            storeTile(
+                tileProduct(args[3], {bi, h, ib}, args[2], bi, qt.g, tile),
+                dpBuf);
+          }
           Value whole = masks.isWhole(b, qt.limit, qt.i0, rows, j0, kCols,
                                       /*existsOnly=*/true);
           forRows(qt.i0, [&](Value r, Value i) {
@@ -70,7 +81,7 @@ Value FlashBackward::exactRowDeltas(Value qT, Value kt, Value vt, Value dOT,
               Value sv = vector::LoadOp::create(b, vec, sBuf, at);
               Value dp = vector::LoadOp::create(b, vec, dpBuf, at);
               Scores sc = scoresOf(caps, sv, in[w], bi, h, range.row, j0, w,
-                                   /*prescaled=*/true);
+                                   /*prescaled=*/!dot);
               acc = vector::FMAOp::create(b, recomputedP(sc, l), dp, acc);
             }
             vector::StoreOp::create(b, acc, sums, ValueRange{r, idx(0)});
@@ -194,13 +205,33 @@ void FlashBackward::accumulateCaptureGrads(ArrayRef<Value> partials, Value task,
     }
     // Lanes one at a time (several may hit one element); a masked lane
     // adds 0 at a clamped, in-bounds offset.
-    Value last = broadcastToLanes(b, loc, idx(stride - 1));
-    linear = arith::MinSIOp::create(
-        b, arith::MaxSIOp::create(b, linear, broadcastToLanes(b, loc, idx(0))),
-        last);
-    for (int64_t lane = 0; lane < kLanes; ++lane)
-      add(vector::ExtractOp::create(b, linear, lane),
-          vector::ExtractOp::create(b, adjoint, lane));
+    auto lanes = [&, linear]() -> Value {
+      Value last = broadcastToLanes(b, loc, idx(stride - 1));
+      Value clamped = arith::MinSIOp::create(
+          b,
+          arith::MaxSIOp::create(b, linear, broadcastToLanes(b, loc, idx(0))),
+          last);
+      for (int64_t lane = 0; lane < kLanes; ++lane)
+        add(vector::ExtractOp::create(b, clamped, lane),
+            vector::ExtractOp::create(b, adjoint, lane));
+      return Value();
+    };
+    // 16 consecutive elements (bias[i, j]): one vector of them.
+    Value first = consecutiveOffset(b, loc, indices, shape);
+    if (!first) {
+      lanes();
+      continue;
+    }
+    ifConsecutiveInBounds(
+        b, loc, first, stride, Type(),
+        [&]() -> Value {
+          Value old =
+              vector::LoadOp::create(b, vec, partial, ValueRange{task, first});
+          vector::StoreOp::create(b, arith::AddFOp::create(b, old, adjoint),
+                                  partial, ValueRange{task, first});
+          return Value();
+        },
+        lanes);
   }
 }
 

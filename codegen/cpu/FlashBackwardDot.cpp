@@ -32,6 +32,17 @@ SmallVector<Value> FlashBackward::dotScratch() {
           scratchBuffer({blockTiles, chunkRows / 2, 2 * kCols}, bf16)};
 }
 
+Value FlashBackward::pairedColumnsOf(Value x) {
+  int64_t width = shapeOf(x)[3];
+  Value pairs = alloc({B, Hkv, 2 * tiles, width / 2, kCols}, b.getBF16Type());
+  forEachHead(
+      "__attnc_flash_column_pairs", {x, pairs}, Hkv,
+      [&](ArrayRef<Value> args, Value bi, Value g) {
+        pairColumns(args[0], args[1], {bi, g}, bi, g, idx(0), 2 * tiles);
+      });
+  return pairs;
+}
+
 void FlashBackward::dotPairBlock(const KeyBlock &kb, Value k, Value v) {
   pairColumns(k, kb.ktTile(), {}, kb.bi, kb.g, kb.j0, 2 * blockTiles);
   pairColumns(v, kb.vtTile(), {}, kb.bi, kb.g, kb.j0, 2 * blockTiles);

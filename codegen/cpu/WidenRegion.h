@@ -28,6 +28,29 @@ llvm::SmallVector<mlir::Value> widenBlock(mlir::OpBuilder &b,
                                           mlir::ArrayRef<mlir::Value> arguments,
                                           mlir::Value lanes);
 
+/// The scalar s when `lanes` (a vector<16xindex> from widenBlock) is
+/// s + (0, 1, ..., 15): the key index, plus or minus values the same in
+/// every lane; else null (building nothing).
+mlir::Value consecutiveBase(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value lanes);
+
+/// The offset of indices[0..] in a row-major tensor of `shape` when the
+/// last index is consecutive (consecutiveBase) and the others are the same
+/// in every lane: then the 16 lanes are the 16 elements from it. Null
+/// otherwise.
+mlir::Value consecutiveOffset(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::ArrayRef<mlir::Value> indices,
+                              llvm::ArrayRef<int64_t> shape);
+
+/// inBounds() where the 16 elements from `linear` lie in [0, size), else
+/// otherwise(): the value of `type` either gives (or nothing, for a null
+/// type and bodies that return null).
+mlir::Value ifConsecutiveInBounds(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Value linear, int64_t size,
+                                  mlir::Type type,
+                                  llvm::function_ref<mlir::Value()> inBounds,
+                                  llvm::function_ref<mlir::Value()> otherwise);
+
 /// The 16-lane vector of `value` (a broadcast when it is a scalar).
 mlir::Value broadcastToLanes(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value value);
