@@ -58,10 +58,9 @@ bool usesAmxTiles(Operation *op, const CpuTarget &target) {
 /// Whether the forward or backward of `op` multiplies with AVX-512 BF16
 /// dot products on `target` (vdpbf16ps: a pair of bf16 products into each
 /// f32 lane): where it has them, for bf16 Q, K and V (O and dO are V's
-/// type), D and Dv
-/// multiples of 16, and, as on AMX, several query tiles a head (a forward
-/// copies K and V whole into pairs per call). The forward only where there
-/// is no AMX; the backward, which has no AMX path, wherever there are.
+/// type), D and Dv multiples of 16. The forward only where there is no
+/// AMX, at any Sq (decoding steps pair each key block in their task); the
+/// backward, which has no AMX path, wherever there are, from 64 query rows.
 bool usesDotBf16(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
@@ -69,7 +68,7 @@ bool usesDotBf16(Operation *op, const CpuTarget &target) {
       (fwd && target.amx))
     return false;
   Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
-  return shapeOf(q)[2] >= 4 * attn::CpuPlanAttr::kAmxRows &&
+  return (fwd || shapeOf(q)[2] >= 4 * attn::CpuPlanAttr::kAmxRows) &&
          elementTypeOf(q).isBF16() && elementTypeOf(k).isBF16() &&
          elementTypeOf(v).isBF16() && shapeOf(q)[3] % 16 == 0 &&
          shapeOf(v)[3] % 16 == 0;

@@ -27,7 +27,7 @@ FlashForward::Built FlashForward::build() {
   // call where several tasks of a head share the copy; with packedBlocks
   // read where the caller put them, each task packing the block it is at.
   SmallVector<Value> captured = {q, k, v, o, l};
-  if (paired)
+  if (paired && !packedBlocks)
     std::tie(captured[1], captured[2]) = pairedKeysAndValues(k, v);
   else if (!packedBlocks)
     std::tie(captured[1], captured[2]) =
@@ -79,9 +79,15 @@ FlashForward::Built FlashForward::build() {
           buffers.append({scratchBuffer({states, rows, D}, bf16),
                           scratchBuffer({rows, blockTiles * kCols}, bf16),
                           scratchBuffer({rows, Dv})});
-        if (packedBlocks)
+        if (packedBlocks && dot) {
+          pairsScratch = buffers.size();
+          buffers.append(
+              {scratchBuffer({1, 1, 2 * blockTiles, D / 2, kCols}, bf16),
+               scratchBuffer({1, 1, blockTiles, kLanes, 2 * Dv}, bf16)});
+        } else if (packedBlocks) {
           buffers.push_back(scratchBuffer({1, 1, blockTiles, D, kCols}));
-        if (packedBlocks && !valuesInPlace)
+        }
+        if (packedBlocks && !dot && !valuesInPlace)
           buffers.push_back(scratchBuffer(
               {1, 1, (Dv / kLanes + 1) / 2, blockTiles * kCols, 2 * kLanes}));
         if (entropy) {
@@ -190,9 +196,17 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
       // V's are never read, P V stops at the last key); V in place when
       // valuesInPlace.
       Value g = arith::DivUIOp::create(b, h0, idx(H / Hkv));
-      transposeTiles(args[1], scratch[6], bi, g,
-                     arith::DivUIOp::create(b, j0, idx(kCols)));
-      if (!valuesInPlace)
+      if (dot) {
+        // Their pairs (zeros past Skv).
+        pairColumns(args[1], scratch[pairsScratch], {idx(0), idx(0)}, bi, g, j0,
+                    2 * blockTiles);
+        pairKeys(args[2], scratch[pairsScratch + 1], {idx(0), idx(0)}, bi, g,
+                 j0, blockTiles);
+      } else {
+        transposeTiles(args[1], scratch[6], bi, g,
+                       arith::DivUIOp::create(b, j0, idx(kCols)));
+      }
+      if (!dot && !valuesInPlace)
         copyColumnChunks(
             args[2], bi, g, j0,
             arith::MinUIOp::create(b, idx(width),
@@ -393,6 +407,9 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
   if (amx)
     amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf, blockTiles);
+  else if (dot && packedBlocks)
+    dotScores(scratch[5], st.t, scratch[pairsScratch], idx(0), idx(0), idx(0),
+              arith::SubIOp::create(b, qt.keys.end, j0), pBuf);
   else if (dot)
     dotScores(scratch[5], st.t, kt, bi, g, tile0, qt.keys.end, pBuf);
   else
@@ -534,6 +551,11 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   });
   if (amx) {
     amxUpdate(scratch, oBuf, v, bi, g, tile0);
+    return;
+  }
+  if (dot && packedBlocks) {
+    dotUpdate(scratch, oBuf, scratch[pairsScratch + 1], idx(0), idx(0), idx(0),
+              arith::SubIOp::create(b, qt.keys.end, j0));
     return;
   }
   if (dot) {

@@ -29,7 +29,7 @@ public:
         pairs(H * (H + 1) / 2),
         groupTiles(std::min(qTiles, similarity ? similarityGroupTiles(plan)
                                                : plan.getQueryBlock() / rows)),
-        packedBlocks(!paired && !similarity && qTiles <= groupTiles),
+        packedBlocks(!amx && !similarity && qTiles <= groupTiles),
         headsPerTask(similarity                             ? H
                      : packedBlocks && B * Hkv >= kMinTasks ? H / Hkv
                                                             : 1),
@@ -147,6 +147,7 @@ private:
   int64_t gq, gk;  // the pooled grid too, when gk > 0
   // Where the statistics' buffers are in a task's arguments and their
   // running sums in its scratch.
+  unsigned pairsScratch = 0; // dot with packedBlocks: the block's K, V pairs
   unsigned entropyArg = 0, entropyScratch = 0, poolArg = 0, poolScratch = 0,
            simArg = 0, simScratch = 0;
   bool amx; // the products on AMX tiles
@@ -166,6 +167,8 @@ private:
   // is cheaper than a pack per task (K's transpose gathers): at S = 2048,
   // D = 64 packing per task ran the forward ~15% slower. (Not with
   // similarity: a task's heads then read different KV heads' blocks.)
+  // With dot products a block's K and V are paired per task
+  // (pairColumns, pairKeys).
   bool packedBlocks;
   // Query heads per task: with packed blocks (and enough tasks), every
   // query head of a KV head, so that each block of K and V is read from

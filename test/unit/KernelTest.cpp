@@ -860,6 +860,25 @@ void runBf16TileShapes(const std::string &cpu) {
     c.cpu = cpu;
     runCase(c, 1000 + n);
   }
+  // Decoding steps with all the query heads of a KV head in one task (B Hkv
+  // >= 8): the task pairs (dot products) or packs each key block once for
+  // its group of 4.
+  for (int n = 0; n < 4; ++n) {
+    AttentionCase c;
+    c.B = 2;
+    c.Hkv = 4;
+    c.H = 16;
+    c.Sq = n % 2 ? 5 : 1;
+    c.Skv = n < 2 ? 300 : 77;
+    c.D = 128;
+    c.Dv = 64;
+    c.dtype = "bf16";
+    c.causal = n == 3;
+    c.lengths = n == 1;
+    c.scoreMod = n == 2 ? ScoreModKind::Alibi : ScoreModKind::None;
+    c.cpu = cpu;
+    runCase(c, 1100 + n);
+  }
 }
 
 TEST(KernelTest, Bf16ForwardTileShapes) { runBf16TileShapes("native"); }
