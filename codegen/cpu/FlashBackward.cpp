@@ -40,26 +40,23 @@ SmallVector<Value> FlashBackward::build() {
   // gradient read errors up to 7x larger), and dK = dS^T (scale Q).
   // With dot products: bf16 and unscaled (dK^T is scaled when stored),
   // the scores taken from Q's rows as the dot forward takes them.
-  auto packBoth = [&](Type element, std::optional<float> qScale) {
-    Value qT = alloc({B, H, qTiles, D, rows}, element),
-          dOT = alloc({B, H, qTiles, Dv, rows}, element);
-    forEachHead(
-        element.isF32() ? "__attnc_flash_pack" : "__attnc_flash_pack_bf16",
-        {q, qT, dO, dOT}, H, [&](ArrayRef<Value> args, Value bi, Value h) {
-          packTiles(args[0], args[1], bi, h, qScale);
-          packTiles(args[2], args[3], bi, h);
-        });
-    return std::pair(qT, dOT);
-  };
+  Type packed = dot ? b.getBF16Type() : f32;
+  std::optional<float> qScale =
+      dot ? std::nullopt : std::optional<float>(scale);
+  Value qT = alloc({B, H, qTiles, D, rows}, packed),
+        dOT = alloc({B, H, qTiles, Dv, rows}, packed);
+  forEachHead(dot ? "__attnc_flash_pack_bf16" : "__attnc_flash_pack",
+              {q, qT, dO, dOT}, H,
+              [&](ArrayRef<Value> args, Value bi, Value h) {
+                packTiles(args[0], args[1], bi, h, qScale);
+                packTiles(args[2], args[3], bi, h);
+              });
   // Delta from O in f32 is exact enough; from a narrower O, the float
   // captures' gradients (sums of terms that cancel: an ALiBi slope's
   // read errors of 0.2-1) need it from P and dP (with K^T and V^T
   // packed whole for it; the pass over key tiles packs its own tile).
   bool narrowOutput = !elementTypeOf(op.getOutput()).isF32();
   bool exactDeltas = narrowOutput && !floatCaptures.empty();
-  Value qT, dOT;
-  std::tie(qT, dOT) =
-      dot ? packBoth(b.getBF16Type(), std::nullopt) : packBoth(f32, scale);
   // With dot products, P and dP from Q's and dO's rows and whole K and V
   // in column pairs.
   Value delta = !exactDeltas ? rowDeltas(o, dO, dLse)

@@ -87,7 +87,10 @@ private:
   /// the float captures' partial gradients receive theirs. `common`: qT,
   /// K, V, dOT, lse, delta; `rest`: pBuf, dsBuf, the block's K^T and V^T
   /// ([1, 1, tiles, D or Dv, 32]), bi, h, j0, i0, limit, task, t and the
-  /// entropy's coefficients g (entropyCoefficients; null without).
+  /// entropy's coefficients g (entropyCoefficients; null without); with
+  /// dot products, then Q and dO, and the tile's dS in bf16, P and dS
+  /// with pairs of rows (KeyBlock's), with K's and V's pairs in place of
+  /// K^T and V^T.
   void probabilities(mlir::ArrayRef<mlir::Value> common,
                      mlir::ArrayRef<mlir::Value> caps,
                      mlir::ArrayRef<mlir::Value> partials,
