@@ -50,6 +50,46 @@ FlashCommon::dotBlock(Value lo, Value hi, ValueRange init, int64_t as,
   return SmallVector<Value>(loop.getResults());
 }
 
+SmallVector<Value> FlashCommon::dotRowsTimesColumnPairs(
+    Value a, function_ref<SmallVector<Value>(int64_t)> rowAt, Value pairs,
+    ValueRange prefix, Value t) {
+  int64_t width = shapeOf(a).back();
+  auto pairType = VectorType::get({2 * kLanes}, b.getBF16Type());
+  SmallVector<SmallVector<Value>> rowsAt;
+  for (int64_t r = 0; r < rows; ++r)
+    rowsAt.push_back(rowAt(r));
+  Value t16 = arith::MulIOp::create(b, t, idx(2));
+  return dotBlock(
+      idx(0), idx(width / 2), SmallVector<Value>(2 * rows, splat(f(0.0f))),
+      rows, 2,
+      [&](Value p, int64_t r) {
+        SmallVector<Value> at(rowsAt[r]);
+        at.push_back(arith::MulIOp::create(b, p, idx(2)));
+        return broadcastPair(a, at);
+      },
+      [&](Value p, int64_t w) {
+        SmallVector<Value> at(prefix);
+        at.append({arith::AddIOp::create(b, t16, idx(w)), p, idx(0)});
+        return vector::LoadOp::create(b, pairType, pairs, at);
+      });
+}
+
+SmallVector<Value>
+FlashCommon::dotOverKeyTiles(Value tiles, ValueRange init, int64_t xs,
+                             function_ref<Value(Value, Value, int64_t)> a,
+                             function_ref<Value(Value, Value, int64_t)> x) {
+  auto loop = scf::ForOp::create(
+      b, idx(0), tiles, idx(1), init,
+      [&](OpBuilder &, Location, Value kt, ValueRange acc) {
+        scf::YieldOp::create(
+            b, dotBlock(
+                   idx(0), idx(kLanes), acc, rows, xs,
+                   [&](Value jp, int64_t r) { return a(kt, jp, r); },
+                   [&](Value jp, int64_t w) { return x(kt, jp, w); }));
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
 /// The rows of the 16 keys from `first` (clamped to Skv - 1) and whether
 /// each exists.
 static void keyRows(ImplicitLocOpBuilder &b, Value first, int64_t count,

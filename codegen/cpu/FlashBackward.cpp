@@ -255,8 +255,8 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
         task = rest[9], t = rest[10];
   Value queryTile = arith::DivUIOp::create(b, i0, idx(rows)), zero = idx(0);
   if (dot) {
-    storeTile(dotTile(rest[12], ktTile, bi, h, i0, t), pBuf);
-    storeTile(dotTile(rest[13], vtTile, bi, h, i0, t), dsBuf);
+    storeTile(dotTile(rest[12], ktTile, {}, bi, h, i0, t), pBuf);
+    storeTile(dotTile(rest[13], vtTile, {}, bi, h, i0, t), dsBuf);
   } else {
     storeTile(tileProduct(qT, {bi, h, queryTile}, ktTile, zero, zero, t), pBuf);
     storeTile(tileProduct(dOT, {bi, h, queryTile}, vtTile, zero, zero, t),

@@ -232,8 +232,9 @@ private:
 
   /// The rows x 32 tile of x[bi, h, i0 + r, :] (bf16, row-major; rows past
   /// Sq repeat its last) times the 16-key tiles 2 t and 2 t + 1 of
-  /// `pairs` (pairColumns): unscaled S (Q, K) or dP (dO, V).
+  /// pairs[prefix...] (pairColumns): unscaled S (Q, K) or dP (dO, V).
   mlir::SmallVector<mlir::Value> dotTile(mlir::Value x, mlir::Value pairs,
+                                         mlir::ValueRange prefix,
                                          mlir::Value bi, mlir::Value h,
                                          mlir::Value i0, mlir::Value t);
 

@@ -49,27 +49,18 @@ void FlashBackward::dotPairBlock(const KeyBlock &kb, Value k, Value v) {
   pairKeys(k, kb.kChunks(), {}, kb.bi, kb.g, kb.j0, blockTiles);
 }
 
-SmallVector<Value> FlashBackward::dotTile(Value x, Value pairs, Value bi,
-                                          Value h, Value i0, Value t) {
-  int64_t width = shapeOf(x)[3];
-  auto pairType = VectorType::get({2 * kLanes}, b.getBF16Type());
-  SmallVector<Value> rowOf;
-  for (int64_t r = 0; r < rows; ++r)
-    rowOf.push_back(arith::MinUIOp::create(
-        b, arith::AddIOp::create(b, i0, idx(r)), idx(Sq - 1)));
-  Value t16 = arith::MulIOp::create(b, t, idx(2));
-  return dotBlock(
-      idx(0), idx(width / 2), SmallVector<Value>(2 * rows, splat(f(0.0f))),
-      rows, 2,
-      [&](Value p, int64_t r) {
-        return broadcastPair(
-            x, {bi, h, rowOf[r], arith::MulIOp::create(b, p, idx(2))});
+SmallVector<Value> FlashBackward::dotTile(Value x, Value pairs,
+                                          ValueRange prefix, Value bi, Value h,
+                                          Value i0, Value t) {
+  return dotRowsTimesColumnPairs(
+      x,
+      [&](int64_t r) {
+        return SmallVector<Value>{
+            bi, h,
+            arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, idx(r)),
+                                   idx(Sq - 1))};
       },
-      [&](Value p, int64_t w) {
-        return vector::LoadOp::create(
-            b, pairType, pairs,
-            ValueRange{arith::AddIOp::create(b, t16, idx(w)), p, idx(0)});
-      });
+      pairs, prefix, t);
 }
 
 void FlashBackward::dotPairRows(Value pTile, Value dsTile, Value dsBf,
@@ -111,27 +102,20 @@ void FlashBackward::dotQueryGrads(Value y, Value dsRows, Value kPairs,
   // Whole key tiles: dS is 0 past a row's keys, K's pairs past Skv.
   Value tiles = arith::DivUIOp::create(
       b, arith::AddIOp::create(b, keys, idx(kCols - 1)), idx(kCols));
-  auto tLoop = scf::ForOp::create(
-      b, idx(0), tiles, idx(1), init,
-      [&](OpBuilder &, Location, Value t, ValueRange acc) {
-        scf::YieldOp::create(
-            b, dotBlock(
-                   idx(0), idx(kLanes), acc, rows, n,
-                   [&](Value jp, int64_t r) {
-                     return broadcastPair(
-                         dsRows,
-                         {t, idx(r), arith::MulIOp::create(b, jp, idx(2))});
-                   },
-                   [&](Value jp, int64_t w) {
-                     return vector::LoadOp::create(
-                         b, pairType, kPairs,
-                         ValueRange{t, jp,
-                                    arith::MulIOp::create(b, cols[w], idx(2))});
-                   }));
+  SmallVector<Value> acc = dotOverKeyTiles(
+      tiles, init, n,
+      [&](Value t, Value jp, int64_t r) {
+        return broadcastPair(dsRows,
+                             {t, idx(r), arith::MulIOp::create(b, jp, idx(2))});
+      },
+      [&](Value t, Value jp, int64_t w) {
+        return vector::LoadOp::create(
+            b, pairType, kPairs,
+            ValueRange{t, jp, arith::MulIOp::create(b, cols[w], idx(2))});
       });
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t w = 0; w < n; ++w)
-      vector::StoreOp::create(b, tLoop.getResult(r * n + w), y,
+      vector::StoreOp::create(b, acc[r * n + w], y,
                               ValueRange{idx(r), cols[w]});
 }
 

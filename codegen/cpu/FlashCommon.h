@@ -276,6 +276,23 @@ protected:
            int64_t xs, llvm::function_ref<mlir::Value(mlir::Value, int64_t)> a,
            llvm::function_ref<mlir::Value(mlir::Value, int64_t)> x);
 
+  /// The rows x 32 tile sum over d of a[rowAt(r)..., d] (bf16 rows) times
+  /// the 16-key tiles 2 t and 2 t + 1 of pairs[prefix..., ., d / 2, :]
+  /// (pairColumns), as 2 rows vectors: Q K^T's scores (unscaled) or dO
+  /// V^T, for the forward and the backward.
+  mlir::SmallVector<mlir::Value> dotRowsTimesColumnPairs(
+      mlir::Value a,
+      llvm::function_ref<mlir::SmallVector<mlir::Value>(int64_t)> rowAt,
+      mlir::Value pairs, mlir::ValueRange prefix, mlir::Value t);
+
+  /// init (rows x xs sums) plus, over the 32-key tiles kt < tiles and
+  /// their key pairs jp < 16, a(kt, jp, r) (row r's pair of keys) times
+  /// x(kt, jp, w) (16 columns' pairs of keys, pairKeys): P V or dS K.
+  mlir::SmallVector<mlir::Value> dotOverKeyTiles(
+      mlir::Value tiles, mlir::ValueRange init, int64_t xs,
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value, int64_t)> a,
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value, int64_t)> x);
+
   /// dst[at..., t, d / 2, 2 j + d % 2] = src[bi, g, j0 + 16 t + j, d] for
   /// the `tiles16` 16-key tiles from key j0 (zeros past Skv): K (or V) with
   /// pairs of its columns side by side, the B operand of Q K^T (dO V^T).

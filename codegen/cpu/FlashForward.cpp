@@ -405,13 +405,23 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   // The block's scores, tile by tile; a tile no row sees (past the end,
   // on the causal diagonal) is skipped: the masks drop its lanes.
   Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
+  // The dot products' K and V pairs: the per-call copies from the block's
+  // tile on, or (packedBlocks) the block's own from its first key.
+  struct {
+    Value k, v, bi, g, tile, end;
+  } dotKv = {kt, v, bi, g, tile0, qt.keys.end};
+  if (dot && packedBlocks)
+    dotKv = {scratch[pairsScratch],
+             scratch[pairsScratch + 1],
+             idx(0),
+             idx(0),
+             idx(0),
+             arith::SubIOp::create(b, qt.keys.end, j0)};
   if (amx)
     amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf, blockTiles);
-  else if (dot && packedBlocks)
-    dotScores(scratch[5], st.t, scratch[pairsScratch], idx(0), idx(0), idx(0),
-              arith::SubIOp::create(b, qt.keys.end, j0), pBuf);
   else if (dot)
-    dotScores(scratch[5], st.t, kt, bi, g, tile0, qt.keys.end, pBuf);
+    dotScores(scratch[5], st.t, dotKv.k, dotKv.bi, dotKv.g, dotKv.tile,
+              dotKv.end, pBuf);
   else
     loop(0, blockTiles, [&](Value t) {
       // A loop, not blockTiles copies of the product (JIT compile time).
@@ -553,13 +563,8 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     amxUpdate(scratch, oBuf, v, bi, g, tile0);
     return;
   }
-  if (dot && packedBlocks) {
-    dotUpdate(scratch, oBuf, scratch[pairsScratch + 1], idx(0), idx(0), idx(0),
-              arith::SubIOp::create(b, qt.keys.end, j0));
-    return;
-  }
   if (dot) {
-    dotUpdate(scratch, oBuf, v, bi, g, tile0, qt.keys.end);
+    dotUpdate(scratch, oBuf, dotKv.v, dotKv.bi, dotKv.g, dotKv.tile, dotKv.end);
     return;
   }
   // Keys past the tile's have p = 0: no row sees them.

@@ -28,19 +28,12 @@ void FlashForward::dotScores(Value qRows, Value t, Value kp, Value bi, Value g,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     // The tile's two 16-key halves, rows x 2 accumulators.
-    Value t16 = arith::MulIOp::create(b, tile32, idx(2));
-    SmallVector<Value> acc = dotBlock(
-        idx(0), idx(D / 2), SmallVector<Value>(2 * rows, zeros), rows, 2,
-        [&](Value dp, int64_t r) {
-          return broadcastPair(
-              qRows, {t, idx(r), arith::MulIOp::create(b, dp, idx(2))});
+    SmallVector<Value> acc = dotRowsTimesColumnPairs(
+        qRows,
+        [&](int64_t r) {
+          return SmallVector<Value>{t, idx(r)};
         },
-        [&](Value dp, int64_t w) {
-          return vector::LoadOp::create(
-              b, pairs, kp,
-              ValueRange{bi, g, arith::AddIOp::create(b, t16, idx(w)), dp,
-                         idx(0)});
-        });
+        kp, {bi, g}, tile32);
     Value col = arith::MulIOp::create(b, kt, idx(kCols));
     for (int64_t r = 0; r < rows; ++r) {
       vector::StoreOp::create(b, acc[2 * r], pBuf, ValueRange{idx(r), col});
@@ -76,29 +69,20 @@ void FlashForward::dotUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp,
                                    ValueRange{idx(r), idx(c0 + v * kLanes)}),
             alpha));
     }
-    auto keyTiles = scf::ForOp::create(
-        b, idx(0), used, idx(1), init,
-        [&](OpBuilder &, Location, Value kt, ValueRange s) {
-          Value tile32 = arith::AddIOp::create(b, tile, kt);
-          Value key0 = arith::MulIOp::create(b, kt, idx(kCols));
-          scf::YieldOp::create(
-              b, dotBlock(
-                     idx(0), idx(kCols / 2), s, rows, vectors,
-                     [&](Value jp, int64_t r) {
-                       return broadcastPair(
-                           pPairs,
-                           {idx(r), arith::AddIOp::create(
-                                        b, key0,
-                                        arith::MulIOp::create(b, jp, idx(2)))});
-                     },
-                     [&](Value jp, int64_t w) {
-                       return vector::LoadOp::create(
-                           b, pairs, vp,
-                           ValueRange{bi, g, tile32, jp,
-                                      idx(2 * (c0 + w * kLanes))});
-                     }));
+    SmallVector<Value> acc = dotOverKeyTiles(
+        used, init, vectors,
+        [&](Value kt, Value jp, int64_t r) {
+          Value j =
+              arith::AddIOp::create(b, arith::MulIOp::create(b, kt, idx(kCols)),
+                                    arith::MulIOp::create(b, jp, idx(2)));
+          return broadcastPair(pPairs, {idx(r), j});
+        },
+        [&](Value kt, Value jp, int64_t w) {
+          return vector::LoadOp::create(
+              b, pairs, vp,
+              ValueRange{bi, g, arith::AddIOp::create(b, tile, kt), jp,
+                         idx(2 * (c0 + w * kLanes))});
         });
-    SmallVector<Value> acc(keyTiles.getResults());
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < vectors; ++v)
         vector::StoreOp::create(b, acc[r * vectors + v], oBuf,
