@@ -122,7 +122,12 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   // Plain `int32_t f(float *, ...)` entry points (TOOLCHAIN.md).
   funcToLLVM.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  // Branches through convert-to-llvm with AMX's interface beside cf's: the
+  // AMX backward carries tiles through loops (block arguments of
+  // !amx.tile), whose type convert-cf-to-llvm's converter does not know.
+  ConvertToLLVMPassOptions cfToLLVM;
+  cfToLLVM.filterDialects = {"cf", "amx"};
+  pm.addPass(createConvertToLLVMPass(cfToLLVM));
   pm.addPass(createReconcileUnrealizedCastsPass());
   AttnLowerParallelCallsOptions parallelCalls;
   parallelCalls.threads = options.threads;

@@ -54,12 +54,13 @@ struct AttncPipelineOptions
       llvm::cl::init(512)};
   Option<bool> amx{*this, "amx",
                    llvm::cl::desc("The target has AMX bf16 tiles (and the "
-                                  "OS grants them): bf16 forwards use them"),
+                                  "OS grants them): bf16 forwards and "
+                                  "backwards use them"),
                    llvm::cl::init(false)};
   Option<bool> dotBf16{*this, "dot-bf16",
                        llvm::cl::desc("The target has AVX-512 BF16 dot "
-                                      "products: bf16 forwards without AMX "
-                                      "and bf16 backwards use them"),
+                                      "products: bf16 forwards and "
+                                      "backwards without AMX use them"),
                        llvm::cl::init(false)};
   Option<int64_t> threads{
       *this, "threads",

@@ -14,6 +14,7 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Dialect/AMX/AMXDialect.h"
+#include "mlir/Dialect/AMX/Transforms.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Affine/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
@@ -120,6 +121,8 @@ void registerAttncDialects(DialectRegistry &registry) {
   // dialects' ConvertToLLVMPatternInterface.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
+  // (And the CPU pipeline's branches carrying AMX tiles.)
+  registerConvertAMXToLLVMInterface(registry);
   index::registerConvertIndexToLLVMInterface(registry);
   registerConvertFuncToLLVMInterface(registry);
   registerConvertMemRefToLLVMInterface(registry);

@@ -23,7 +23,7 @@ LogicalResult CpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   int64_t rows, int64_t queryBlock,
                                   int64_t keyBlock, bool amx, int64_t splits,
                                   bool dotBf16) {
-  if (rows < 1 || rows > kMaxRows)
+  if (rows < 1 || (rows > kMaxRows && !(amx && rows == 2 * kAmxRows)))
     return emitError() << "tile plan rows must be in [1, " << kMaxRows
                        << "], got " << rows;
   if (queryBlock != 0 && (queryBlock < rows || queryBlock % rows ||
@@ -36,10 +36,12 @@ LogicalResult CpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "tile plan key_block must be a multiple of "
                        << kKeyTile << " in [" << kKeyTile << ", "
                        << kMaxKeyBlock << "], got " << keyBlock;
-  if (amx && (rows != kAmxRows || keyBlock == 0))
-    return emitError() << "an AMX tile plan must have rows = " << kAmxRows
-                       << " and a key_block, got rows = " << rows
-                       << ", key_block = " << keyBlock;
+  if (amx && ((rows != kAmxRows && rows != 2 * kAmxRows) || keyBlock == 0))
+    return emitError()
+           << "an AMX tile plan must have rows = " << kAmxRows << " (or "
+           << 2 * kAmxRows
+           << " on attn.attention_grad) and a key_block, got rows = " << rows
+           << ", key_block = " << keyBlock;
   if (dotBf16 && (amx || rows > kMaxDotRows || keyBlock == 0))
     return emitError() << "a dot_bf16 tile plan must not be an AMX one and "
                           "must have rows <= "

@@ -35,16 +35,20 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
   let summary = "The tile plan of one op for the CPU kernels (attn-lower-cpu)";
   let description = [{
     - `rows`: query rows of a register block (the microkernels keep 2 rows
-      vectors of 16 floats per row as accumulators), 1 to 16;
+      vectors of 16 floats per row as accumulators), 1 to 16 (32 for an
+      AMX backward);
     - `query_block`: query rows per forward task, 1 to 16 register blocks
       that visit each key block together while it is in cache (0: none,
       for GEMMs);
     - `key_block`: keys per online-softmax step of the forward, or per
       dK/dV block of the backward, a multiple of 32 up to 256 (0: none);
-    - `amx`: the forward multiplies on AMX bf16 tiles (16-row tiles);
+    - `amx`: the forward, the statistics or the backward multiply on AMX
+      bf16 tiles (rows = 16; the backward's rows = 32: two tiles of rows,
+      one reduction step of its transposed products);
     - `dot_bf16`: the forward (where there is no AMX) or the backward
-      multiplies with AVX-512 BF16 dot products (vdpbf16ps: pairs of bf16
-      into f32); a backward's rows are then even;
+      (where it does not take AMX) multiplies with AVX-512 BF16 dot
+      products (vdpbf16ps: pairs of bf16 into f32); a backward's rows are
+      then even;
     - `splits`: the backward's dQ copies: split s takes key blocks s, s +
       splits, ... and accumulates dQ into its own f32 copy, the copies
       summed in split order (deterministic for any thread count).
@@ -52,18 +56,20 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     ```mlir
     #attn.cpu_plan<rows = 12, query_block = 96, key_block = 256>
     #attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>
+    #attn.cpu_plan<rows = 32, query_block = 32, key_block = 128, amx = true>
     #attn.cpu_plan<rows = 12, query_block = 96, key_block = 256, dot_bf16 = true>
     #attn.cpu_plan<rows = 8>
     ```
   }];
   let parameters = (ins
-    AttrParameter<"int64_t", "query rows of a register block, 1 to 16">:$rows,
+    AttrParameter<"int64_t",
+        "query rows of a register block, 1 to 16 (32: AMX backward)">:$rows,
     DefaultValuedParameter<"int64_t", "0",
         "query rows per forward task (0: none, for GEMMs)">:$query_block,
     DefaultValuedParameter<"int64_t", "0",
         "keys per online-softmax step or dK/dV block (0: none)">:$key_block,
     DefaultValuedParameter<"bool", "false",
-        "the forward multiplies on AMX bf16 tiles">:$amx,
+        "the products are on AMX bf16 tiles">:$amx,
     DefaultValuedParameter<"int64_t", "1",
         "the backward's dQ copies, summed in order">:$splits,
     DefaultValuedParameter<"bool", "false",

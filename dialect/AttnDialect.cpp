@@ -67,15 +67,19 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
     return op->emitError() << "the tile plan of '" << op->getName()
                            << "' must give query_block and key_block, got "
                            << cpu;
-  if (cpu.getAmx() && !isa<AttentionOp, AttentionStatsOp>(op))
-    return op->emitError()
-           << "only attn.attention and attn.attention_stats take an AMX "
-              "tile plan";
+  if (cpu.getAmx() && !isa<AttentionOp, AttentionGradOp, AttentionStatsOp>(op))
+    return op->emitError() << "only attn.attention, attn.attention_grad and "
+                              "attn.attention_stats take an AMX tile plan";
+  auto grad = dyn_cast<AttentionGradOp>(op);
+  if (cpu.getAmx() && (grad ? 2 : 1) * CpuPlanAttr::kAmxRows != cpu.getRows())
+    return op->emitError() << "an AMX tile plan of '" << op->getName()
+                           << "' needs rows = "
+                           << (grad ? 2 : 1) * CpuPlanAttr::kAmxRows << ", got "
+                           << cpu.getRows();
   if (cpu.getDotBf16() && !isa<AttentionOp, AttentionGradOp>(op))
     return op->emitError()
            << "only attn.attention and attn.attention_grad take a dot_bf16 "
               "tile plan";
-  auto grad = dyn_cast<AttentionGradOp>(op);
   if (cpu.getDotBf16() && grad && cpu.getRows() % 2)
     return op->emitError() << "a dot_bf16 tile plan of attn.attention_grad "
                               "needs an even number of rows, got "
@@ -89,7 +93,8 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
     int64_t dMultiple = cpu.getAmx() ? 32 : 16;
     for (auto [n, operand] : llvm::enumerate(operands)) {
       auto type = dyn_cast<RankedTensorType>(operand.getType());
-      int64_t multiple = n == 2 ? 16 : dMultiple;
+      // (The AMX backward's dP = dO V^T reduces over Dv: 32 too.)
+      int64_t multiple = n == 2 && !(grad && cpu.getAmx()) ? 16 : dMultiple;
       if (!type || !type.getElementType().isBF16() || type.getRank() != 4 ||
           type.getDimSize(3) % multiple)
         return op->emitError()

@@ -38,21 +38,25 @@ int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
 /// Sq=1, Skv=4096, D=128) ran in 37.6 ms on AMX, +64 MB, and 9.9 ms on
 /// AVX-512, +0.5 MB; at Sq=16 (Hkv=32, Skv=16384) AMX ran at 0.24x torch's
 /// SDPA with +1 GB.
+/// The backward too, with both D and Dv multiples of 32 (dP = dO V^T
+/// reduces over Dv in steps of 32).
 bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
+  auto grad = dyn_cast<attn::AttentionGradOp>(op);
   // The statistics kernel's Q K^T too (bf16, at S=16384 its products
   // on FMAs were half its time).
   auto stats = dyn_cast<attn::AttentionStatsOp>(op);
-  if (!target.amx || (!fwd && !stats))
+  if (!target.amx || (!fwd && !grad && !stats))
     return false;
-  Value q = fwd ? fwd.getQuery() : stats.getQuery(),
-        k = fwd ? fwd.getKey() : stats.getKey();
+  Value q = op->getOperand(0), k = op->getOperand(1);
   if (shapeOf(q)[2] < 4 * attn::CpuPlanAttr::kAmxRows ||
       !elementTypeOf(q).isBF16() || !elementTypeOf(k).isBF16() ||
       shapeOf(q)[3] % 32 != 0)
     return false;
-  return !fwd || (elementTypeOf(fwd.getValue()).isBF16() &&
-                  shapeOf(fwd.getValue())[3] % 16 == 0);
+  if (stats)
+    return true;
+  Value v = op->getOperand(2);
+  return elementTypeOf(v).isBF16() && shapeOf(v)[3] % (grad ? 32 : 16) == 0;
 }
 
 /// Whether the forward or backward of `op` multiplies with AVX-512 BF16
@@ -60,7 +64,7 @@ bool usesAmxTiles(Operation *op, const CpuTarget &target) {
 /// f32 lane): where it has them, for bf16 Q, K and V (O and dO are V's
 /// type), D and Dv multiples of 16. The forward only where there is no
 /// AMX, at any Sq (decoding steps pair each key block in their task); the
-/// backward, which has no AMX path, wherever there are, from 64 query rows.
+/// backward from 64 query rows, where it does not take AMX tiles.
 bool usesDotBf16(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
@@ -170,7 +174,8 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   auto tileKeys = [&](int64_t r) {
     return (std::min(visible + r - 1, skv) + 31) / 32 * 32;
   };
-  bool dotBf16 = usesDotBf16(op, target) && rowsAsked == 0;
+  bool amx = usesAmxTiles(op, target) && rowsAsked == 0;
+  bool dotBf16 = !amx && usesDotBf16(op, target) && rowsAsked == 0;
   if (rows > 0) {
     // Asked for (attn-plan-tiles{rows=N}: a testing and tuning aid).
   } else if (sq > 0) {
@@ -208,10 +213,12 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   // keys: the per-row softmax work shared among 4 times more keys than
   // with 64-key steps ran the bf16 forward 13-18% faster at S=2048, D=64
   // and 128, causal or not; 128-key steps 11% faster at D=64).
-  bool amx = usesAmxTiles(op, target) && rowsAsked == 0;
+  // The backward's query tiles are 32 rows, two tiles of rows and one
+  // reduction step of dK's and dV's products (codegen/cpu/FlashBackward.h).
   if (amx) {
-    queryBlock = queryBlock / rows * CpuPlanAttr::kAmxRows;
-    rows = CpuPlanAttr::kAmxRows;
+    int64_t amxRows = (grad ? 2 : 1) * CpuPlanAttr::kAmxRows;
+    queryBlock = queryBlock / rows * amxRows;
+    rows = amxRows;
     keyBlock = std::clamp<int64_t>(tileKeys(rows), 32, maxKeyBlock);
   }
   // A head of 8 query tiles or fewer (decoding, short chunks) is one task:

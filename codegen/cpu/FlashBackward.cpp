@@ -45,11 +45,25 @@ SmallVector<Value> FlashBackward::build() {
       dot ? std::nullopt : std::optional<float>(scale);
   Value qT = alloc({B, H, qTiles, D, rows}, packed),
         dOT = alloc({B, H, qTiles, Dv, rows}, packed);
-  forEachHead(dot ? "__attnc_flash_pack_bf16" : "__attnc_flash_pack",
-              {q, qT, dO, dOT}, H,
-              [&](ArrayRef<Value> args, Value bi, Value h) {
+  // On AMX, Q's and dO's rows in whole query tiles as well (tile loads).
+  Value qRows = q, dORows = dO;
+  SmallVector<Value> toPack = {q, qT, dO, dOT};
+  if (amx) {
+    qRows = alloc({B, H, qTiles * rows, D}, packed);
+    dORows = alloc({B, H, qTiles * rows, Dv}, packed);
+    toPack.append({qRows, dORows});
+    markUsesAmx(op);
+  }
+  forEachHead(amx   ? "__attnc_flash_pack_amx"
+              : dot ? "__attnc_flash_pack_bf16"
+                    : "__attnc_flash_pack",
+              toPack, H, [&](ArrayRef<Value> args, Value bi, Value h) {
                 packTiles(args[0], args[1], bi, h, qScale);
                 packTiles(args[2], args[3], bi, h);
+                if (amx) {
+                  padRows(args[0], args[4], bi, h);
+                  padRows(args[2], args[5], bi, h);
+                }
               });
   // Delta from O in f32 is exact enough; from a narrower O, the float
   // captures' gradients (sums of terms that cancel: an ALiBi slope's
@@ -59,12 +73,12 @@ SmallVector<Value> FlashBackward::build() {
   bool exactDeltas = narrowOutput && !floatCaptures.empty();
   // With dot products, P and dP from Q's and dO's rows and whole K and V
   // in column pairs.
-  Value delta = !exactDeltas ? rowDeltas(o, dO, dLse)
-                : dot
-                    ? exactRowDeltas(q, pairedColumnsOf(k), pairedColumnsOf(v),
-                                     dO, lse, dLse, lengths)
-                    : exactRowDeltas(qT, transposed(k), transposed(v), dOT, lse,
-                                     dLse, lengths);
+  Value delta =
+      !exactDeltas ? rowDeltas(o, dO, dLse)
+      : dot ? exactRowDeltas(qRows, pairedColumnsOf(k), pairedColumnsOf(v),
+                             dORows, lse, dLse, lengths)
+            : exactRowDeltas(qT, transposed(k), transposed(v), dOT, lse, dLse,
+                             lengths);
   Value coefficients = entropyBuf ? entropyCoefficients(lse, delta) : Value();
   SmallVector<Value> common = {qT, k, v, dOT, lse, delta};
   // The dQ copies of the splits ([splits, B, H, rows * qTiles, D]).
@@ -84,7 +98,7 @@ SmallVector<Value> FlashBackward::build() {
   captured1.append(partials);
   if (dot) {
     rowMajorArg = captured1.size();
-    captured1.append({q, dO});
+    captured1.append({qRows, dORows});
   }
   parallelTasks(
       parent, "__attnc_flash_backward_kv", captured1, kvTasks,
@@ -255,8 +269,8 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
         task = rest[9], t = rest[10];
   Value queryTile = arith::DivUIOp::create(b, i0, idx(rows)), zero = idx(0);
   if (dot) {
-    storeTile(dotTile(rest[12], ktTile, {}, bi, h, i0, t), pBuf);
-    storeTile(dotTile(rest[13], vtTile, {}, bi, h, i0, t), dsBuf);
+    rowProducts(rest[12], ktTile, {}, bi, h, i0, t, pBuf);
+    rowProducts(rest[13], vtTile, {}, bi, h, i0, t, dsBuf);
   } else {
     storeTile(tileProduct(qT, {bi, h, queryTile}, ktTile, zero, zero, t), pBuf);
     storeTile(tileProduct(dOT, {bi, h, queryTile}, vtTile, zero, zero, t),
@@ -314,8 +328,9 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
 }
 
 void FlashBackward::callAccumulateTransposed(ArrayRef<Value> args) {
-  std::string name = dot ? "__attnc_flash_accumulate_pairs"
-                         : "__attnc_flash_accumulate_transposed";
+  std::string name = amx   ? "__attnc_flash_accumulate_amx"
+                     : dot ? "__attnc_flash_accumulate_pairs"
+                           : "__attnc_flash_accumulate_transposed";
   for (Value v : args.take_front(3))
     name += "_" + shapeName(v);
   auto module = parent->getParentOfType<ModuleOp>();
@@ -323,7 +338,10 @@ void FlashBackward::callAccumulateTransposed(ArrayRef<Value> args) {
   if (!fn)
     fn = outline(parent, name, ValueRange(args).getTypes(),
                  [&](ArrayRef<Value> a) {
-                   if (dot)
+                   if (amx)
+                     amxAccumulateTransposed(a[0], a[1], a[2], {a[3], a[4]},
+                                             a[5], a[6], a[7], a[8]);
+                   else if (dot)
                      dotAccumulateTransposed(a[0], a[1], a[2], {a[3], a[4]},
                                              a[5], a[6], a[7], a[8]);
                    else
@@ -495,10 +513,12 @@ void FlashBackward::chunkQueryGrads(const KeyBlock &kb, Value h, Value c0,
       SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
       Value y = view(copies, {kb.split, kb.bi, h}, i0, rows);
       if (dot) {
-        dotQueryGrads(
-            y,
-            memref::SubViewOp::create(b, kb.dsBf16(), offsets, sizes, strides),
-            kb.kChunks(), keys, col, n);
+        Value dsRows =
+            memref::SubViewOp::create(b, kb.dsBf16(), offsets, sizes, strides);
+        if (amx)
+          amxQueryGrads(y, dsRows, kb.kChunks(), keys, col, n);
+        else
+          dotQueryGrads(y, dsRows, kb.kChunks(), keys, col, n);
         return;
       }
       Value dsRows =
@@ -642,7 +662,8 @@ FailureOr<SmallVector<Value>> lowerToFlashBackward(RewriterBase &rewriter,
         grad.getMaskCaptures());
     attn::cloneRegions(grad, stats);
     auto statsPlan = attn::CpuPlanAttr::get(
-        op.getContext(), plan.getRows(), plan.getRows(),
+        op.getContext(), std::min<int64_t>(plan.getRows(), 12),
+        std::min<int64_t>(plan.getRows(), 12),
         std::min<int64_t>(plan.getKeyBlock(), 128), /*amx=*/false,
         /*splits=*/1, /*dotBf16=*/false);
     FailureOr<SmallVector<Value>> entropies =

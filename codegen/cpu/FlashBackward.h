@@ -24,7 +24,8 @@ public:
                 attn::CpuPlanAttr plan, int64_t vectorBits)
       : FlashCommon(b, op, plan.getRows(), vectorBits),
         blockTiles(plan.getKeyBlock() / kCols), op(op),
-        splits(plan.getSplits()), dot(plan.getDotBf16()) {
+        splits(plan.getSplits()), dot(plan.getDotBf16() || plan.getAmx()),
+        amx(plan.getAmx()) {
     for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
       if (isFloatTensor(capture))
         floatCaptures.push_back(k);
@@ -257,6 +258,37 @@ private:
                                mlir::Value tile0, mlir::Value tiles,
                                mlir::Value block, mlir::Value row0);
 
+  /// The unscaled S (x = Q, pairs = K's) or dP (dO, V's) of the rows x 32
+  /// tile of rows i0.. and key tile t into dst ([rows, 32] f32): dotTile's
+  /// product, or with AMX the same on tiles (x then has whole tiles of
+  /// rows, paddedRows).
+  void rowProducts(mlir::Value x, mlir::Value pairs, mlir::ValueRange prefix,
+                   mlir::Value bi, mlir::Value h, mlir::Value i0, mlir::Value t,
+                   mlir::Value dst);
+
+  //===--------------------------------------------------------------------===//
+  // AMX tiles (FlashBackwardAmx.cpp, plan amx): the dot products' layouts
+  // and bf16 rounding, the five products as tdpbf16ps on 16 x 16 f32 tiles
+  // (rows = 32: a query tile is two tiles of rows, and one reduction step
+  // of dK's and dV's products).
+  //===--------------------------------------------------------------------===//
+
+  /// x's rows (bf16, [B, H, Sq, width]) in whole query tiles ([B, H, qTiles
+  /// rows, width]), rows past Sq repeating its last, for tile loads.
+  void padRows(mlir::Value x, mlir::Value padded, mlir::Value bi,
+               mlir::Value h);
+
+  /// dotQueryGrads on tiles.
+  void amxQueryGrads(mlir::Value y, mlir::Value dsRows, mlir::Value kPairs,
+                     mlir::Value keys, mlir::Value col, int64_t n);
+
+  /// dotAccumulateTransposed on tiles: zt[block] += packed's rows (Q^T or
+  /// dO^T of query tiles tile0.., 32 rows each) times c's row pairs.
+  void amxAccumulateTransposed(mlir::Value zt, mlir::Value c,
+                               mlir::Value packed, mlir::ValueRange prefix,
+                               mlir::Value tile0, mlir::Value tiles,
+                               mlir::Value block, mlir::Value row0);
+
   /// The query tiles whose P and dS one pass of accumulateTransposed sums
   /// into a key block's dK and dV (two [blockTiles, 8 tiles x rows, 32] f32
   /// scratch buffers).
@@ -265,7 +297,8 @@ private:
 
   attn::AttentionGradOp op;
   int64_t splits; // the plan's dQ splits
-  bool dot;       // the products as AVX-512 BF16 dot products
+  bool dot;       // bf16 products in the dot products' layouts
+  bool amx;       // those products on AMX tiles (dot is then set too)
   size_t rowMajorArg = 0; // with dot: where Q and dO are in task args
   std::unique_ptr<mlir::Region> adjointRegion;
   mlir::Block *adjointBlock = nullptr;

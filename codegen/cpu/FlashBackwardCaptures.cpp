@@ -52,10 +52,9 @@ Value FlashBackward::exactRowDeltas(Value qT, Value kt, Value vt, Value dOT,
         loop(qt.keys.start, qt.keys.end, kCols, [&](Value j0) {
           Value tile = arith::DivUIOp::create(b, j0, idx(kCols));
           if (dot) {
-            storeTile(dotTile(args[0], args[1], {bi, qt.g}, bi, h, qt.i0, tile),
-                      sBuf);
-            storeTile(dotTile(args[3], args[2], {bi, qt.g}, bi, h, qt.i0, tile),
-                      dpBuf);
+            rowProducts(args[0], args[1], {bi, qt.g}, bi, h, qt.i0, tile, sBuf);
+            rowProducts(args[3], args[2], {bi, qt.g}, bi, h, qt.i0, tile,
+                        dpBuf);
           } else {
             storeTile(
                 tileProduct(args[0], {bi, h, ib}, args[1], bi, qt.g, tile),

@@ -249,6 +249,25 @@ protected:
   void copyRows(mlir::Value q, mlir::Value bi, mlir::Value h, mlir::Value i0,
                 mlir::Value rowsBuf);
 
+  /// The indices of an operand's 16-row tile for reduction step k and
+  /// row tile or column tile i.
+  using TileAt = llvm::function_ref<mlir::SmallVector<mlir::Value>(
+      mlir::Value k, int64_t i)>;
+
+  /// mTiles x nTiles 16 x 16 f32 tiles c[cAt(m, n)] (+)= the sum over the
+  /// reduction steps k in [k0, k1) of a[aAt(k, m)] (16 rows of 32 bf16)
+  /// times bm[bAt(k, n)] (16 rows of 16 pairs of bf16: tdpbf16ps's B), the
+  /// tiles loaded from c when `accumulate`, else from zeros, and stored
+  /// there. The C tiles stay in tile registers over the steps (a loop, or
+  /// unrolled when k0 and k1 are constants at most 8 apart): with an A per
+  /// m and one B, mTiles * nTiles + mTiles + 1 <= 8 tile registers.
+  void amxProducts(
+      mlir::Value a, TileAt aAt, mlir::Value bm, TileAt bAt, mlir::Value c,
+      llvm::function_ref<mlir::SmallVector<mlir::Value>(int64_t m, int64_t n)>
+          cAt,
+      int64_t mTiles, int64_t nTiles, mlir::Value k0, mlir::Value k1,
+      bool accumulate);
+
   /// pBuf[16, 32 keyTiles] = the query rows qRows[t] (bf16, [., 16, D])
   /// times the keys from 32-key tile `tile` (paired, kp): 2 keyTiles
   /// 16 x 16 tiles, 4 at a time (with A and B: AMX has 8 tile registers),

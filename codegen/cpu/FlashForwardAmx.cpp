@@ -7,6 +7,8 @@
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -51,65 +53,103 @@ void FlashCommon::copyRows(Value q, Value bi, Value h, Value i0,
   });
 }
 
-void FlashCommon::amxScores(Value qRows, Value t, Value kp, Value bi, Value g,
-                            Value tile, Value pBuf, int64_t keyTiles) {
+void FlashCommon::amxProducts(
+    Value a, TileAt aAt, Value bm, TileAt bAt, Value c,
+    function_ref<SmallVector<Value>(int64_t, int64_t)> cAt, int64_t mTiles,
+    int64_t nTiles, Value k0, Value k1, bool accumulate) {
+  assert(mTiles * nTiles + mTiles + 1 <= 8 && "AMX has 8 tile registers");
   Type bf16 = b.getBF16Type();
   auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
   auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
-  // Up to 4 C tiles at a time (64 keys), in sub-steps over the step.
-  for (int64_t first = 0; first < 2 * keyTiles; first += 4) {
-    int64_t n = std::min<int64_t>(4, 2 * keyTiles - first);
-    SmallVector<Value> c;
-    for (int64_t w = 0; w < n; ++w)
-      c.push_back(amx::TileZeroOp::create(b, cType));
-    Value t16 = arith::AddIOp::create(b, arith::MulIOp::create(b, tile, idx(2)),
-                                      idx(first));
-    for (int64_t dc = 0; dc < D / 32; ++dc) {
-      Value a = amx::TileLoadOp::create(b, aType, qRows,
-                                        ValueRange{t, idx(0), idx(32 * dc)});
-      for (int64_t w = 0; w < n; ++w) {
-        Value bTile = amx::TileLoadOp::create(
-            b, aType, kp,
-            ValueRange{bi, g, arith::AddIOp::create(b, t16, idx(w)),
-                       idx(16 * dc), idx(0)});
-        c[w] = amx::TileMulFOp::create(b, cType, a, bTile, c[w]);
-      }
+  SmallVector<Value> init;
+  for (int64_t m = 0; m < mTiles; ++m)
+    for (int64_t n = 0; n < nTiles; ++n)
+      init.push_back(
+          accumulate
+              ? amx::TileLoadOp::create(b, cType, c, cAt(m, n)).getResult()
+              : amx::TileZeroOp::create(b, cType).getResult());
+  auto step = [&](Value k, ValueRange acc) {
+    SmallVector<Value> aTiles, out(acc);
+    for (int64_t m = 0; m < mTiles; ++m)
+      aTiles.push_back(amx::TileLoadOp::create(b, aType, a, aAt(k, m)));
+    for (int64_t n = 0; n < nTiles; ++n) {
+      Value bTile = amx::TileLoadOp::create(b, aType, bm, bAt(k, n));
+      for (int64_t m = 0; m < mTiles; ++m)
+        out[m * nTiles + n] = amx::TileMulFOp::create(
+            b, cType, aTiles[m], bTile, out[m * nTiles + n]);
     }
-    for (int64_t w = 0; w < n; ++w)
-      amx::TileStoreOp::create(b, pBuf,
-                               ValueRange{idx(0), idx(16 * (first + w))}, c[w]);
+    return out;
+  };
+  std::optional<int64_t> first = getConstantIntValue(k0),
+                         last = getConstantIntValue(k1);
+  SmallVector<Value> sums;
+  if (first && last && *last - *first <= 8) {
+    sums = init;
+    for (int64_t k = *first; k < *last; ++k)
+      sums = step(idx(k), sums);
+  } else {
+    auto kLoop =
+        scf::ForOp::create(b, k0, k1, idx(1), init,
+                           [&](OpBuilder &, Location, Value k, ValueRange acc) {
+                             scf::YieldOp::create(b, step(k, acc));
+                           });
+    sums = kLoop.getResults();
   }
+  for (int64_t m = 0; m < mTiles; ++m)
+    for (int64_t n = 0; n < nTiles; ++n)
+      amx::TileStoreOp::create(b, c, cAt(m, n), sums[m * nTiles + n]);
+}
+
+void FlashCommon::amxScores(Value qRows, Value t, Value kp, Value bi, Value g,
+                            Value tile, Value pBuf, int64_t keyTiles) {
+  // Up to 4 C tiles at a time (64 keys), in sub-steps over the step.
+  Value t16 = arith::MulIOp::create(b, tile, idx(2));
+  for (int64_t first = 0; first < 2 * keyTiles; first += 4)
+    amxProducts(
+        qRows,
+        [&](Value k, int64_t) {
+          return SmallVector<Value>{t, idx(0),
+                                    arith::MulIOp::create(b, k, idx(32))};
+        },
+        kp,
+        [&](Value k, int64_t n) {
+          return SmallVector<Value>{
+              bi, g, arith::AddIOp::create(b, t16, idx(first + n)),
+              arith::MulIOp::create(b, k, idx(16)), idx(0)};
+        },
+        pBuf,
+        [&](int64_t, int64_t n) {
+          return SmallVector<Value>{idx(0), idx(16 * (first + n))};
+        },
+        1, std::min<int64_t>(4, 2 * keyTiles - first), idx(0), idx(D / 32),
+        /*accumulate=*/false);
 }
 
 void FlashForward::amxUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp,
                              Value bi, Value g, Value tile) {
   Value alphaBuf = scratch[4], pPairs = scratch[6], pv = scratch[7];
-  auto aType = amx::TileType::get({kAmxRows, 2 * kAmxRows}, bf16);
-  auto cType = amx::TileType::get({kAmxRows, kAmxRows}, f32);
-  // P's tiles held in tile registers when they fit beside A and C (up
-  // to 2), else loaded per column tile.
-  bool hold = blockTiles <= 2;
-  auto pTile = [&](int64_t t) {
-    return amx::TileLoadOp::create(b, aType, pPairs,
-                                   ValueRange{idx(0), idx(t * kCols)})
-        .getResult();
-  };
-  SmallVector<Value> a;
-  if (hold)
-    for (int64_t t = 0; t < blockTiles; ++t)
-      a.push_back(pTile(t));
-  for (int64_t c = 0; c < Dv; c += kAmxRows) {
-    Value prod = amx::TileZeroOp::create(b, cType);
-    for (int64_t t = 0; t < blockTiles; ++t) {
-      Value bTile = amx::TileLoadOp::create(
-          b, aType, vp,
-          ValueRange{bi, g, arith::AddIOp::create(b, tile, idx(t)), idx(0),
-                     idx(2 * c)});
-      prod = amx::TileMulFOp::create(b, cType, hold ? a[t] : pTile(t), bTile,
-                                     prod);
-    }
-    amx::TileStoreOp::create(b, pv, ValueRange{idx(0), idx(c)}, prod);
-  }
+  // Up to 4 column tiles at a time, each P tile loaded once for them: 4
+  // independent chains of tdpbf16ps. One column tile after another (P's
+  // tiles reloaded per column tile, or held when 2 fit) made each a
+  // dependent chain of blockTiles products.
+  for (int64_t c0 = 0; c0 < Dv; c0 += 4 * kAmxRows)
+    amxProducts(
+        pPairs,
+        [&](Value k, int64_t) {
+          return SmallVector<Value>{idx(0),
+                                    arith::MulIOp::create(b, k, idx(kCols))};
+        },
+        vp,
+        [&](Value k, int64_t n) {
+          return SmallVector<Value>{bi, g, arith::AddIOp::create(b, tile, k),
+                                    idx(0), idx(2 * (c0 + kAmxRows * n))};
+        },
+        pv,
+        [&](int64_t, int64_t n) {
+          return SmallVector<Value>{idx(0), idx(c0 + kAmxRows * n)};
+        },
+        1, std::min<int64_t>(4, (Dv - c0) / kAmxRows), idx(0), idx(blockTiles),
+        /*accumulate=*/false);
   loop(0, rows, [&](Value r) {
     Value alpha = splat(memref::LoadOp::create(b, alphaBuf, r));
     loop(idx(0), idx(Dv), kLanes, [&](Value c) {

@@ -15,8 +15,6 @@ namespace attnc {
 
 void FlashForward::dotScores(Value qRows, Value t, Value kp, Value bi, Value g,
                              Value tile, Value end, Value pBuf) {
-  auto pairs = VectorType::get({2 * kLanes}, bf16);
-  Value zeros = splat(f(0.0f));
   loop(0, blockTiles, [&](Value kt) {
     Value tile32 = arith::AddIOp::create(b, tile, kt);
     auto ifOp = scf::IfOp::create(

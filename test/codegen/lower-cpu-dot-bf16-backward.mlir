@@ -1,10 +1,10 @@
 // RUN: attnc-opt %s -attn-plan-tiles=dot-bf16=true -attn-lower-cpu | FileCheck %s
 // RUN: attnc-opt %s -attn-plan-tiles=dot-bf16=true | FileCheck %s --check-prefix=PLAN
-// RUN: attnc-opt %s -attn-plan-tiles="dot-bf16=true amx=true" | FileCheck %s --check-prefix=PLAN
+// RUN: attnc-opt %s -attn-plan-tiles="dot-bf16=true amx=true" | FileCheck %s --check-prefix=AMX
 // RUN: attnc-opt %s -attn-plan-tiles="dot-bf16=true vector-bits=256" | FileCheck %s --check-prefix=AVX2
 
-// A bf16 backward on a target with AVX-512 BF16 (with AMX or not: the
-// backward has no AMX path), 64 query rows: an even number of rows (the
+// A bf16 backward on a target with AVX-512 BF16 and no AMX (AMX tiles
+// where there are: lower-cpu-amx-backward.mlir), 64 query rows: an even number of rows (the
 // transposed products take them in pairs: 11 would be the FMA plan's),
 // marked dot_bf16. Q and dO packed transposed in bf16 (unscaled); per key
 // block, K and V with pairs of columns side by side and K with pairs of
@@ -33,6 +33,7 @@
 // CHECK-NOT: attn.attention_grad
 // PLAN: attn.tile_plan = #attn.cpu_plan<rows = 12, query_block = 12, key_block = {{[0-9]+}}, dot_bf16 = true>
 // AVX2-NOT: dot_bf16
+// AMX: attn.tile_plan = #attn.cpu_plan<rows = 32, query_block = 32, key_block = {{[0-9]+}}, amx = true>
 func.func @backward(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x80x64xbf16>, %v: tensor<1x1x80x64xbf16>, %o: tensor<1x2x64x64xbf16>, %lse: tensor<1x2x64xf32>, %do: tensor<1x2x64x64xbf16>) -> (tensor<1x2x64x64xbf16>, tensor<1x1x80x64xbf16>, tensor<1x1x80x64xbf16>) {
   %dq, %dk, %dv = attn.attention_grad %q, %k, %v, %o, %lse, %do causal : tensor<1x2x64x64xbf16>, tensor<1x1x80x64xbf16>, tensor<1x1x80x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x1x80x64xbf16>, tensor<1x1x80x64xbf16>
   return %dq, %dk, %dv : tensor<1x2x64x64xbf16>, tensor<1x1x80x64xbf16>, tensor<1x1x80x64xbf16>
@@ -46,3 +47,6 @@ func.func @short(%q: tensor<1x2x16x64xbf16>, %lse: tensor<1x2x16xf32>) -> tensor
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q : tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>, tensor<1x2x16xf32>, tensor<1x2x16x64xbf16> -> tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>, tensor<1x2x16x64xbf16>
   return %dq : tensor<1x2x16x64xbf16>
 }
+// AMX-LABEL: func.func @short
+// AMX-NOT: amx
+// AMX: return

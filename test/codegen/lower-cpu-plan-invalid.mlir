@@ -60,7 +60,7 @@ func.func @gpu_plan(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor
 // -----
 
 func.func @amx_rows(%q: tensor<1x2x40x32xbf16>) -> (tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>) {
-  // expected-error @+1 {{an AMX tile plan must have rows = 16 and a key_block, got rows = 8, key_block = 32}}
+  // expected-error @+1 {{an AMX tile plan must have rows = 16 (or 32 on attn.attention_grad) and a key_block, got rows = 8, key_block = 32}}
   %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 8, key_block = 32, amx = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
   return %o, %lse : tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
 }
@@ -75,6 +75,22 @@ func.func @missing_blocks(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, 
 
 // -----
 
+func.func @amx_forward_rows(%q: tensor<1x2x40x32xbf16>) -> (tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>) {
+  // expected-error @+1 {{an AMX tile plan of 'attn.attention' needs rows = 16, got 32}}
+  %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 32, query_block = 32, key_block = 32, amx = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
+  return %o, %lse : tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
+}
+
+// -----
+
+func.func @amx_backward_dv(%q: tensor<1x2x40x32xbf16>, %v: tensor<1x2x40x16xbf16>, %lse: tensor<1x2x40xf32>) -> tensor<1x2x40x32xbf16> {
+  // expected-error @+1 {{an AMX tile plan needs bf16 Q, K and V whose head dimensions are multiples of 32, got 'tensor<1x2x40x16xbf16>'}}
+  %dq, %dk, %dv = attn.attention_grad %q, %q, %v, %v, %lse, %v {attn.tile_plan = #attn.cpu_plan<rows = 32, query_block = 32, key_block = 32, amx = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x16xbf16>, tensor<1x2x40x16xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x16xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x16xbf16>
+  return %dq : tensor<1x2x40x32xbf16>
+}
+
+// -----
+
 func.func @splits_forward(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor<1x2x40xf32>) {
   // expected-error @+1 {{only attn.attention_grad takes tile plan splits}}
   %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 8, key_block = 32, splits = 2>} : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
@@ -84,7 +100,7 @@ func.func @splits_forward(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, 
 // -----
 
 func.func @amx_backward(%q: tensor<1x2x40x32xbf16>, %lse: tensor<1x2x40xf32>) -> tensor<1x2x40x32xbf16> {
-  // expected-error @+1 {{only attn.attention and attn.attention_stats take an AMX tile plan}}
+  // expected-error @+1 {{an AMX tile plan of 'attn.attention_grad' needs rows = 32, got 16}}
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q {attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 16, key_block = 32, amx = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>, tensor<1x2x40x32xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>
   return %dq : tensor<1x2x40x32xbf16>
 }

@@ -891,6 +891,47 @@ TEST(KernelTest, Bf16DotProducts) {
   runBf16TileShapes("native,-amx-tile,-amx-bf16");
 }
 
+/// bf16 backwards of the shapes the AMX backward takes (64 query rows or
+/// more, D and Dv multiples of 32): query tiles of 32 rows (Sq not a
+/// multiple of them: the rows past Sq padded), key blocks of 32 to 128
+/// keys (Skv not a multiple), grouped heads, every mask kind, score_mods
+/// with and without float captures (a bias table's gradient; with a bf16
+/// O, Delta from P and dP, on tiles too), several dQ splits. On a host with
+/// AVX-512 BF16 and no AMX the same cases take the dot products, elsewhere
+/// the AVX-512 path.
+void runBf16BackwardTileShapes(const std::string &cpu) {
+  std::mt19937_64 rng(71);
+  auto pick = picker(rng);
+  for (int n = 0; n < 12; ++n) {
+    AttentionCase c;
+    c.B = pick({1, 2});
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 2});
+    c.Sq = pick({64, 65, 100, 128, 150});
+    c.Skv = n == 0 ? 2100 : pick({33, 64, 100, 150, 300});
+    c.D = pick({32, 64, 128});
+    c.Dv = pick({32, 64, 96});
+    c.dtype = "bf16";
+    c.causal = rng() % 2;
+    c.window = rng() % 3 == 0 ? pick({1, 40}) : 0;
+    c.lengths = rng() % 3 == 0;
+    c.scoreMod = n == 1 ? ScoreModKind::BiasTable : ScoreModKind(rng() % 5);
+    c.documentMask = rng() % 4 == 0;
+    c.cpu = cpu;
+    runCase(c, 1200 + n);
+  }
+}
+
+TEST(KernelTest, Bf16BackwardTileShapes) {
+  runBf16BackwardTileShapes("native");
+}
+
+TEST(KernelTest, Bf16BackwardDotProducts) {
+  if (!__builtin_cpu_supports("avx512bf16"))
+    GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  runBf16BackwardTileShapes("native,-amx-tile,-amx-bf16");
+}
+
 /// mask_mod regions of random affine comparisons of i and j (signed and
 /// unsigned predicates, eq/ne, negative constants): attn-plan-tiles turns
 /// some into named masks (and drops the region when they say all of it);
