@@ -62,6 +62,21 @@ def AttnLowerCpu : Pass<"attn-lower-cpu", "mlir::ModuleOp"> {
   ];
 }
 
+def AttnX86Bf16Conversions : Pass<"attn-x86-bf16-conversions"> {
+  let summary = "f32 to bf16 vector conversions as AVX-512 BF16's vcvtneps2bf16";
+  let description = [{
+    Rewrites `arith.truncf` of 8 or 16 f32 lanes to bf16 (the kernels'
+    P, dS, packed operands and bf16 outputs) into
+    `x86vector.avx512.cvt.packed.f32_to_bf16`: one instruction where
+    arith-expand's integer rounding takes six. For targets with
+    avx512_bf16 (the CPU pipeline runs it before arith-expand when
+    `dot-bf16` is set). Both round to nearest even and keep NaNs NaN;
+    vcvtneps2bf16 also flushes denormal inputs to zero (of the sign), as
+    bf16 arithmetic on these CPUs does.
+  }];
+  let dependentDialects = ["mlir::x86vector::X86VectorDialect"];
+}
+
 def AttnLowerParallelCalls : Pass<"attn-lower-parallel-calls", "mlir::ModuleOp"> {
   let summary = "Run outlined task loops on the runtime's thread pool";
   let description = [{

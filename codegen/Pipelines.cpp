@@ -93,6 +93,10 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   // once per lane): LLVM has no integer power, and its powi takes a scalar
   // exponent.
   pm.addPass(createConvertMathToFuncs());
+  // vcvtneps2bf16 where the target has it (before arith-expand's integer
+  // rounding takes the rest).
+  if (options.dotBf16)
+    pm.addPass(createAttnX86Bf16Conversions());
   arith::ArithExpandOpsPassOptions expand;
   // bf16 conversions as integer ops: no libgcc helper or bf16 ISA needed.
   expand.includeBf16 = true;

@@ -58,9 +58,11 @@ struct AttncPipelineOptions
                                   "backwards use them"),
                    llvm::cl::init(false)};
   Option<bool> dotBf16{*this, "dot-bf16",
-                       llvm::cl::desc("The target has AVX-512 BF16 dot "
-                                      "products: bf16 forwards and "
-                                      "backwards without AMX use them"),
+                       llvm::cl::desc("The target has AVX-512 BF16: bf16 "
+                                      "forwards and backwards without AMX "
+                                      "use its dot products, and f32 to "
+                                      "bf16 vector conversions its "
+                                      "vcvtneps2bf16"),
                        llvm::cl::init(false)};
   Option<int64_t> threads{
       *this, "threads",

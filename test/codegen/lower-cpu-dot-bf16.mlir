@@ -2,6 +2,11 @@
 // RUN: attnc-opt %s -attn-plan-tiles=dot-bf16=true | FileCheck %s --check-prefix=PLAN
 // RUN: attnc-opt %s -attn-plan-tiles="dot-bf16=true amx=true" | FileCheck %s --check-prefix=AMX
 // RUN: attnc-opt %s -attn-plan-tiles="dot-bf16=true vector-bits=256" | FileCheck %s --check-prefix=AVX2
+// RUN: attnc-opt %s -attnc-cpu-pipeline=dot-bf16=true | FileCheck %s --check-prefix=LLVM
+
+// With AVX-512 BF16, P and the packed operands round to bf16 with
+// vcvtneps2bf16 (attn-x86-bf16-conversions).
+// LLVM: llvm.call_intrinsic "llvm.x86.avx512bf16.cvtneps2bf16.512"
 
 // A bf16 forward on a target with AVX-512 BF16 and no AMX (256 query rows,
 // several tasks per head): the AVX-512 plan's rows, marked dot_bf16; K and
