@@ -11,6 +11,12 @@ namespace attnc {
 /// within 1.5 ulp elsewhere.
 mlir::Value buildExpScalef(mlir::ImplicitLocOpBuilder &b, mlir::Value x);
 
+/// 2^t for a vector<16xf32> in 8 instructions, within 4e-6 relative: for
+/// probabilities rounded to bf16 (8 bits) for their products. 0 below
+/// 2^-126 (t = -inf too), NaN for NaN.
+mlir::Value buildExp2ScalefForBf16(mlir::ImplicitLocOpBuilder &b,
+                                   mlir::Value t);
+
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_CPU_FASTEXP_H

@@ -1,5 +1,7 @@
 // The flash-attention CPU forward (see FlashForward.h and FlashAttention.h).
 #include "codegen/cpu/FlashForward.h"
+
+#include "codegen/cpu/FastExp.h"
 #include "codegen/cpu/FlashAttention.h"
 
 #include "codegen/cpu/WidenRegion.h"
@@ -463,13 +465,19 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     for (int64_t w = 0; w < n; ++w) {
       Value x =
           vector::LoadOp::create(b, vec, pBuf, ValueRange{r, idx(w * kLanes)});
+      // (base2: unscaled.)
       Scores sc = scoresOf(args.slice(captureBase, captures.size()), x, in[w],
-                           bi, h, range.row, j0, w, /*prescaled=*/!paired);
+                           bi, h, range.row, j0, w,
+                           /*prescaled=*/!paired || base2);
       s.push_back(arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
     }
-    Value blockMax = tree(s, [&](Value x, Value y) { return maxOf(x, y); });
+    Value blockMax =
+        maxOfLanes(tree(s, [&](Value x, Value y) { return maxOf(x, y); }));
+    // (The scale is positive: the scaled max is the max scaled.)
+    if (base2)
+      blockMax = arith::MulFOp::create(b, blockMax, f(scale));
     Value mOld = memref::LoadOp::create(b, maxBuf, r);
-    Value m = maxOf(mOld, maxOfLanes(blockMax));
+    Value m = maxOf(mOld, blockMax);
     // While a row has seen no key, m = -inf: subtract 0 instead so that
     // exp gives 0, never NaN.
     Value safe = arith::SelectOp::create(
@@ -481,9 +489,20 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     // P for the step's P V: f32 for the FMA product, bf16 straight into
     // the A tile's rows on AMX (and pairs for the dot products).
     SmallVector<Value> p, terms;
+    constexpr double kLog2e = 1.4426950408889634;
+    Value log2eScale = splat(f(scale * kLog2e)),
+          negShift = splat(arith::MulFOp::create(b, safe, f(-kLog2e)));
     for (int64_t w = 0; w < n; ++w) {
-      Value shifted = arith::SubFOp::create(b, s[w], splat(safe));
-      p.push_back(expVector(shifted));
+      Value shifted;
+      if (base2) {
+        Value t = vector::FMAOp::create(b, s[w], log2eScale, negShift);
+        p.push_back(buildExp2ScalefForBf16(b, t));
+        if (entropy)
+          shifted = arith::MulFOp::create(b, t, splat(f(1.0 / kLog2e)));
+      } else {
+        shifted = arith::SubFOp::create(b, s[w], splat(safe));
+        p.push_back(expVector(shifted));
+      }
       storeVector(p.back(), paired ? scratch[6] : pBuf,
                   ValueRange{r, idx(w * kLanes)});
       if (similarity)

@@ -24,9 +24,10 @@ public:
       : FlashCommon(b, op, plan.getRows(), vectorBits), op(op),
         entropy(stats.entropy), similarity(stats.similarity), gq(stats.gq),
         gk(stats.gk), amx(plan.getAmx()), dot(plan.getDotBf16()),
-        paired(amx || dot), bf16(b.getBF16Type()),
-        blockTiles(plan.getKeyBlock() / kCols), qTiles((Sq + rows - 1) / rows),
-        pairs(H * (H + 1) / 2),
+        paired(amx || dot),
+        base2(paired && scalefExp && scoreMod.empty() && scale > 0),
+        bf16(b.getBF16Type()), blockTiles(plan.getKeyBlock() / kCols),
+        qTiles((Sq + rows - 1) / rows), pairs(H * (H + 1) / 2),
         groupTiles(std::min(qTiles, similarity ? similarityGroupTiles(plan)
                                                : plan.getQueryBlock() / rows)),
         packedBlocks(!amx && !similarity && qTiles <= groupTiles),
@@ -154,6 +155,11 @@ private:
   bool dot; // the products as AVX-512 BF16 dot products (FlashForwardDot.cpp)
   // Either: Q, K, V and P in bf16, K and V copied into pairs per call.
   bool paired;
+  // Paired without a score_mod: P = 2^((S - m) scale log2 e) from the
+  // unscaled products, one FMA, and 2^t to bf16's needs
+  // (buildExp2ScalefForBf16): 10 instructions a vector where the scale,
+  // the shift and exp took 14.
+  bool base2;
   mlir::Type bf16;
   int64_t blockTiles; // 32-key tiles per online-softmax step
   int64_t qTiles;     // query tiles per (batch, head)

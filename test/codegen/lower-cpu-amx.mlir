@@ -18,6 +18,14 @@
 // CHECK: amx.tile_mulf
 // CHECK: amx.tile_mulf
 // CHECK: amx.tile_store
+// The softmax in base 2 (no score_mod): t = S scale log2(e) - m log2(e) in
+// one FMA of the unscaled products, 2^t from round(t) and a degree-4
+// polynomial, scaled by vscalefps.
+// CHECK: %[[T:.*]] = vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK-NEXT: %[[K:.*]] = math.roundeven %[[T]] : vector<16xf32>
+// CHECK: arith.subf %[[T]], %[[K]] : vector<16xf32>
+// CHECK-COUNT-4: vector.fma
+// CHECK: x86vector.avx512.mask.scalef %{{.*}}, %[[K]],
 // CHECK: amx.tile_load {{.*}} : memref<1x1x1x16x64xbf16> into !amx.tile<16x32xbf16>
 // CHECK: amx.tile_mulf
 // CHECK: amx.tile_store
