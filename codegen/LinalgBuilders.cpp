@@ -213,28 +213,47 @@ Value buildScoreMod(OpBuilder &b, Location loc, Value scores, Region &body,
 }
 
 /// Whether key j is visible from query i under `mask`, as an i1 built at nb.
+/// Scores are [B, H, Sq, Skv] (`sq`, `skv`).
 static Value buildVisible(OpBuilder &nb, Location nl,
-                          const MaskConditions &mask, ValueRange bhij) {
+                          const MaskConditions &mask, ValueRange bhij,
+                          int64_t sq, int64_t skv) {
   Value bIdx = bhij[0], i = bhij[2], j = bhij[3];
   Value visible = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true));
   auto conjoin = [&](Value c) {
     visible = arith::AndIOp::create(nb, nl, visible, c);
   };
+  auto keyCount = [&]() -> Value {
+    Value len = tensor::ExtractOp::create(nb, nl, mask.lengths, bIdx);
+    return arith::IndexCastOp::create(nb, nl, nb.getIndexType(), len);
+  };
+  // A cache's row i sits at n_b - Sq + i (n_b: the batch's keys, clamped
+  // to [0, Skv]); it may be negative, so the comparisons are signed.
+  auto cmpPred = arith::CmpIPredicate::ule;
+  if (mask.cache && (mask.causal || mask.window)) {
+    Value n = arith::ConstantIndexOp::create(nb, nl, skv);
+    if (mask.lengths)
+      n = arith::MinSIOp::create(
+          nb, nl, n,
+          arith::MaxSIOp::create(
+              nb, nl, keyCount(),
+              arith::ConstantIndexOp::create(nb, nl, 0)));
+    i = arith::AddIOp::create(
+        nb, nl, i,
+        arith::SubIOp::create(nb, nl, n,
+                              arith::ConstantIndexOp::create(nb, nl, sq)));
+    cmpPred = arith::CmpIPredicate::sle;
+  }
   if (mask.causal || mask.window)
-    conjoin(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule, j, i));
+    conjoin(arith::CmpIOp::create(nb, nl, cmpPred, j, i));
   if (mask.window) {
     // i - j < W; only evaluated where j <= i, so the difference is >= 0.
     Value diff = arith::SubIOp::create(nb, nl, i, j);
     Value w = arith::ConstantIndexOp::create(nb, nl, *mask.window);
     conjoin(arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, diff, w));
   }
-  if (mask.lengths) {
-    Value len = tensor::ExtractOp::create(nb, nl, mask.lengths, bIdx);
-    Value lenIdx =
-        arith::IndexCastOp::create(nb, nl, nb.getIndexType(), len);
+  if (mask.lengths)
     conjoin(
-        arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j, lenIdx));
-  }
+        arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j, keyCount()));
   if (mask.maskMod)
     conjoin(inlineModRegion(nb, *mask.maskMod, bhij, mask.captures));
   return visible;
@@ -246,7 +265,8 @@ Value buildMask(OpBuilder &b, Location loc, Value scores,
     return scores;
   return mapScores(
       b, loc, scores, [&](OpBuilder &nb, Location nl, Value s, ValueRange bhij) {
-        Value visible = buildVisible(nb, nl, mask, bhij);
+        Value visible = buildVisible(nb, nl, mask, bhij, shapeOf(scores)[2],
+                                     shapeOf(scores)[3]);
         Value fill = arith::ConstantOp::create(
             nb, nl,
             nb.getF32FloatAttr(mask.zeroFill

@@ -23,6 +23,7 @@ struct MaskConditions {
   mlir::Region *maskMod = nullptr; // (b, h, i, j, captures...) -> i1
   mlir::ValueRange captures;
   bool zeroFill = false; // masked entries become 0 instead of -inf
+  bool cache = false;    // causal and window from the end of the keys
 
   bool any() const { return causal || window || lengths || maskMod; }
 };

@@ -23,14 +23,23 @@ Value MaskTiles::keyLimit(ImplicitLocOpBuilder &b, Value lengths,
                                 arith::MaxSIOp::create(b, n, idx(b, 0)));
 }
 
+Value MaskTiles::position(ImplicitLocOpBuilder &b, Value limit,
+                          Value row) const {
+  if (!cache)
+    return row;
+  return arith::AddIOp::create(
+      b, row, arith::SubIOp::create(b, limit, idx(b, sq)));
+}
+
 MaskTiles::RowRange MaskTiles::rowRange(ImplicitLocOpBuilder &b, Value limit,
                                         Value i, bool existsOnly) const {
   RowRange range;
   range.row = arith::MinUIOp::create(b, i, idx(b, sq - 1));
+  Value pos = position(b, limit, range.row);
   range.hi = limit;
   if (causal || window)
     range.hi = arith::MinSIOp::create(
-        b, range.hi, arith::AddIOp::create(b, range.row, idx(b, 1)));
+        b, range.hi, arith::AddIOp::create(b, pos, idx(b, 1)));
   if (existsOnly)
     range.hi = arith::SelectOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, idx(b, sq)),
@@ -38,7 +47,7 @@ MaskTiles::RowRange MaskTiles::rowRange(ImplicitLocOpBuilder &b, Value limit,
   range.lo = idx(b, 0);
   if (window)
     range.lo = arith::MaxSIOp::create(
-        b, range.lo, arith::SubIOp::create(b, range.row, idx(b, *window - 1)));
+        b, range.lo, arith::SubIOp::create(b, pos, idx(b, *window - 1)));
   return range;
 }
 
@@ -77,16 +86,30 @@ Value MaskTiles::isWhole(ImplicitLocOpBuilder &b, Value limit, Value i0,
                             minHi));
 }
 
-std::pair<Value, Value> MaskTiles::rowsSeeing(ImplicitLocOpBuilder &b, Value j0,
+std::pair<Value, Value> MaskTiles::rowsSeeing(ImplicitLocOpBuilder &b,
+                                              Value limit, Value j0,
                                               int64_t width,
                                               int64_t align) const {
+  // Row r sees key j0 from position(r) >= j0 on (causal), and the block's
+  // last key while position(r) < j0 + width + window - 1: in rows, from
+  // j0 - shift and below j0 + width + window - 1 - shift.
+  Value firstRow = j0;
+  if (cache)
+    firstRow = arith::MaxSIOp::create(
+        b, idx(b, 0),
+        arith::SubIOp::create(b, j0, position(b, limit, idx(b, 0))));
   Value first = idx(b, 0), end = idx(b, sq);
   if (causal || window)
     first = arith::MulIOp::create(
-        b, arith::DivUIOp::create(b, j0, idx(b, align)), idx(b, align));
-  if (window)
-    end = arith::MinUIOp::create(
-        b, end, arith::AddIOp::create(b, j0, idx(b, width + *window - 1)));
+        b, arith::DivUIOp::create(b, firstRow, idx(b, align)), idx(b, align));
+  if (window) {
+    Value last = arith::AddIOp::create(b, j0, idx(b, width + *window - 1));
+    if (cache)
+      last = arith::MaxSIOp::create(
+          b, idx(b, 0),
+          arith::SubIOp::create(b, last, position(b, limit, idx(b, 0))));
+    end = arith::MinUIOp::create(b, end, last);
+  }
   return {first, end};
 }
 

@@ -18,6 +18,7 @@
 #include "dialect/ShapeUtils.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <optional>
 #include <utility>
@@ -25,19 +26,30 @@
 namespace attnc {
 
 class MaskTiles {
+  template <typename OpTy>
+  using CacheGetter = decltype(std::declval<OpTy &>().getCache());
+
 public:
-  MaskTiles(bool causal, std::optional<int64_t> window, int64_t sq, int64_t skv)
-      : causal(causal), window(window), sq(sq), skv(skv) {}
-  /// The masks of attn.attention or attn.attention_grad.
+  MaskTiles(bool causal, std::optional<int64_t> window, int64_t sq, int64_t skv,
+            bool cache = false)
+      : causal(causal), window(window), sq(sq), skv(skv), cache(cache) {}
+  /// The masks of attn.attention, attn.attention_grad or an op with their
+  /// mask options (those without `cache` never shift the rows).
   template <typename OpTy>
   explicit MaskTiles(OpTy op)
       : MaskTiles(op.getCausal(), op.getWindow(), shapeOf(op.getQuery())[2],
-                  shapeOf(op.getKey())[2]) {}
+                  shapeOf(op.getKey())[2], cacheOf(op)) {}
 
   /// The keys batch `bi` has: Skv, or its entry of `lengths` (a memref of
   /// i32 or i64, null for none) clamped to [0, Skv].
   mlir::Value keyLimit(mlir::ImplicitLocOpBuilder &b, mlir::Value lengths,
                        mlir::Value bi) const;
+
+  /// The position the causal and window masks give query row `row` of a
+  /// batch with `limit` keys: the row, or with `cache` limit - Sq + row (the
+  /// queries are the batch's last tokens; negative when limit < Sq).
+  mlir::Value position(mlir::ImplicitLocOpBuilder &b, mlir::Value limit,
+                       mlir::Value row) const;
 
   /// Query row i clamped to Sq - 1 (rows past Sq repeat the last one) and
   /// the keys [lo, hi) it sees; `existsOnly` empties rows past Sq.
@@ -69,9 +81,11 @@ public:
                       int64_t width, bool existsOnly) const;
 
   /// The query rows [first, end) that can see the `width` keys from j0
-  /// under the causal and window masks (lengths bound keys, not rows):
-  /// first rounded down to a multiple of `align`.
+  /// under the causal and window masks of a batch with `limit` keys
+  /// (lengths bound keys, not rows; `limit` only places the rows of a
+  /// cache): first rounded down to a multiple of `align`, both >= 0.
   std::pair<mlir::Value, mlir::Value> rowsSeeing(mlir::ImplicitLocOpBuilder &b,
+                                                 mlir::Value limit,
                                                  mlir::Value j0, int64_t width,
                                                  int64_t align) const;
 
@@ -88,6 +102,15 @@ public:
   bool causal;
   std::optional<int64_t> window;
   int64_t sq, skv;
+  /// The keys are a KV cache and the queries its last tokens (`cache`).
+  bool cache;
+
+private:
+  template <typename OpTy> static bool cacheOf(OpTy op) {
+    if constexpr (llvm::is_detected<CacheGetter, OpTy>::value)
+      return op.getCache();
+    return false;
+  }
 };
 
 } // namespace attnc

@@ -111,14 +111,15 @@ ParseResult parseKeywordCheck(OpAsmParser &parser, ArrayRef<StringRef> keywords,
 
 ParseResult parseAttentionKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(parser,
-                           {"scale", "causal", "window", "lengths",
+                           {"scale", "causal", "window", "cache", "lengths",
                             "score_captures", "mask_captures"},
                            {"score_mod", "mask_mod"});
 }
 
 ParseResult parseAttentionGradKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(parser,
-                           {"lse_grad", "scale", "causal", "window", "lengths",
+                           {"lse_grad", "scale", "causal", "window", "cache",
+                            "lengths",
                             "score_captures", "mask_captures"},
                            {"score_mod", "mask_mod"});
 }
@@ -158,7 +159,8 @@ ParseResult parseDistillRegionCheck(OpAsmParser &parser, IntegerAttr) {
 
 ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(
-      parser, {"causal", "window", "lengths", "captures", "zero_fill"}, {});
+      parser, {"causal", "window", "cache", "lengths", "captures", "zero_fill"},
+      {});
 }
 
 /// The checks print nothing (the IntegerAttr, the window, is unused: a
@@ -335,6 +337,17 @@ LogicalResult verifyMaskOptions(Operation *op, std::optional<int64_t> window,
   return success();
 }
 
+/// `cache` moves the queries to the end of the keys, which only the causal
+/// and window masks read: alone it would mean nothing.
+LogicalResult verifyCache(Operation *op, bool cache, bool causal,
+                          std::optional<int64_t> window) {
+  if (cache && !causal && !window)
+    return op->emitOpError(
+        "'cache' needs 'causal' or 'window': it places the queries at the "
+        "end of each batch's keys, which only those masks read");
+  return success();
+}
+
 /// Scores are f32: the factor must stay finite and non-zero in f32.
 LogicalResult verifyScaleValue(Operation *op, double scale, StringRef what) {
   float rounded = float(scale);
@@ -476,7 +489,8 @@ LogicalResult ScoreModOp::verify() {
 LogicalResult MaskOp::verify() {
   if (failed(verifyShape(*this, getScores(), 4, "scores")) ||
       failed(verifyMaskOptions(*this, getWindow(), getLengths(),
-                               shapeOf(getScores())[0])))
+                               shapeOf(getScores())[0])) ||
+      failed(verifyCache(*this, getCache(), getCausal(), getWindow())))
     return failure();
   if (getMaskMod().empty()) {
     if (!getCaptures().empty())
@@ -528,6 +542,10 @@ template <typename OpTy> static LogicalResult verifyScoreOptions(OpTy op) {
       return failure();
   if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
     return failure();
+  if constexpr (std::is_same_v<OpTy, AttentionOp> ||
+                std::is_same_v<OpTy, AttentionGradOp>)
+    if (failed(verifyCache(raw, op.getCache(), op.getCausal(), op.getWindow())))
+      return failure();
   SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], k[2]};
   if (op.getScoreMod().empty()) {
     if (!op.getScoreCaptures().empty())

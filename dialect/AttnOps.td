@@ -151,6 +151,14 @@ def Attn_MaskOp : Attn_Op<"mask",
     - `window W` (W >= 1): j <= i and i - j < W (sliding window);
     - `lengths(%len)`: j < len[b] (key padding; len is i32 or i64, size B);
     - a `mask_mod` region over (b, h, i, j, captures...) yielding i1.
+    `cache` (with causal or window) makes the keys a KV cache: batch b holds
+    its first n_b keys (n_b = len[b] clamped to [0, Skv] with `lengths`,
+    else Skv; Skv is the capacity) and the queries are its last Sq tokens,
+    so row i sits at position p = n_b - Sq + i and causal and window compare
+    j with p instead of i (bottom-right aligned; rows with p < 0 see
+    nothing). One kernel then serves every decoding step and every chunk of
+    a chunked prefill: the caller appends the new keys and values and passes
+    the new lengths. The regions still receive the row i.
     A row whose every key is masked yields zero probabilities and output.
     With `zero_fill`, masked entries become 0 instead of -inf: the mask's
     gradient, as attn-derive-backward emits it.
@@ -172,12 +180,13 @@ def Attn_MaskOp : Attn_Op<"mask",
   }];
   let arguments = (ins Attn_ScoreTensor:$scores, UnitAttr:$causal,
                    UnitAttr:$zero_fill, OptionalAttr<I64Attr>:$window,
+                   UnitAttr:$cache,
                    Optional<Attn_LengthsTensor>:$lengths,
                    Variadic<AnyRankedTensor>:$captures);
   let results = (outs Attn_ScoreTensor:$result);
   let regions = (region MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
-    $scores (`causal` $causal^)? (`window` $window^)?
+    $scores (`causal` $causal^)? (`window` $window^)? (`cache` $cache^)?
     (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`zero_fill` $zero_fill^)? `` custom<MaskKeywordCheck>(ref($window))
@@ -236,7 +245,8 @@ def Attn_AttentionOp : Attn_Op<"attention",
     masked row, whose O row is 0). `scale` defaults to 1/sqrt(D). The mask
     options are those of `attn.mask`; the optional `score_mod` region has the
     signature of `attn.score_mod` over `score_captures`, the optional
-    `mask_mod` region that of `attn.mask` over `mask_captures`. The keywords
+    `mask_mod` region that of `attn.mask` over `mask_captures` (`cache`
+    places the queries at the end of each batch's keys, as there). The keywords
     come in the order of the op's syntax, the regions after the result
     types (score_mod first); `custom<AttentionKeywordCheck>` parses nothing,
     it reports a misspelt or misplaced keyword (`casual`: "did you mean
@@ -276,6 +286,7 @@ def Attn_AttentionOp : Attn_Op<"attention",
   let arguments = (ins Attn_FloatTensor:$query, Attn_FloatTensor:$key,
                    Attn_FloatTensor:$value, OptionalAttr<F64Attr>:$scale,
                    UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                   UnitAttr:$cache,
                    Optional<Attn_LengthsTensor>:$lengths,
                    Variadic<AnyRankedTensor>:$score_captures,
                    Variadic<AnyRankedTensor>:$mask_captures);
@@ -283,7 +294,8 @@ def Attn_AttentionOp : Attn_Op<"attention",
   let regions = (region MaxSizedRegion<1>:$score_mod, MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`scale` $scale^)? (`causal` $causal^)?
-    (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`window` $window^)? (`cache` $cache^)?
+    (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
     (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
     (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
     `` custom<AttentionKeywordCheck>(ref($window))
@@ -543,6 +555,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad",
                    Optional<Attn_ScoreTensor>:$lse_grad,
                    OptionalAttr<F64Attr>:$scale,
                    UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
+                   UnitAttr:$cache,
                    Optional<Attn_LengthsTensor>:$lengths,
                    Variadic<AnyRankedTensor>:$score_captures,
                    Variadic<AnyRankedTensor>:$mask_captures);
@@ -554,7 +567,8 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad",
     $query `,` $key `,` $value `,` $output `,` $lse `,` $output_grad
     (`lse_grad` `(` $lse_grad^ `:` type($lse_grad) `)`)?
     (`scale` $scale^)? (`causal` $causal^)?
-    (`window` $window^)? (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`window` $window^)? (`cache` $cache^)?
+    (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
     (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
     (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
     `` custom<AttentionGradKeywordCheck>(ref($window))

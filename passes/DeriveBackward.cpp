@@ -125,7 +125,7 @@ public:
           auto grad = MaskOp::create(
               b, loc, o.getType(), adjointOf(o.getResult()),
               o.getCausalAttr(), b.getUnitAttr(), o.getWindowAttr(),
-              o.getLengths() ? m(o.getLengths()) : Value(),
+              o.getCacheAttr(), o.getLengths() ? m(o.getLengths()) : Value(),
               llvm::map_to_vector(o.getCaptures(), m));
           IRMapping regionMapping;
           o.getMaskMod().cloneInto(&grad.getMaskMod(), regionMapping);
@@ -216,7 +216,7 @@ public:
               m(o.getQuery()), m(o.getKey()), m(o.getValue()),
               m(o.getOutput()), m(o.getLse()), gOutput,
               adjointOf(o.getLse()), o.getScaleAttr(), o.getCausalAttr(),
-              o.getWindowAttr(),
+              o.getWindowAttr(), o.getCacheAttr(),
               o.getLengths() ? m(o.getLengths()) : Value(),
               llvm::map_to_vector(o.getScoreCaptures(), m),
               llvm::map_to_vector(o.getMaskCaptures(), m));

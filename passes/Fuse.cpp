@@ -75,12 +75,19 @@ FailureOr<AttentionOp> attnc::fuseAttentionChain(RewriterBase &rewriter,
     return failure();
 
   // The masks' conjunction: causal if any is, the narrowest window, one
-  // lengths tensor, one mask_mod region.
+  // lengths tensor, one mask_mod region; the causal and window masks all
+  // from the start of the keys or all from the end (`cache`).
   bool causal = false;
   std::optional<int64_t> window;
+  std::optional<bool> cache;
   Value lengths;
   MaskOp maskMod;
   for (MaskOp mask : masks) {
+    if (mask.getCausal() || mask.getWindow()) {
+      if (cache && *cache != mask.getCache())
+        return failure();
+      cache = mask.getCache();
+    }
     causal |= mask.getCausal();
     if (std::optional<int64_t> w = mask.getWindow())
       window = window ? std::min(*window, *w) : *w;
@@ -114,7 +121,8 @@ FailureOr<AttentionOp> attnc::fuseAttentionChain(RewriterBase &rewriter,
       TypeRange{apply.getResult().getType(), lseType}, q, k, v,
       rewriter.getF64FloatAttr(scale),
       causal ? rewriter.getUnitAttr() : UnitAttr(),
-      window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr(), lengths,
+      window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr(),
+      cache.value_or(false) ? rewriter.getUnitAttr() : UnitAttr(), lengths,
       scoreMod ? ValueRange(scoreMod.getCaptures()) : ValueRange(),
       maskMod ? ValueRange(maskMod.getCaptures()) : ValueRange());
   if (scoreMod)

@@ -366,16 +366,17 @@ void FlashBackward::zeroCopies(Value copies, Value split, Value bi, Value g) {
   });
 }
 
-std::pair<Value, Value> FlashBackward::rowsSeeing(Value jt) {
-  return masks.rowsSeeing(b, jt, kCols, rows);
+std::pair<Value, Value> FlashBackward::rowsSeeing(const KeyBlock &kb,
+                                                  Value jt) {
+  return masks.rowsSeeing(b, kb.limit, jt, kCols, rows);
 }
 
 void FlashBackward::keyBlockTask(ArrayRef<Value> args, ArrayRef<Value> scratch,
                                  Value bi, Value g, Value block, Value split,
                                  Value task) {
   KeyBlock kb = startKeyBlock(args, scratch, bi, g, block, split, task);
-  Value iStart = rowsSeeing(kb.j0).first,
-        iEnd = rowsSeeing(tileStart(kb, idx(blockTiles - 1))).second;
+  Value iStart = rowsSeeing(kb, kb.j0).first,
+        iEnd = rowsSeeing(kb, tileStart(kb, idx(blockTiles - 1))).second;
   int64_t group = H / Hkv;
   loop(0, group, [&](Value member) {
     Value h = arith::AddIOp::create(b, arith::MulIOp::create(b, g, idx(group)),
@@ -452,7 +453,7 @@ void FlashBackward::chunkProbabilities(const KeyBlock &kb, Value h, Value c0,
             dsTile = view(kb.dsBuf(), {t}, at, rows);
       Value dsBf = dot ? view(kb.dsBf16(), {t}, at, rows) : Value();
       Value jt = tileStart(kb, t);
-      auto [first, end] = rowsSeeing(jt);
+      auto [first, end] = rowsSeeing(kb, jt);
       Value live = arith::AndIOp::create(
           b, tileSeen(kb, jt),
           arith::AndIOp::create(
@@ -496,9 +497,20 @@ void FlashBackward::chunkQueryGrads(const KeyBlock &kb, Value h, Value c0,
   Value copies = kb.args[9];
   forColumns(D, [&](Value col, int64_t n) {
     loop(c0, cEnd, rows, [&](Value i0) {
-      // Causal: no row of the tile sees a key past i0 + rows - 1.
+      // Causal: no row of the tile sees a key past the position of its
+      // row i0 + rows - 1 (which a cache may place before the block).
       Value keys = kb.valid;
-      if (masks.causal)
+      if (masks.causal && masks.cache)
+        keys = arith::MinSIOp::create(
+            b, keys,
+            arith::MaxSIOp::create(
+                b, idx(0),
+                arith::SubIOp::create(
+                    b,
+                    masks.position(b, kb.limit,
+                                   arith::AddIOp::create(b, i0, idx(rows))),
+                    kb.j0)));
+      else if (masks.causal)
         keys = arith::MinUIOp::create(
             b, keys,
             arith::SubIOp::create(b, arith::AddIOp::create(b, i0, idx(rows)),
@@ -534,7 +546,7 @@ void FlashBackward::chunkKeyGrads(const KeyBlock &kb, Value h, Value c0,
   Value qT = kb.args[0], dOT = kb.args[3];
   loop(0, blockTiles, [&](Value t) {
     Value jt = tileStart(kb, t);
-    auto [first, end] = rowsSeeing(jt);
+    auto [first, end] = rowsSeeing(kb, jt);
     Value lo = arith::MaxUIOp::create(b, c0, first),
           hi = arith::MinUIOp::create(b, cEnd, end);
     Value any = arith::AndIOp::create(
@@ -606,7 +618,7 @@ EntropyGradient entropyGradientOf(attn::AttentionGradOp op) {
   if (!grad || !lseGrad.hasOneUse() || grad.getQuery() != op.getQuery() ||
       grad.getKey() != op.getKey() || grad.getLse() != op.getLse() ||
       grad.getEffectiveScale() != op.getEffectiveScale() ||
-      grad.getCausal() != op.getCausal() ||
+      grad.getCausal() != op.getCausal() || op.getCache() ||
       grad.getWindow() != op.getWindow() ||
       grad.getLengths() != op.getLengths() ||
       !llvm::equal(grad.getScoreCaptures(), op.getScoreCaptures()) ||

@@ -110,10 +110,6 @@ private:
   /// The key blocks of blockTiles key tiles each.
   int64_t keyBlocks() const { return (tiles + blockTiles - 1) / blockTiles; }
 
-  /// The query rows [first, end) that can see key tile t (keys from jt on;
-  /// first a multiple of rows).
-  std::pair<mlir::Value, mlir::Value> rowsSeeing(mlir::Value jt);
-
   /// One key block of a dK/dV task: its (batch, KV head), first key tile
   /// and key, the keys it has (`valid`) and those some row sees (before
   /// `seen`), the batch's key limit, the task's arguments and scratch.
@@ -138,6 +134,11 @@ private:
     mlir::Value pRowPairs() const { return scratch[8]; }
     mlir::Value dsRowPairs() const { return scratch[9]; }
   };
+
+  /// The query rows [first, end) that can see key tile t of `kb` (keys
+  /// from jt on; first a multiple of rows).
+  std::pair<mlir::Value, mlir::Value> rowsSeeing(const KeyBlock &kb,
+                                                 mlir::Value jt);
 
   /// The dK and dV rows of key block `block` of (bi, g), and its dS K terms
   /// of dQ into split `split`'s copy; `task` owns a partial row of the
@@ -261,7 +262,7 @@ private:
   /// The unscaled S (x = Q, pairs = K's) or dP (dO, V's) of the rows x 32
   /// tile of rows i0.. and key tile t into dst ([rows, 32] f32): dotTile's
   /// product, or with AMX the same on tiles (x then has whole tiles of
-  /// rows, paddedRows).
+  /// rows: padRows).
   void rowProducts(mlir::Value x, mlir::Value pairs, mlir::ValueRange prefix,
                    mlir::Value bi, mlir::Value h, mlir::Value i0, mlir::Value t,
                    mlir::Value dst);

@@ -481,7 +481,7 @@ private:
     Value limit = masks.keyLimit(b, lengthsOf(args), bi);
     Value keysEnd = masks.seenKeysEnd(b, limit, j0);
     Value first, end;
-    std::tie(first, end) = masks.rowsSeeing(b, j0, width, rows);
+    std::tie(first, end) = masks.rowsSeeing(b, limit, j0, width, rows);
     Value iEnd = arith::MinUIOp::create(b, end, idx(qTiles * rows));
     loop(0, group, [&](Value member) {
       Value h = arith::AddIOp::create(

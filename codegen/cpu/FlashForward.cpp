@@ -652,7 +652,7 @@ ForwardStatistics forwardStatistics(attn::AttentionOp op,
     if (!stats || stats.getQuery() != op.getQuery() ||
         stats.getKey() != op.getKey() ||
         stats.getEffectiveScale() != op.getEffectiveScale() ||
-        stats.getCausal() != op.getCausal() ||
+        stats.getCausal() != op.getCausal() || op.getCache() ||
         stats.getWindow() != op.getWindow() ||
         stats.getLengths() != op.getLengths() ||
         !llvm::equal(stats.getScoreCaptures(), op.getScoreCaptures()) ||

@@ -670,7 +670,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
               memref::LoadOp::create(
                   b, delta, ValueRange{bi, h, g.minu(i, g.idx(s.Sq - 1))}));
         };
-        auto rows = s.masks.rowsSeeing(b, j0, Bk, Bq);
+        auto rows = s.masks.rowsSeeing(b, limit, j0, Bk, Bq);
         Value first = rows.first, end = g.minu(rows.second, g.idx(s.Sq));
         g.loop(0, group, [&](Value hh) {
           Value h = g.add(g.mul(kvh, g.idx(group)), hh);

@@ -1385,3 +1385,20 @@ func.func @yield_outside(%x: f32) {
   // expected-error @+1 {{'attn.yield' op expects parent op to be one of 'attn.score_mod, attn.mask, attn.attention, attn.score_mod_grad, attn.attention_grad, attn.attention_stats}}
   attn.yield %x : f32
 }
+
+// -----
+
+func.func @cache_without_causal(%q: tensor<1x2x1x8xf32>, %k: tensor<1x2x16x8xf32>, %len: tensor<1xi32>) {
+  // expected-error @+1 {{'attn.attention' op 'cache' needs 'causal' or 'window': it places the queries at the end of each batch's keys, which only those masks read}}
+  %o, %lse = attn.attention %q, %k, %k cache lengths(%len : tensor<1xi32>)
+      : tensor<1x2x1x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32> -> tensor<1x2x1x8xf32>, tensor<1x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @mask_cache_without_causal(%s: tensor<1x2x1x16xf32>, %len: tensor<1xi32>) {
+  // expected-error @+1 {{'attn.mask' op 'cache' needs 'causal' or 'window'}}
+  %m = attn.mask %s cache lengths(%len : tensor<1xi32>) : tensor<1x2x1x16xf32>
+  return
+}

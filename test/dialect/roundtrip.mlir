@@ -275,3 +275,20 @@ func.func @score_mod_scf(%s: tensor<1x2x4x4xf32>, %bias: tensor<4xf32>) -> tenso
   }
   return %r : tensor<1x2x4x4xf32>
 }
+
+// A KV cache: causal and window from the end of each batch's keys.
+// CHECK-LABEL: func.func @cache
+// CHECK: attn.mask %{{.*}} causal cache lengths(%{{.*}} : tensor<2xi32>) : tensor<2x2x1x16xf32>
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal window 8 cache lengths(%{{.*}} : tensor<2xi32>) : tensor<2x4x1x8xbf16>, tensor<2x2x16x8xbf16>, tensor<2x2x16x8xbf16> -> tensor<2x4x1x8xbf16>, tensor<2x4x1xf32>
+// CHECK: attn.attention_grad {{.*}} causal cache : tensor<1x2x3x8xf32>
+func.func @cache(%s: tensor<2x2x1x16xf32>, %q: tensor<2x4x1x8xbf16>, %k: tensor<2x2x16x8xbf16>, %len: tensor<2xi32>,
+                 %qf: tensor<1x2x3x8xf32>, %kf: tensor<1x2x9x8xf32>, %of: tensor<1x2x3x8xf32>, %lf: tensor<1x2x3xf32>)
+    -> (tensor<2x2x1x16xf32>, tensor<2x4x1x8xbf16>, tensor<1x2x3x8xf32>) {
+  %m = attn.mask %s causal cache lengths(%len : tensor<2xi32>) : tensor<2x2x1x16xf32>
+  %o, %lse = attn.attention %q, %k, %k causal window 8 cache lengths(%len : tensor<2xi32>)
+      : tensor<2x4x1x8xbf16>, tensor<2x2x16x8xbf16>, tensor<2x2x16x8xbf16> -> tensor<2x4x1x8xbf16>, tensor<2x4x1xf32>
+  %dq, %dk, %dv = attn.attention_grad %qf, %kf, %kf, %of, %lf, %of causal cache
+      : tensor<1x2x3x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3xf32>, tensor<1x2x3x8xf32>
+        -> tensor<1x2x3x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>
+  return %m, %o, %dq : tensor<2x2x1x16xf32>, tensor<2x4x1x8xbf16>, tensor<1x2x3x8xf32>
+}

@@ -308,3 +308,14 @@ func.func private @helper(%s: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
   %p = attn.softmax %s : tensor<1x1x2x2xf32>
   return %p : tensor<1x1x2x2xf32>
 }
+
+// -----
+
+// A cache's attention differentiates into an attention_grad with `cache`.
+// CHECK-LABEL: func.func @cache_bwd(
+// CHECK: attn.attention_grad {{.*}} causal cache lengths(
+func.func @cache(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x9x8xf32>, %len: tensor<1xi32>) -> tensor<1x2x3x8xf32> {
+  %o, %lse = attn.attention %q, %k, %k causal cache lengths(%len : tensor<1xi32>)
+      : tensor<1x2x3x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32> -> tensor<1x2x3x8xf32>, tensor<1x2x3xf32>
+  return %o : tensor<1x2x3x8xf32>
+}

@@ -103,3 +103,30 @@ func.func @not_fusable(%q: tensor<1x1x4x8xf32>, %vh: tensor<1x1x4x8xf16>,
   %o3 = attn.apply %p3, %vh : tensor<1x1x4x4xf32>, tensor<1x1x4x8xf16> -> tensor<1x1x4x8xf16>
   return %o, %o2, %o3 : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>, tensor<1x1x4x8xf16>
 }
+
+// -----
+
+// A cache's masks fuse with `cache`; causal from the start and a window
+// from the end do not mix.
+// CHECK-LABEL: func.func @cache(
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} scale {{.*}} causal window 4 cache lengths(%{{.*}} : tensor<1xi32>)
+// CHECK-LABEL: func.func @cache_mixed(
+// CHECK-NOT: attn.attention
+// CHECK: return
+func.func @cache(%q: tensor<1x1x2x8xf32>, %k: tensor<1x1x6x8xf32>, %len: tensor<1xi32>) -> tensor<1x1x2x8xf32> {
+  %s = attn.scores %q, %k : tensor<1x1x2x8xf32>, tensor<1x1x6x8xf32> -> tensor<1x1x2x6xf32>
+  %t = attn.scale %s : tensor<1x1x2x6xf32>
+  %m = attn.mask %t causal cache lengths(%len : tensor<1xi32>) : tensor<1x1x2x6xf32>
+  %w = attn.mask %m window 4 cache : tensor<1x1x2x6xf32>
+  %p = attn.softmax %w : tensor<1x1x2x6xf32>
+  %o = attn.apply %p, %k : tensor<1x1x2x6xf32>, tensor<1x1x6x8xf32> -> tensor<1x1x2x8xf32>
+  return %o : tensor<1x1x2x8xf32>
+}
+func.func @cache_mixed(%q: tensor<1x1x2x8xf32>, %k: tensor<1x1x6x8xf32>) -> tensor<1x1x2x8xf32> {
+  %s = attn.scores %q, %k : tensor<1x1x2x8xf32>, tensor<1x1x6x8xf32> -> tensor<1x1x2x6xf32>
+  %m = attn.mask %s causal : tensor<1x1x2x6xf32>
+  %w = attn.mask %m window 4 cache : tensor<1x1x2x6xf32>
+  %p = attn.softmax %w : tensor<1x1x2x6xf32>
+  %o = attn.apply %p, %k : tensor<1x1x2x6xf32>, tensor<1x1x6x8xf32> -> tensor<1x1x2x8xf32>
+  return %o : tensor<1x1x2x8xf32>
+}

@@ -485,6 +485,120 @@ TEST(JitTest, SuccessClearsAnEarlierError) {
 // Context-parallel ("ring") attention: the keys split across two calls on
 // separately compiled entry points, their (O, LSE) merged by an exported
 // attn.combine, equal one call over all the keys up to f32 rounding.
+/// A KV cache served by one compiled kernel per query count: a prefill
+/// chunk of 7 tokens, then decoding steps of one token, each appended to
+/// the cache (capacity 40) by the host before the call that reads it, with
+/// two sequences of different lengths in one batch. Every output row
+/// matches the float64 reference's full attention over the final sequence
+/// at that token's position, causal and with a sliding window.
+TEST(JitTest, CacheStepsMatchOneFullAttention) {
+  const int64_t B = 2, H = 4, Hkv = 2, D = 8, cap = 40, chunk = 7;
+  const int64_t total[B] = {30, 19};
+  for (std::string mask : {"causal", "window 5"}) {
+    SCOPED_TRACE(mask);
+    auto t = [](int64_t h, int64_t s) {
+      return "tensor<2x" + std::to_string(h) + "x" + std::to_string(s) +
+             "x8xf32>";
+    };
+    auto step = [&](const std::string &name, int64_t sq) {
+      std::string lse = "tensor<2x4x" + std::to_string(sq) + "xf32>";
+      return "func.func @" + name + "(%q: " + t(4, sq) + ", %k: " +
+             t(2, cap) + ", %v: " + t(2, cap) +
+             ", %len: tensor<2xi32>) -> (" + t(4, sq) + ", " + lse +
+             ") {\n  %o, %lse = attn.attention %q, %k, %v " + mask +
+             " cache lengths(%len : tensor<2xi32>) : " + t(4, sq) + ", " +
+             t(2, cap) + ", " + t(2, cap) + " -> " + t(4, sq) + ", " + lse +
+             "\n  return %o, %lse : " + t(4, sq) + ", " + lse + "\n}\n";
+    };
+    jit::Options options = testOptions();
+    options.backward = false;
+    std::string error;
+    auto module = jit::Module::compile(step("prefill", chunk) +
+                                           step("decode", 1),
+                                       options, &error);
+    ASSERT_TRUE(module) << error;
+
+    // Each sequence's tokens: q [H, T, D], k and v [Hkv, T, D].
+    std::vector<std::vector<double>> qs(B), ks(B), vs(B);
+    for (int64_t b = 0; b < B; ++b) {
+      qs[b].resize(H * total[b] * D);
+      ks[b].resize(Hkv * total[b] * D);
+      vs[b].resize(Hkv * total[b] * D);
+      ref::fillRandom(qs[b].data(), qs[b].size(), 10 + b);
+      ref::fillRandom(ks[b].data(), ks[b].size(), 20 + b);
+      ref::fillRandom(vs[b].data(), vs[b].size(), 30 + b);
+    }
+    // The reference: each sequence's full attention under the same mask.
+    std::vector<std::vector<double>> expected(B);
+    for (int64_t b = 0; b < B; ++b) {
+      ref::MaskSpec m;
+      m.causal = mask == "causal";
+      m.window = mask == "causal" ? 0 : 5;
+      std::vector<double> lse(H * total[b]);
+      expected[b].resize(qs[b].size());
+      ref::attentionForward({1, H, Hkv, total[b], total[b], D, D},
+                            double(float(ref::defaultScale(D))), m, {},
+                            qs[b].data(), ks[b].data(), vs[b].data(),
+                            expected[b].data(), lse.data());
+    }
+
+    std::vector<float> kc(B * Hkv * cap * D, 0.0f), vc(kc.size(), 0.0f);
+    std::vector<int32_t> len(B, 0);
+    double worst = 0;
+    int64_t compared = 0;
+    // Appends tokens [from, from + n) of every sequence that has them, then
+    // runs `name` over the last n positions of each and compares them.
+    auto advance = [&](const char *name, int64_t from, int64_t n) {
+      std::vector<float> q(B * H * n * D, 0.0f), o(q.size()), lse(B * H * n);
+      for (int64_t b = 0; b < B; ++b) {
+        int64_t have = std::min(n, std::max<int64_t>(0, total[b] - from));
+        for (int64_t g = 0; g < Hkv; ++g)
+          for (int64_t p = from; p < from + have; ++p)
+            for (int64_t d = 0; d < D; ++d) {
+              kc[((b * Hkv + g) * cap + p) * D + d] =
+                  float(ks[b][(g * total[b] + p) * D + d]);
+              vc[((b * Hkv + g) * cap + p) * D + d] =
+                  float(vs[b][(g * total[b] + p) * D + d]);
+            }
+        len[b] = int32_t(std::min(from + have, total[b]));
+        // A finished sequence's rows repeat its last queries (unchecked).
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t d = 0; d < D; ++d) {
+              int64_t p = std::max<int64_t>(0, len[b] - n + i);
+              q[((b * H + h) * n + i) * D + d] =
+                  float(qs[b][(h * total[b] + p) * D + d]);
+            }
+      }
+      jit::Result r = module->call(
+          name, {{q.data(), {B, H, n, D}},
+                 {kc.data(), {B, Hkv, cap, D}},
+                 {vc.data(), {B, Hkv, cap, D}},
+                 {len.data(), {B}, jit::DType::I32},
+                 {o.data(), {B, H, n, D}},
+                 {lse.data(), {B, H, n}}});
+      ASSERT_TRUE(r.ok()) << r.error;
+      for (int64_t b = 0; b < B; ++b) {
+        if (from >= total[b])
+          continue;
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t d = 0; d < D; ++d) {
+              double e = expected[b][(h * total[b] + from + i) * D + d];
+              double a = o[((b * H + h) * n + i) * D + d];
+              worst = std::max(worst, std::fabs(a - e) / (1 + std::fabs(e)));
+              ++compared;
+            }
+      }
+    };
+    advance("prefill", 0, chunk);
+    for (int64_t from = chunk; from < std::max(total[0], total[1]); ++from)
+      advance("decode", from, 1);
+    EXPECT_EQ(compared, H * D * (total[0] + total[1]));
+    EXPECT_LT(worst, 1e-5);
+  }
+}
+
 TEST(JitTest, CombineOfSplitCallsMatchesOneCall) {
   auto t = [](int64_t h, int64_t s, int64_t d) {
     return "tensor<1x" + std::to_string(h) + "x" + std::to_string(s) + "x" +

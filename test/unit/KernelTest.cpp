@@ -32,6 +32,7 @@ struct AttentionCase {
   std::string dtype = "f32";
   bool causal = false;
   int64_t window = 0;
+  bool cache = false; // causal and window from the end of the keys
   bool lengths = false;
   ScoreModKind scoreMod = ScoreModKind::None;
   bool documentMask = false;
@@ -73,7 +74,7 @@ struct AttentionCase {
     os << "B=" << B << " H=" << H << " Hkv=" << Hkv << " Sq=" << Sq
        << " Skv=" << Skv << " D=" << D << " Dv=" << Dv << " " << dtype
        << (causal ? " causal" : "") << " window=" << window
-       << (lengths ? " lengths" : "") << " mod=" << int(scoreMod)
+       << (cache ? " cache" : "") << (lengths ? " lengths" : "") << " mod=" << int(scoreMod)
        << (documentMask ? " documents" : "")
        << (maskAsRegion ? " mask-region" : "") << (graphForm ? " graph" : "")
        << " affine-conjuncts=" << affineMask.size() << (fuse ? "" : " unfused")
@@ -227,6 +228,8 @@ std::string specFor(const AttentionCase &c) {
     maskOptions += " causal";
   if (c.window && !regionMasks)
     maskOptions += " window " + std::to_string(c.window);
+  if (c.cache)
+    maskOptions += " cache";
   if (c.lengths)
     maskOptions += " lengths(%len : " + lenT + ")";
 
@@ -393,6 +396,9 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   ref::MaskSpec mask;
   mask.causal = c.causal;
   mask.window = c.window;
+  mask.cache = c.cache;
+  mask.sq = c.Sq;
+  mask.skv = c.Skv;
   if (c.lengths)
     mask.lengths = lengths64.data();
   if (c.documentMask || !c.affineMask.empty())
@@ -930,6 +936,74 @@ TEST(KernelTest, Bf16BackwardDotProducts) {
   if (!__builtin_cpu_supports("avx512bf16"))
     GTEST_SKIP() << "this CPU has no AVX-512 BF16";
   runBf16BackwardTileShapes("native,-amx-tile,-amx-bf16");
+}
+
+/// `cache`: the queries are the last Sq tokens of each batch's keys, the
+/// causal and window masks compare keys with their positions (lengths - Sq
+/// + i), forward and backward against the reference: decoding steps (Sq =
+/// 1) and prefill chunks (Sq up to 70, past a batch's keys too), batches of
+/// 0 keys, lengths past the capacity, GQA, score_mods, every dtype, the
+/// graph form through attn-fuse and unfused, the AMX/dot-product bf16
+/// kernels (64 query rows or more, D = 128) and the Vulkan kernels.
+TEST(KernelTest, CacheMasks) {
+  std::mt19937_64 rng(20261203);
+  auto pick = picker(rng);
+  for (int n = 0; n < 20; ++n) {
+    AttentionCase c;
+    c.B = pick({1, 2, 3});
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 4});
+    c.Sq = pick({1, 1, 5, 16, 33, 70});
+    c.Skv = pick({33, 100, 300});
+    c.D = pick({16, 24, 64, 128});
+    c.Dv = pick({16, 48, 64});
+    c.dtype = n % 4 == 1 ? "bf16" : n % 4 == 3 ? "f16" : "f32";
+    c.causal = n % 3 != 2;
+    c.window = c.causal && n % 2 ? 0 : pick({1, 20, 64});
+    c.cache = true;
+    c.lengths = n % 5 != 4;
+    c.scoreMod = ScoreModKind(rng() % 4);
+    c.documentMask = rng() % 5 == 0;
+    c.graphForm = n % 6 == 5;
+    runCase(c, 1500 + n);
+    if (c.graphForm) {
+      c.fuse = false;
+      runCase(c, 1500 + n);
+    }
+  }
+  for (int n = 0; n < 4; ++n) {
+    AttentionCase c;
+    c.B = 2;
+    c.Hkv = 2;
+    c.H = 4;
+    c.Sq = n % 2 ? 64 : 97;
+    c.Skv = 300;
+    c.D = 128;
+    c.Dv = 64;
+    c.dtype = "bf16";
+    c.causal = true;
+    c.window = n == 3 ? 100 : 0;
+    c.cache = true;
+    c.lengths = n != 0;
+    c.cpu = n == 2 ? "native,-amx-tile,-amx-bf16" : "native";
+    runCase(c, 1600 + n);
+  }
+  for (int n = 0; n < 3; ++n) {
+    AttentionCase c;
+    c.B = 2;
+    c.Hkv = 1;
+    c.H = 2;
+    c.Sq = pick({1, 17});
+    c.Skv = 65;
+    c.D = 64;
+    c.Dv = 64;
+    c.causal = true;
+    c.window = n == 2 ? 9 : 0;
+    c.cache = true;
+    c.lengths = true;
+    c.target = jit::Target::Vulkan;
+    runCase(c, 1700 + n);
+  }
 }
 
 /// mask_mod regions of random affine comparisons of i and j (signed and

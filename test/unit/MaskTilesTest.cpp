@@ -3,7 +3,8 @@
 // causal, window and key-length masks over square and rectangular shapes,
 // every row's [lo, hi) is exactly the keys it sees, a skipped tile holds no
 // visible pair, a whole tile holds nothing else, and the rows outside
-// rowsSeeing see none of a key tile. The IR MaskTiles builds over constant
+// rowsSeeing see none of a key tile; the same with the rows at the end of
+// the keys (`cache`), where the key limit places them. The IR MaskTiles builds over constant
 // indices is folded by the canonicalizer and read back.
 #include "codegen/MaskTiles.h"
 #include "codegen/Registration.h"
@@ -33,6 +34,7 @@ struct MaskCase {
   int64_t sq, skv;
   int64_t length; // keys of the batch (the key limit), <= skv
   int64_t rows, width;
+  bool cache = false;
 };
 
 /// Builds values with MaskTiles over constant indices in one function,
@@ -101,11 +103,15 @@ void checkCase(const MaskCase &c) {
   SCOPED_TRACE(testing::Message()
                << "causal " << c.causal << " window " << c.window.value_or(0)
                << " Sq " << c.sq << " Skv " << c.skv << " length " << c.length
-               << " rows " << c.rows << " width " << c.width);
-  attnc::MaskTiles masks(c.causal, c.window, c.sq, c.skv);
+               << " rows " << c.rows << " width " << c.width << " cache "
+               << c.cache);
+  attnc::MaskTiles masks(c.causal, c.window, c.sq, c.skv, c.cache);
   attnc::ref::MaskSpec ref;
   ref.causal = c.causal;
   ref.window = c.window.value_or(0);
+  ref.cache = c.cache;
+  ref.sq = c.sq;
+  ref.skv = c.skv;
   int64_t lengths[1] = {c.length};
   ref.lengths = lengths;
   auto visible = [&](int64_t i, int64_t j) {
@@ -133,7 +139,7 @@ void checkCase(const MaskCase &c) {
       Value i = f.idx(i0), j = f.idx(j0);
       attnc::MaskTiles::KeyRange keys =
           masks.keysSeenBy(f.b(), limit, i, c.rows, c.width);
-      auto [first, end] = masks.rowsSeeing(f.b(), j, c.width, c.rows);
+      auto [first, end] = masks.rowsSeeing(f.b(), limit, j, c.width, c.rows);
       tiles.push_back(
           {i0, j0, f.keep(masks.seesKeyBlock(f.b(), keys, j)),
            f.keep(masks.isWhole(f.b(), limit, i, c.rows, j, c.width, false)),
@@ -165,11 +171,15 @@ void checkCase(const MaskCase &c) {
         allExisting &= exists && v;
       }
     }
-    for (int64_t i = 0; i < c.sq; ++i)
+    EXPECT_GE(f.at(t.first), 0);
+    EXPECT_GE(f.at(t.end), 0);
+    for (int64_t i = 0; i < c.sq; ++i) {
+      int64_t p = c.cache ? c.length - c.sq + i : i;
       if (i < f.at(t.first) || i >= f.at(t.end))
         for (int64_t j = t.j0; j < t.j0 + c.width; ++j)
-          rowsOutsideSee |= j < c.skv && (c.causal ? j <= i : true) &&
-                            (!c.window || (j <= i && i - j < *c.window));
+          rowsOutsideSee |= j < c.skv && (c.causal ? j <= p : true) &&
+                            (!c.window || (j <= p && p - j < *c.window));
+    }
     std::string where =
         "tile (" + std::to_string(t.i0) + ", " + std::to_string(t.j0) + ")";
     if (!f.at(t.sees))
@@ -195,11 +205,14 @@ TEST(MaskTiles, MatchTheReferenceTileByTile) {
                              {100, 100}})
         for (int64_t length : {skv, skv / 2, int64_t(0)})
           for (auto [rows, width] :
-               {std::pair<int64_t, int64_t>{4, 32}, {7, 64}, {16, 16}}) {
-            checkCase({causal, window, sq, skv, length, rows, width});
-            ++checked;
-          }
-  EXPECT_EQ(checked, 2 * 4 * 5 * 3 * 3);
+               {std::pair<int64_t, int64_t>{4, 32}, {7, 64}, {16, 16}})
+            for (bool cache : {false, true}) {
+              if (cache && !causal && !window)
+                continue; // `cache` needs causal or window
+              checkCase({causal, window, sq, skv, length, rows, width, cache});
+              ++checked;
+            }
+  EXPECT_EQ(checked, (2 * 4 + 7) * 5 * 3 * 3);
 }
 
 // The tiles are tight where the masks allow: a causal square's tiles below

@@ -45,15 +45,16 @@ double peakRssMb() {
 /// that one attention written two ways counts the same.
 double forwardFlops(mlir::func::FuncOp func) {
   double flops = 0;
+  // A cache's rows sit at the end of its keys (all Skv of them counted).
   auto visiblePairs = [](int64_t sq, int64_t skv, bool causal,
-                         std::optional<int64_t> window) {
+                         std::optional<int64_t> window, bool cache) {
     double pairs = 0;
     for (int64_t i = 0; i < sq; ++i) {
-      int64_t hi = skv, lo = 0;
+      int64_t hi = skv, lo = 0, pos = cache ? skv - sq + i : i;
       if (causal || window)
-        hi = std::min(hi, i + 1);
+        hi = std::min(hi, pos + 1);
       if (window)
-        lo = std::max<int64_t>(0, i - *window + 1);
+        lo = std::max<int64_t>(0, pos - *window + 1);
       pairs += double(std::max<int64_t>(0, hi - lo));
     }
     return pairs;
@@ -64,7 +65,9 @@ double forwardFlops(mlir::func::FuncOp func) {
       auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
            v = shapeOf(a.getValue());
       flops += double(q[0] * q[1]) *
-               visiblePairs(q[2], k[2], a.getCausal(), a.getWindow()) * 2 *
+               visiblePairs(q[2], k[2], a.getCausal(), a.getWindow(),
+                            a.getCache()) *
+               2 *
                double(q[3] + v[3]);
     } else if (auto s = mlir::dyn_cast<attn::ScoresOp>(op)) {
       auto q = shapeOf(s.getQuery()), k = shapeOf(s.getKey());

@@ -377,6 +377,8 @@ std::string describeMask(attn::AttentionOp op) {
     parts.push_back("causal");
   if (std::optional<int64_t> w = op.getWindow())
     parts.push_back("window " + std::to_string(*w));
+  if (op.getCache())
+    parts.push_back("from the end of the keys (cache)");
   if (op.getLengths())
     parts.push_back("key lengths");
   if (!op.getMaskMod().empty())

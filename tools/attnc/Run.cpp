@@ -181,6 +181,9 @@ plainAttentionGradients(PlainAttention plain,
   mask.causal = plain.op.getCausal();
   if (std::optional<int64_t> window = plain.op.getWindow())
     mask.window = *window;
+  mask.cache = plain.op.getCache();
+  mask.sq = q[2];
+  mask.skv = k[2];
   std::vector<int64_t> lengths;
   if (plain.len) {
     for (double l : inputs[*plain.len].data)

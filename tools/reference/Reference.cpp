@@ -416,9 +416,16 @@ DistillationGrads distillationBackward(const AttentionShape &ss, double sScale,
 
 bool isVisible(const MaskSpec &mask, int64_t b, int64_t h, int64_t i,
                int64_t j) {
-  if (mask.causal && j > i)
+  int64_t pos = i;
+  if (mask.cache) {
+    int64_t n = mask.lengths
+                    ? std::clamp<int64_t>(mask.lengths[b], 0, mask.skv)
+                    : mask.skv;
+    pos = n - mask.sq + i;
+  }
+  if (mask.causal && j > pos)
     return false;
-  if (mask.window > 0 && (j > i || i - j >= mask.window))
+  if (mask.window > 0 && (j > pos || pos - j >= mask.window))
     return false;
   if (mask.lengths && j >= mask.lengths[b])
     return false;

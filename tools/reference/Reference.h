@@ -36,6 +36,12 @@ struct MaskSpec {
   const int64_t *lengths = nullptr;
   /// Arbitrary predicate (b, h, i, j); empty for none.
   std::function<bool(int64_t, int64_t, int64_t, int64_t)> maskMod;
+  /// The keys are a KV cache of capacity `skv` and the `sq` queries its
+  /// last tokens: causal and window compare j with the position
+  /// n_b - sq + i, n_b = lengths[b] clamped to [0, skv] (skv without
+  /// lengths). The mask_mod still gets i.
+  bool cache = false;
+  int64_t sq = 0, skv = 0;
 };
 
 /// Returns true when key j is visible to query i of batch b, head h.
