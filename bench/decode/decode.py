@@ -9,9 +9,18 @@ the machine's measured read bandwidth, the ratio torch/attnc (above 1: attnc
 faster), and the extra memory of each (attnc: peak RSS beyond inputs and
 outputs, from attnc bench; torch: the peak RSS growth of one call).
 
+With --cache CAP, attnc also runs one kernel per (dtype, B, Hkv, Sq) for
+every Skv: a KV cache of capacity CAP (`causal cache lengths(%len)`, the
+queries the cache's last Sq tokens), timed with `attnc bench --fill len=Skv`
+in the same rounds; the ratio then compares torch with that kernel, and the
+"cache/static" column its time with the kernel compiled for Skv keys. (At
+Sq > 1 the cache's causal mask hides the last Sq (Sq - 1) / 2 pairs that
+torch's unmasked SDPA computes, a negligible share at these Skv.)
+
 usage: decode.py --attnc PATH [--threads N] [--reps N] [--rounds N]
                  [--batches "1 4"] [--kv-heads "8 32"] [--queries "1 16"]
-                 [--keys "1024 4096 16384"] [--dtypes "f32 bf16"] [--json FILE]
+                 [--keys "1024 4096 16384"] [--dtypes "f32 bf16"]
+                 [--cache CAP] [--json FILE]
 """
 import argparse
 import json
@@ -27,14 +36,21 @@ import torch.nn.functional as F
 H, D = 32, 128
 
 
-def spec_text(b, hkv, sq, skv, dtype):
+def spec_text(b, hkv, sq, skv, dtype, cache=False):
+    """The step's spec; with `cache`, K and V are a cache of capacity skv
+    whose lengths come at run time (%len)."""
     t = lambda h, s: "tensor<%dx%dx%dx%dx%s>" % (b, h, s, D, dtype)
     lse = "tensor<%dx%dx%dxf32>" % (b, H, sq)
-    return ("func.func @decode(%%q: %s, %%k: %s, %%v: %s) -> %s {\n"
-            "  %%o, %%lse = attn.attention %%q, %%k, %%v : %s, %s, %s -> %s, %s\n"
-            "  return %%o : %s\n}\n") % (t(H, sq), t(hkv, skv), t(hkv, skv),
-                                          t(H, sq), t(H, sq), t(hkv, skv),
-                                          t(hkv, skv), t(H, sq), lse, t(H, sq))
+    args = "%%q: %s, %%k: %s, %%v: %s" % (t(H, sq), t(hkv, skv), t(hkv, skv))
+    masks = ""
+    if cache:
+        args += ", %%len: tensor<%dxi32>" % b
+        masks = " causal cache lengths(%%len : tensor<%dxi32>)" % b
+    return ("func.func @decode(%s) -> %s {\n"
+            "  %%o, %%lse = attn.attention %%q, %%k, %%v%s : %s, %s, %s -> %s, %s\n"
+            "  return %%o : %s\n}\n") % (args, t(H, sq), masks, t(H, sq),
+                                          t(hkv, skv), t(hkv, skv), t(H, sq),
+                                          lse, t(H, sq))
 
 
 def status_mb(field):
@@ -69,9 +85,10 @@ def torch_step(b, hkv, sq, skv, dtype, reps):
     return statistics.median(times), extra
 
 
-def attnc_step(attnc, path, threads, reps):
+def attnc_step(attnc, path, threads, reps, fill=None):
+    extra = ["--fill", fill] if fill else []
     out = subprocess.run([attnc, "bench", path, "--json", "--no-backward",
-                          "--threads", str(threads), "--reps", str(reps)],
+                          "--threads", str(threads), "--reps", str(reps)] + extra,
                          check=True, capture_output=True, text=True).stdout
     r = json.loads(out)
     return r["forward"]["median_ms"], r["forward"]["extra_mb"]
@@ -98,15 +115,19 @@ def main():
     ap.add_argument("--queries", default="1 16")
     ap.add_argument("--keys", default="1024 4096 16384")
     ap.add_argument("--dtypes", default="f32 bf16")
+    ap.add_argument("--cache", type=int, default=0)
     ap.add_argument("--json")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     bandwidth = read_bandwidth_gbs()
     print("torch %s, %d threads, measured read bandwidth %.1f GB/s (torch sum)"
           % (torch.__version__, a.threads, bandwidth))
-    print("%-5s %2s %4s %3s %6s | %9s %9s %6s %6s | %6s | %8s %8s" % (
+    if a.cache and max(map(int, a.keys.split())) > a.cache:
+        ap.error("--cache must hold every --keys value")
+    print("%-5s %2s %4s %3s %6s | %9s %9s %6s %6s | %6s | %8s %8s%s" % (
         "dtype", "B", "Hkv", "Sq", "Skv", "attnc ms", "torch ms", "GB/s",
-        "of bw", "ratio", "attnc MB", "torch MB"))
+        "of bw", "ratio", "attnc MB", "torch MB",
+        " | static ms  cache/static" if a.cache else ""))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for dtype in a.dtypes.split():
@@ -117,9 +138,18 @@ def main():
                             path = os.path.join(tmp, "decode.mlir")
                             with open(path, "w") as f:
                                 f.write(spec_text(b, hkv, sq, skv, dtype))
-                            ours, theirs, ratios = [], [], []
+                            cache = os.path.join(tmp, "cache.mlir")
+                            if a.cache:
+                                with open(cache, "w") as f:
+                                    f.write(spec_text(b, hkv, sq, a.cache, dtype, True))
+                            ours, theirs, ratios, static = [], [], [], []
                             for _ in range(a.rounds):
-                                ms, extra = attnc_step(a.attnc, path, a.threads, a.reps)
+                                if a.cache:
+                                    static.append(attnc_step(a.attnc, path, a.threads, a.reps)[0])
+                                    ms, extra = attnc_step(a.attnc, cache, a.threads, a.reps,
+                                                           "len=%d" % skv)
+                                else:
+                                    ms, extra = attnc_step(a.attnc, path, a.threads, a.reps)
                                 tms, textra = torch_step(b, hkv, sq, skv, dtype, a.reps)
                                 ours.append(ms)
                                 theirs.append(tms)
@@ -132,10 +162,18 @@ def main():
                                        ratio=statistics.median(ratios), kv_gbs=gbs,
                                        bandwidth_fraction=gbs / bandwidth,
                                        attnc_extra_mb=extra, torch_extra_mb=textra)
+                            tail = ""
+                            if a.cache:
+                                row["cache_capacity"] = a.cache
+                                row["static_ms"] = statistics.median(static)
+                                row["cache_over_static"] = statistics.median(
+                                    [c / s for c, s in zip(ours, static)])
+                                tail = " | %9.3f %12.3f" % (row["static_ms"],
+                                                            row["cache_over_static"])
                             rows.append(row)
-                            print("%-5s %2d %4d %3d %6d | %9.3f %9.3f %6.1f %5.0f%% | %6.2f | %8.1f %8.1f" % (
+                            print("%-5s %2d %4d %3d %6d | %9.3f %9.3f %6.1f %5.0f%% | %6.2f | %8.1f %8.1f%s" % (
                                 dtype, b, hkv, sq, skv, ms, tms, gbs,
-                                100 * gbs / bandwidth, row["ratio"], extra, textra),
+                                100 * gbs / bandwidth, row["ratio"], extra, textra, tail),
                                 flush=True)
     if a.json:
         with open(a.json, "w") as f:

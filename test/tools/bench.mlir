@@ -18,6 +18,16 @@
 // RUN: attnc bench %S/Inputs/bench_region_causal.mlir --threads 1 --reps 1 --no-backward --json | FileCheck %s --check-prefix=SAME-FLOPS
 // SAME-FLOPS: "forward_flops": 532480,
 
+// --fill gives an integer input one value; a cache's lengths bound the
+// pairs counted: 2 x 8 heads, rows at positions 84..99 of 100 keys (85 +
+// ... + 100 = 1480 pairs) x 2 x (64 + 64).
+// RUN: attnc bench %S/Inputs/readme_cache.mlir --threads 1 --reps 1 --no-backward --json --fill len=100 | FileCheck %s --check-prefix=FILL
+// FILL: "forward_flops": 6062080,
+// RUN: not attnc bench %S/Inputs/readme_cache.mlir --reps 1 --fill lens=100 2>&1 | FileCheck %s --check-prefix=FILL-NAME
+// FILL-NAME: attnc: error: --fill lens=100: @chunk has no integer input 'lens'
+// RUN: not attnc bench %S/Inputs/readme_cache.mlir --reps 1 --fill len=x 2>&1 | FileCheck %s --check-prefix=FILL-VALUE
+// FILL-VALUE: --fill 'len=x': expected NAME=N
+
 func.func @attn(%q: tensor<1x2x64x32xf32>, %k: tensor<1x2x64x32xf32>, %v: tensor<1x2x64x32xf32>) -> tensor<1x2x64x32xf32> {
   %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32> -> tensor<1x2x64x32xf32>, tensor<1x2x64xf32>
   return %o : tensor<1x2x64x32xf32>

@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <cstdlib>
 #include <immintrin.h>
 #include <sys/resource.h>
@@ -36,6 +38,15 @@ double peakRssMb() {
   return double(usage.ru_maxrss) / 1024.0;
 }
 
+/// The value --fill gives input `name`, if any.
+std::optional<int64_t> fillOf(const BenchOptions &options,
+                              const std::string &name) {
+  for (const auto &[input, value] : options.fills)
+    if (input == name)
+      return value;
+  return std::nullopt;
+}
+
 /// FLOPs of one forward call by the project's convention: 4 * pairs * D for
 /// attention (2 * pairs * (D + Dv) when they differ), counting only the
 /// pairs the named masks keep (a mask_mod region keeps them all), plus
@@ -43,7 +54,11 @@ double peakRssMb() {
 /// the spec as the kernels compute it (after attn-fuse: benchSpec), with
 /// mask_mod regions that are causal or window masks made named ones, so
 /// that one attention written two ways counts the same.
-double forwardFlops(mlir::func::FuncOp func) {
+/// `keysOf(lengths)` gives the keys every batch has when --fill sets an
+/// attention's lengths argument (the pairs are counted up to them).
+double forwardFlops(
+    mlir::func::FuncOp func,
+    const std::function<std::optional<int64_t>(mlir::Value)> &keysOf) {
   double flops = 0;
   // A cache's rows sit at the end of its keys (all Skv of them counted).
   auto visiblePairs = [](int64_t sq, int64_t skv, bool causal,
@@ -64,8 +79,12 @@ double forwardFlops(mlir::func::FuncOp func) {
       promoteMaskMod(a);
       auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
            v = shapeOf(a.getValue());
+      int64_t keys = k[2];
+      if (a.getLengths())
+        if (std::optional<int64_t> n = keysOf(a.getLengths()))
+          keys = std::clamp<int64_t>(*n, 0, k[2]);
       flops += double(q[0] * q[1]) *
-               visiblePairs(q[2], k[2], a.getCausal(), a.getWindow(),
+               visiblePairs(q[2], keys, a.getCausal(), a.getWindow(),
                             a.getCache()) *
                2 *
                double(q[3] + v[3]);
@@ -276,15 +295,22 @@ struct Arguments {
   std::vector<void *> pointers;
 };
 
-Arguments makeArguments(const jit::EntryPoint &entry, std::mt19937_64 &rng) {
+Arguments makeArguments(const jit::EntryPoint &entry, std::mt19937_64 &rng,
+                        const BenchOptions &options) {
   int64_t largest = largestDimension(entry);
   Arguments arguments;
   arguments.buffers.reserve(entry.args.size());
   for (const jit::TensorSpec &arg : entry.args) {
     arguments.buffers.emplace_back(arg);
     Buffer &buffer = arguments.buffers.back();
-    if (!arg.isOutput)
+    if (std::optional<int64_t> value = fillOf(options, arg.name);
+        value && !arg.isOutput) {
+      std::fill(buffer.values.data.begin(), buffer.values.data.end(),
+                double(*value));
+      buffer.pack();
+    } else if (!arg.isOutput) {
       fillRandomInput(buffer, rng, largest);
+    }
     // Only the kernel's bytes are needed: drop the float64 copy.
     std::vector<double>().swap(buffer.values.data);
     // Touch the outputs now, so that the kernel's first call does not
@@ -320,7 +346,9 @@ struct Measurements {
 
 /// Times @f and, with a backward, <f>_fwd and <f>_bwd, each on its own
 /// random arguments. Returns the statuses the calls returned, ORed.
-int32_t timeKernels(const jit::Module &module, int reps, Measurements &m) {
+int32_t timeKernels(const jit::Module &module, const BenchOptions &options,
+                    Measurements &m) {
+  int reps = options.reps;
   std::mt19937_64 rng(1);
   int32_t status = 0;
   auto time = [&](const std::string &name, Arguments &arguments) {
@@ -328,11 +356,11 @@ int32_t timeKernels(const jit::Module &module, int reps, Measurements &m) {
       status |= module.callUnchecked(name, arguments.pointers).status;
     });
   };
-  Arguments f = makeArguments(*module.find(m.kernel), rng);
+  Arguments f = makeArguments(*module.find(m.kernel), rng, options);
   m.forward = time(m.kernel, f);
   if (m.haveBackward) {
-    Arguments fwd = makeArguments(*module.find(m.kernel + "_fwd"), rng);
-    Arguments bwd = makeArguments(*module.find(m.kernel + "_bwd"), rng);
+    Arguments fwd = makeArguments(*module.find(m.kernel + "_fwd"), rng, options);
+    Arguments bwd = makeArguments(*module.find(m.kernel + "_bwd"), rng, options);
     m.fwd = time(m.kernel + "_fwd", fwd);
     m.bwd = time(m.kernel + "_bwd", bwd);
   }
@@ -432,8 +460,15 @@ int benchSpec(const std::string &path, const BenchOptions &options,
   buildGraphPipeline(graph, /*fuse=*/true, /*backward=*/false);
   if (mlir::failed(graph.run(*spec->module)))
     return 1;
-  m.flops =
-      forwardFlops(spec->module->lookupSymbol<mlir::func::FuncOp>(m.kernel));
+  const KernelSignature &signature = spec->kernels.front();
+  m.flops = forwardFlops(
+      spec->module->lookupSymbol<mlir::func::FuncOp>(m.kernel),
+      [&](mlir::Value lengths) -> std::optional<int64_t> {
+        auto arg = mlir::dyn_cast<mlir::BlockArgument>(lengths);
+        if (!arg || arg.getArgNumber() >= signature.args.size())
+          return std::nullopt;
+        return fillOf(options, signature.args[arg.getArgNumber()].name);
+      });
 
   jit::Options jitOptions;
   jitOptions.backward = options.backward;
@@ -452,7 +487,18 @@ int benchSpec(const std::string &path, const BenchOptions &options,
           spec->module->lookupSymbol<mlir::func::FuncOp>(m.kernel)))
     m.bf16DotPeakGflops = measurePeakGflops(m.threads, /*bf16Dot=*/true);
   m.haveBackward = options.backward && module->find(m.kernel + "_bwd");
-  if (int32_t status = timeKernels(*module, options.reps, m)) {
+  const jit::EntryPoint &entry = *module->find(m.kernel);
+  for (const auto &[name, value] : options.fills) {
+    auto arg = llvm::find_if(entry.args, [&](const jit::TensorSpec &a) {
+      return a.name == name && !a.isOutput;
+    });
+    if (arg == entry.args.end() || isFloat(arg->dtype)) {
+      errs << "attnc: error: --fill " << name << "=" << value << ": @"
+           << m.kernel << " has no integer input '" << name << "'\n";
+      return 1;
+    }
+  }
+  if (int32_t status = timeKernels(*module, options, m)) {
     errs << "attnc: error: a kernel returned status " << status << "\n";
     return 1;
   }

@@ -5,7 +5,10 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace attnc {
 
@@ -14,6 +17,9 @@ struct BenchOptions {
   int reps = 10;
   bool json = false;
   bool backward = true;
+  /// Integer inputs given one value each instead of random ones (NAME=N:
+  /// e.g. the key lengths of a cache), by the spec's argument names.
+  std::vector<std::pair<std::string, int64_t>> fills;
 };
 
 int benchSpec(const std::string &path, const BenchOptions &options,

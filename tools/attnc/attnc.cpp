@@ -191,6 +191,12 @@ cl::opt<int> benchReps("reps", cl::desc("Timed repetitions (median)"),
                        cl::cat(attncCategory));
 cl::opt<bool> benchJson("json", cl::desc("Print one JSON object"),
                         cl::sub(benchCommand), cl::cat(attncCategory));
+cl::list<std::string> benchFills(
+    "fill",
+    cl::desc("Give the integer input NAME (a spec function's argument, by "
+             "its SSA name) the value N everywhere instead of random values, "
+             "e.g. a cache's key lengths; repeatable"),
+    cl::value_desc("NAME=N"), cl::sub(benchCommand), cl::cat(attncCategory));
 cl::opt<bool> benchNoBackward("no-backward",
                               cl::desc("Time the forward only"),
                               cl::sub(benchCommand), cl::cat(attncCategory));
@@ -383,6 +389,13 @@ int main(int argc, char **argv) {
     options.reps = benchReps;
     options.json = benchJson;
     options.backward = !benchNoBackward;
+    for (const std::string &flag : benchFills) {
+      auto [name, text] = llvm::StringRef(flag).split('=');
+      int64_t value;
+      if (name.empty() || text.getAsInteger(10, value))
+        return fail("--fill '" + flag + "': expected NAME=N");
+      options.fills.emplace_back(name.str(), value);
+    }
     return attnc::benchSpec(benchInput, options, outs(), errs());
   }
   if (explainCommand) {
