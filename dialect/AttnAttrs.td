@@ -51,7 +51,10 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
       then even;
     - `splits`: the backward's dQ copies: split s takes key blocks s, s +
       splits, ... and accumulates dQ into its own f32 copy, the copies
-      summed in split order (deterministic for any thread count).
+      summed in split order (deterministic for any thread count); a
+      forward's key ranges (split-KV): split s of a query block takes the
+      s-th of `splits` equal ranges of the keys it sees and writes a
+      partial (O, LSE), the partials merged in split order.
 
     ```mlir
     #attn.cpu_plan<rows = 12, query_block = 96, key_block = 256>
@@ -71,7 +74,7 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     DefaultValuedParameter<"bool", "false",
         "the products are on AMX bf16 tiles">:$amx,
     DefaultValuedParameter<"int64_t", "1",
-        "the backward's dQ copies, summed in order">:$splits,
+        "the backward's dQ copies or the forward's key ranges">:$splits,
     DefaultValuedParameter<"bool", "false",
         "the products are AVX-512 BF16 dot products">:$dot_bf16
   );

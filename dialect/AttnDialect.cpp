@@ -104,8 +104,10 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
                << ", got " << operand.getType();
     }
   }
-  if (cpu.getSplits() != 1 && !isa<AttentionGradOp>(op))
-    return op->emitError() << "only attn.attention_grad takes tile plan splits";
+  if (cpu.getSplits() != 1 && !isa<AttentionGradOp, AttentionOp>(op))
+    return op->emitError() << "only attn.attention_grad (dQ copies) and "
+                              "attn.attention (key ranges) take tile plan "
+                              "splits";
   return success();
 }
 

@@ -107,6 +107,27 @@ int64_t backwardSplits(attn::AttentionGradOp op, int64_t rows,
   return std::max<int64_t>(splits, 1);
 }
 
+/// Split-KV ("flash-decoding") of a forward whose (batch, KV head) pairs
+/// are too few for the threads: each of them is split into this many key
+/// ranges, taken by tasks of their own that write a partial (O, LSE), and
+/// merged in split order afterwards (codegen/cpu/FlashForward.h; exact and
+/// the same for any thread count). Only for forwards with a query block
+/// per head (decoding and short chunks; `headTiles` query tiles): enough
+/// splits for kSplitTasks tasks, at least kSplitKeys keys a query row sees
+/// per split, and partial results of at most 4 MB.
+int64_t forwardSplits(attn::AttentionOp op, int64_t headTiles) {
+  constexpr int64_t kSplitTasks = 16, kSplitKeys = 1024;
+  ArrayRef<int64_t> q = shapeOf(op.getQuery());
+  int64_t pairs = q[0] * shapeOf(op.getKey())[1];
+  if (headTiles > 8 || pairs >= kSplitTasks / 2)
+    return 1;
+  int64_t splits = std::min((kSplitTasks + pairs - 1) / pairs,
+                            visibleKeys(op) / kSplitKeys);
+  int64_t partBytes = q[0] * q[1] * q[2] * shapeOf(op.getValue())[3] * 4;
+  splits = std::min<int64_t>(splits, (int64_t(4) << 20) / partBytes);
+  return std::max<int64_t>(splits, 1);
+}
+
 } // namespace
 
 CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
@@ -229,7 +250,9 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   int64_t headTiles = (sq + rows - 1) / rows;
   if (fwd && sq > 0 && headTiles <= 8)
     queryBlock = rows * headTiles;
-  int64_t splits = grad ? backwardSplits(grad, rows, keyBlock) : 1;
+  int64_t splits = grad  ? backwardSplits(grad, rows, keyBlock)
+                   : fwd ? forwardSplits(fwd, headTiles)
+                         : 1;
   return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits,
                           dotBf16);
 }

@@ -24,11 +24,18 @@ FlashForward::Built FlashForward::build() {
   Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
   Value o = alloc({B, H, Sq, Dv}, elementTypeOf(op.getOutput())),
         l = alloc({B, H, Sq});
+  // Split-KV: the tasks write partial results, merged into O and LSE.
+  Value partO, partL;
+  if (kvSplits > 1) {
+    partO = alloc({kvSplits, B, H, Sq, Dv});
+    partL = alloc({kvSplits, B, H, Sq});
+  }
   // K and V as the products' B operands: K^T in key tiles and V in column
   // chunks, or on AMX K and V in bf16 pairs (VNNI). Copied whole once per
   // call where several tasks of a head share the copy; with packedBlocks
   // read where the caller put them, each task packing the block it is at.
-  SmallVector<Value> captured = {q, k, v, o, l};
+  SmallVector<Value> captured = {q, k, v, partO ? partO : o,
+                                partL ? partL : l};
   if (paired && !packedBlocks)
     std::tie(captured[1], captured[2]) = pairedKeysAndValues(k, v);
   else if (!packedBlocks)
@@ -61,7 +68,7 @@ FlashForward::Built FlashForward::build() {
   int64_t states = headsPerTask * groupTiles;
   parallelTasks(
       parent, "__attnc_flash_forward", captured,
-      B * (H / headsPerTask) * groups,
+      B * (H / headsPerTask) * groups * kvSplits,
       [&](ArrayRef<Value>) {
         // Per query tile of the group (of each of the task's heads): O,
         // the running max and sum, and the packed rows of Q, times the
@@ -110,6 +117,8 @@ FlashForward::Built FlashForward::build() {
         return buffers;
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+        Value split = arith::RemUIOp::create(b, t, idx(kvSplits));
+        t = arith::DivUIOp::create(b, t, idx(kvSplits));
         Value group = arith::RemUIOp::create(b, t, idx(groups));
         Value bh = arith::DivUIOp::create(b, t, idx(groups));
         int64_t headBlocks = H / headsPerTask;
@@ -117,8 +126,10 @@ FlashForward::Built FlashForward::build() {
              arith::MulIOp::create(
                  b, arith::RemUIOp::create(b, bh, idx(headBlocks)),
                  idx(headsPerTask)),
-             group);
+             group, split);
       });
+  if (kvSplits > 1)
+    mergeSplits(partO, partL, o, l);
   return {tensorOf(o, op.getOutput().getType()),
           tensorOf(l, op.getLse().getType()),
           l,
@@ -144,8 +155,12 @@ FlashForward::TileState FlashForward::stateOf(ArrayRef<Value> scratch,
 }
 
 void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
-                        Value h0, Value group) {
+                        Value h0, Value group, Value split) {
   Value q = args[0], o = args[3], l = args[4];
+  if (kvSplits > 1) {
+    o = view(o, split);
+    l = view(l, split);
+  }
   Value lengths = captureBase > 5 ? args[5] : Value();
   int64_t width = blockTiles * kCols;
   Value first = arith::MulIOp::create(b, group, idx(groupTiles));
@@ -192,6 +207,24 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
   // (The named masks do not depend on the head.)
   Value jStart = tileOf(h0, idx(0)).keys.start;
   Value jEnd = tileOf(h0, arith::SubIOp::create(b, count, idx(1))).keys.end;
+  if (kvSplits > 1) {
+    // Split `split`'s share: the s-th of kvSplits runs of whole blocks.
+    Value blocks = arith::DivUIOp::create(
+        b,
+        arith::AddIOp::create(b, arith::SubIOp::create(b, jEnd, jStart),
+                              idx(width - 1)),
+        idx(width));
+    Value per = arith::MulIOp::create(
+        b,
+        arith::DivUIOp::create(
+            b, arith::AddIOp::create(b, blocks, idx(kvSplits - 1)),
+            idx(kvSplits)),
+        idx(width));
+    jStart = arith::AddIOp::create(b, jStart,
+                                   arith::MulIOp::create(b, split, per));
+    jEnd = arith::MinUIOp::create(b, jEnd,
+                                  arith::AddIOp::create(b, jStart, per));
+  }
   loop(jStart, jEnd, width, [&](Value j0) {
     if (packedBlocks) {
       // The block's K^T tiles and V chunks (keys past Skv: zeros in K^T;
@@ -597,6 +630,56 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   else
     rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf,
                   packedBlocks ? 0 : kPrefetchRows);
+}
+
+void FlashForward::mergeSplits(Value partO, Value partL, Value o, Value l) {
+  std::string name;
+  llvm::raw_string_ostream(name)
+      << "__attnc_flash_merge_splits_" << kvSplits << "x" << shapeName(o)
+      << "x" << elementTypeOf(o);
+  forEachHead(
+      name, {partO, partL, o, l}, H,
+      [&](ArrayRef<Value> args, Value bi, Value h) {
+        Value parts = args[0], lses = args[1];
+        loop(0, Sq, [&](Value i) {
+          auto lseOf = [&](int64_t s) {
+            return memref::LoadOp::create(b, lses,
+                                          ValueRange{idx(s), bi, h, i});
+          };
+          Value m = lseOf(0);
+          for (int64_t s = 1; s < kvSplits; ++s)
+            m = arith::MaximumFOp::create(b, m, lseOf(s));
+          // A row no split saw: every LSE_s is -inf (its O_s are 0).
+          Value empty =
+              arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf));
+          Value shift = arith::SelectOp::create(b, empty, f(0.0f), m);
+          SmallVector<Value> weights;
+          Value sum = f(0.0f);
+          for (int64_t s = 0; s < kvSplits; ++s) {
+            weights.push_back(math::ExpOp::create(
+                b, arith::SubFOp::create(b, lseOf(s), shift)));
+            sum = arith::AddFOp::create(b, sum, weights.back());
+          }
+          Value inv = arith::SelectOp::create(
+              b, empty, f(0.0f), arith::DivFOp::create(b, f(1.0f), sum));
+          loop(idx(0), idx(Dv), kLanes, [&](Value c) {
+            Value acc = splat(f(0.0f));
+            for (int64_t s = 0; s < kvSplits; ++s)
+              acc = math::FmaOp::create(
+                  b,
+                  vector::LoadOp::create(b, vec, parts,
+                                         ValueRange{idx(s), bi, h, i, c}),
+                  splat(arith::MulFOp::create(b, weights[s], inv)), acc);
+            storeVector(acc, args[2], ValueRange{bi, h, i, c});
+          });
+          memref::StoreOp::create(
+              b,
+              arith::SelectOp::create(
+                  b, empty, f(kNegInf),
+                  arith::AddFOp::create(b, m, math::LogOp::create(b, sum))),
+              args[3], ValueRange{bi, h, i});
+        });
+      });
 }
 
 bool canLowerToFlashCpu(attn::AttentionOp op) {

@@ -31,9 +31,11 @@ public:
         groupTiles(std::min(qTiles, similarity ? similarityGroupTiles(plan)
                                                : plan.getQueryBlock() / rows)),
         packedBlocks(!amx && !similarity && qTiles <= groupTiles),
-        headsPerTask(similarity                             ? H
-                     : packedBlocks && B * Hkv >= kMinTasks ? H / Hkv
-                                                            : 1),
+        kvSplits(packedBlocks && !entropy && !gk ? plan.getSplits() : 1),
+        headsPerTask(similarity ? H
+                     : packedBlocks && (B * Hkv >= kMinTasks || kvSplits > 1)
+                         ? H / Hkv
+                         : 1),
         valuesInPlace(packedBlocks && elementTypeOf(op.getValue()).isF32() &&
                       headsPerTask * Sq <= kMaxRowsForValuesInPlace) {}
 
@@ -70,7 +72,14 @@ private:
   /// that sees it, so that a block read from L2 serves the whole group.
   void task(mlir::ArrayRef<mlir::Value> args,
             mlir::ArrayRef<mlir::Value> scratch, mlir::Value bi, mlir::Value h0,
-            mlir::Value group);
+            mlir::Value group, mlir::Value split);
+
+  /// O and LSE from the kvSplits partial results [kvSplits, B, H, Sq, Dv]
+  /// and [kvSplits, B, H, Sq] (f32): LSE = log sum_s exp(LSE_s), O =
+  /// sum_s exp(LSE_s - LSE) O_s, summed in split order; a row no split saw
+  /// gets O = 0 and LSE = -inf.
+  void mergeSplits(mlir::Value partO, mlir::Value partL, mlir::Value o,
+                   mlir::Value l);
 
   /// One step of the online softmax: query tile `qt` (state `st`) over the
   /// keys [j0, j0 + width).
@@ -176,6 +185,13 @@ private:
   // With dot products a block's K and V are paired per task
   // (pairColumns, pairKeys).
   bool packedBlocks;
+  // Split-KV (the plan's splits, with packed blocks and no statistics):
+  // each query block's keys in kvSplits ranges of equal whole key blocks,
+  // cut at run time from the keys it sees (so lengths and masks balance
+  // them), one task each writing a partial (O, LSE) that mergeSplits
+  // combines. With them every task takes all the query heads of its KV
+  // head, whatever B Hkv.
+  int64_t kvSplits;
   // Query heads per task: with packed blocks (and enough tasks), every
   // query head of a KV head, so that each block of K and V is read from
   // memory once for all of them: the GQA decode (B=4, H=32, Hkv=8, Sq=1,

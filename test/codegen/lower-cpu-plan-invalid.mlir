@@ -91,10 +91,10 @@ func.func @amx_backward_dv(%q: tensor<1x2x40x32xbf16>, %v: tensor<1x2x40x16xbf16
 
 // -----
 
-func.func @splits_forward(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor<1x2x40xf32>) {
-  // expected-error @+1 {{only attn.attention_grad takes tile plan splits}}
-  %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 8, key_block = 32, splits = 2>} : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
-  return %o, %lse : tensor<1x2x40x16xf32>, tensor<1x2x40xf32>
+func.func @splits_projection(%x: tensor<2x16x64xf32>, %w: tensor<64x96xf32>) -> tensor<2x3x16x32xf32> {
+  // expected-error @+1 {{only attn.attention_grad (dQ copies) and attn.attention (key ranges) take tile plan splits}}
+  %p = attn.projection %x, %w {attn.tile_plan = #attn.cpu_plan<rows = 8, splits = 2>} : tensor<2x16x64xf32>, tensor<64x96xf32> -> tensor<2x3x16x32xf32>
+  return %p : tensor<2x3x16x32xf32>
 }
 
 // -----

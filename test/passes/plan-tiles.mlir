@@ -144,3 +144,21 @@ func.func @backward_key_blocks(%q: tensor<1x1x300x256xf32>, %lse: tensor<1x1x300
   %dq2, %dk2, %dv2 = attn.attention_grad %q2, %q2, %q2, %q2, %lse, %q2 window 40 : tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300xf32>, tensor<1x1x300x16xf32> -> tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>, tensor<1x1x300x16xf32>
   return %dq, %dq2 : tensor<1x1x300x256xf32>, tensor<1x1x300x16xf32>
 }
+
+// -----
+
+// Split-KV: one (batch, KV head) pair decoding over 5000 keys takes 4 key
+// ranges (one per 1024 keys a row sees, up to 16 tasks); 8 pairs take
+// none; a 1500-key window leaves one range.
+// CHECK-LABEL: func.func @split_keys
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256, splits = 4>
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256>}
+func.func @split_keys(%q: tensor<1x8x1x64xf32>, %k: tensor<1x1x5000x64xf32>,
+                      %q8: tensor<1x64x1x64xf32>, %k8: tensor<1x8x5000x64xf32>)
+    -> (tensor<1x8x1x64xf32>, tensor<1x64x1x64xf32>, tensor<1x8x1x64xf32>) {
+  %o, %l = attn.attention %q, %k, %k : tensor<1x8x1x64xf32>, tensor<1x1x5000x64xf32>, tensor<1x1x5000x64xf32> -> tensor<1x8x1x64xf32>, tensor<1x8x1xf32>
+  %o8, %l8 = attn.attention %q8, %k8, %k8 : tensor<1x64x1x64xf32>, tensor<1x8x5000x64xf32>, tensor<1x8x5000x64xf32> -> tensor<1x64x1x64xf32>, tensor<1x64x1xf32>
+  %ow, %lw = attn.attention %q, %k, %k window 1500 : tensor<1x8x1x64xf32>, tensor<1x1x5000x64xf32>, tensor<1x1x5000x64xf32> -> tensor<1x8x1x64xf32>, tensor<1x8x1xf32>
+  return %o, %o8, %ow : tensor<1x8x1x64xf32>, tensor<1x64x1x64xf32>, tensor<1x8x1x64xf32>
+}

@@ -938,6 +938,33 @@ TEST(KernelTest, Bf16BackwardDotProducts) {
   runBf16BackwardTileShapes("native,-amx-tile,-amx-bf16");
 }
 
+/// Split-KV: forwards of few (batch, KV head) pairs and a query block per
+/// head over 2048 keys or more take the plan's key splits (partial O and
+/// LSE per split, merged), forward and backward against the reference:
+/// decoding steps and short chunks, causal from either end, windows,
+/// lengths (0 included), score_mods, f32, bf16 and f16.
+TEST(KernelTest, SplitKeys) {
+  std::mt19937_64 rng(20261204);
+  auto pick = picker(rng);
+  for (int n = 0; n < 8; ++n) {
+    AttentionCase c;
+    c.B = pick({1, 2});
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 4});
+    c.Sq = pick({1, 3, 16});
+    c.Skv = pick({2100, 3000, 4500});
+    c.D = pick({16, 64});
+    c.Dv = pick({16, 32});
+    c.dtype = n % 4 == 1 ? "bf16" : n % 4 == 3 ? "f16" : "f32";
+    c.causal = rng() % 2;
+    c.window = rng() % 3 == 0 ? 2500 : 0;
+    c.cache = (c.causal || c.window) && rng() % 2;
+    c.lengths = rng() % 2;
+    c.scoreMod = ScoreModKind(rng() % 4);
+    runCase(c, 1800 + n);
+  }
+}
+
 /// `cache`: the queries are the last Sq tokens of each batch's keys, the
 /// causal and window masks compare keys with their positions (lengths - Sq
 /// + i), forward and backward against the reference: decoding steps (Sq =
