@@ -642,13 +642,13 @@ void FlashForward::mergeSplits(Value partO, Value partL, Value o, Value l) {
       [&](ArrayRef<Value> args, Value bi, Value h) {
         Value parts = args[0], lses = args[1];
         loop(0, Sq, [&](Value i) {
-          auto lseOf = [&](int64_t s) {
-            return memref::LoadOp::create(b, lses,
-                                          ValueRange{idx(s), bi, h, i});
-          };
-          Value m = lseOf(0);
+          SmallVector<Value> lse;
+          for (int64_t s = 0; s < kvSplits; ++s)
+            lse.push_back(memref::LoadOp::create(
+                b, lses, ValueRange{idx(s), bi, h, i}));
+          Value m = lse[0];
           for (int64_t s = 1; s < kvSplits; ++s)
-            m = arith::MaximumFOp::create(b, m, lseOf(s));
+            m = arith::MaximumFOp::create(b, m, lse[s]);
           // A row no split saw: every LSE_s is -inf (its O_s are 0).
           Value empty =
               arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf));
@@ -657,7 +657,7 @@ void FlashForward::mergeSplits(Value partO, Value partL, Value o, Value l) {
           Value sum = f(0.0f);
           for (int64_t s = 0; s < kvSplits; ++s) {
             weights.push_back(math::ExpOp::create(
-                b, arith::SubFOp::create(b, lseOf(s), shift)));
+                b, arith::SubFOp::create(b, lse[s], shift)));
             sum = arith::AddFOp::create(b, sum, weights.back());
           }
           Value inv = arith::SelectOp::create(
