@@ -21,8 +21,7 @@ namespace {
 
 constexpr llvm::StringLiteral kImplPrefix = "__attnc_impl_";
 
-struct AttnExportAbiPass
-    : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
+struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -64,6 +63,52 @@ struct AttnExportAbiPass
           return signalPassFailure();
   }
 
+  /// Whether some entry of an argument attn-mark-length-bounds marked
+  /// (the lengths of a KV cache) is negative or past its attn.max_length,
+  /// as an i1 built at b over the entry's arguments (the marks are taken
+  /// off `impl`); null when none is marked.
+  Value anyLengthOutOfBounds(OpBuilder &b, func::FuncOp impl, Block *block) {
+    Location loc = impl.getLoc();
+    StringRef name =
+        attnc::attn::AttnDialect::MaxLengthAttrHelper::getNameStr();
+    Value any;
+    for (unsigned i = 0, e = impl.getNumArguments(); i < e; ++i) {
+      auto bound = impl.getArgAttrOfType<IntegerAttr>(i, name);
+      if (!bound)
+        continue;
+      // Checked here, it has nothing to tell LLVM.
+      impl.removeArgAttr(i, name);
+      Value arg = block->getArgument(i);
+      auto type = cast<MemRefType>(arg.getType());
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      auto loop = scf::ForOp::create(
+          b, loc, zero,
+          arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)),
+          arith::ConstantIndexOp::create(b, loc, 1),
+          ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(false))},
+          [&](OpBuilder &nb, Location, Value e, ValueRange acc) {
+            Value x = memref::LoadOp::create(nb, loc, arg, e);
+            if (!x.getType().isInteger(64))
+              x = arith::ExtSIOp::create(nb, loc, nb.getI64Type(), x);
+            Value low = arith::CmpIOp::create(
+                nb, loc, arith::CmpIPredicate::slt, x,
+                arith::ConstantOp::create(nb, loc, nb.getI64IntegerAttr(0)));
+            Value high = arith::CmpIOp::create(
+                nb, loc, arith::CmpIPredicate::sgt, x,
+                arith::ConstantOp::create(nb, loc, bound));
+            scf::YieldOp::create(
+                nb, loc,
+                ValueRange{arith::OrIOp::create(
+                    nb, loc, acc[0],
+                    arith::OrIOp::create(nb, loc, low, high))});
+          });
+      any =
+          any ? arith::OrIOp::create(b, loc, any, loop.getResult(0)).getResult()
+              : loop.getResult(0);
+    }
+    return any;
+  }
+
   /// int64_t f_saved_bytes(void) and f_workspace_bytes(void) for a derived
   /// @f_fwd: the bytes of what f_fwd saves for f_bwd, and of the workspace
   /// a caller must provide (0: kernels allocate their own scratch).
@@ -96,9 +141,9 @@ struct AttnExportAbiPass
 
   /// Keeps a function out of the object's exported symbols.
   static void setInternalLinkage(func::FuncOp func) {
-    func->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
-                                      func.getContext(),
-                                      LLVM::Linkage::Internal));
+    func->setAttr(
+        "llvm.linkage",
+        LLVM::LinkageAttr::get(func.getContext(), LLVM::Linkage::Internal));
   }
 
   func::FuncOp amxInit; // the runtime's attnc_amx_init, when needed
@@ -157,8 +202,8 @@ struct AttnExportAbiPass
     std::string name = impl.getSymName().str();
     // Calls between kernels keep calling the implementation.
     auto implName = StringAttr::get(ctx, kImplPrefix.str() + name);
-    if (failed(SymbolTable::replaceAllSymbolUses(impl, implName,
-                                                 getOperation())))
+    if (failed(
+            SymbolTable::replaceAllSymbolUses(impl, implName, getOperation())))
       return impl.emitError("cannot rename kernel @") << name;
     impl.setSymName(implName);
     impl.setPrivate();
@@ -173,7 +218,8 @@ struct AttnExportAbiPass
     auto entry = func::FuncOp::create(
         b, loc, name,
         FunctionType::get(ctx, type.getInputs(), {b.getI32Type()}));
-    auto noalias = StringAttr::get(ctx, LLVM::LLVMDialect::getNoAliasAttrName());
+    auto noalias =
+        StringAttr::get(ctx, LLVM::LLVMDialect::getNoAliasAttrName());
     for (unsigned i = 0, e = type.getNumInputs(); i < e; ++i) {
       entry.setArgAttr(i, noalias, UnitAttr::get(ctx));
       impl.setArgAttr(i, noalias, UnitAttr::get(ctx));
@@ -222,44 +268,62 @@ struct AttnExportAbiPass
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ptr, zero);
       anyNull = arith::OrIOp::create(b, loc, anyNull, isNull);
     }
+    // Calls the implementation and yields its status at nb.
+    auto runImpl = [&](OpBuilder &nb) {
+      if (finish) {
+        // The work the implementation recorded runs, and its first
+        // error is the status.
+        func::CallOp::create(nb, loc, impl, block->getArguments());
+        scf::YieldOp::create(
+            nb, loc,
+            func::CallOp::create(nb, loc, finish, block->getArgument(0))
+                .getResult(0));
+        return;
+      }
+      if (!amxInit) {
+        func::CallOp::create(nb, loc, impl, block->getArguments());
+        scf::YieldOp::create(nb, loc, status(nb, ATTNC_STATUS_OK));
+        return;
+      }
+      // Kernels with AMX tiles first ask the OS for their state.
+      Value granted = arith::CmpIOp::create(
+          nb, loc, arith::CmpIPredicate::eq,
+          func::CallOp::create(nb, loc, amxInit, ValueRange()).getResult(0),
+          arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(0)));
+      auto amxIf = scf::IfOp::create(
+          nb, loc, granted,
+          [&](OpBuilder &ib, Location) {
+            func::CallOp::create(ib, loc, impl, block->getArguments());
+            scf::YieldOp::create(ib, loc, status(ib, ATTNC_STATUS_OK));
+          },
+          [&](OpBuilder &ib, Location) {
+            scf::YieldOp::create(ib, loc, status(ib, ATTNC_STATUS_NO_AMX));
+          });
+      scf::YieldOp::create(nb, loc, amxIf.getResult(0));
+    };
     auto ifOp = scf::IfOp::create(
         b, loc, anyNull,
         [&](OpBuilder &nb, Location) {
-          scf::YieldOp::create(nb, loc,
-                               status(nb, ATTNC_STATUS_NULL_ARGUMENT));
+          scf::YieldOp::create(nb, loc, status(nb, ATTNC_STATUS_NULL_ARGUMENT));
         },
-        [&](OpBuilder &nb, Location) {
-          if (finish) {
-            // The work the implementation recorded runs, and its first
-            // error is the status.
-            func::CallOp::create(nb, loc, impl, block->getArguments());
-            scf::YieldOp::create(
-                nb, loc,
-                func::CallOp::create(nb, loc, finish, block->getArgument(0))
-                    .getResult(0));
+        [&](OpBuilder &ob, Location) {
+          // A KV cache's lengths past its capacity (or negative): the
+          // kernel writes nothing (CPU kernels: GPU buffers live on the
+          // device).
+          Value badLengths =
+              finish ? Value() : anyLengthOutOfBounds(ob, impl, block);
+          if (!badLengths) {
+            runImpl(ob);
             return;
           }
-          if (!amxInit) {
-            func::CallOp::create(nb, loc, impl, block->getArguments());
-            scf::YieldOp::create(nb, loc, status(nb, ATTNC_STATUS_OK));
-            return;
-          }
-          // Kernels with AMX tiles first ask the OS for their state.
-          Value granted = arith::CmpIOp::create(
-              nb, loc, arith::CmpIPredicate::eq,
-              func::CallOp::create(nb, loc, amxInit, ValueRange())
-                  .getResult(0),
-              arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(0)));
-          auto amxIf = scf::IfOp::create(
-              nb, loc, granted,
-              [&](OpBuilder &ib, Location) {
-                func::CallOp::create(ib, loc, impl, block->getArguments());
-                scf::YieldOp::create(ib, loc, status(ib, ATTNC_STATUS_OK));
+          auto check = scf::IfOp::create(
+              ob, loc, badLengths,
+              [&](OpBuilder &nb, Location) {
+                scf::YieldOp::create(nb, loc,
+                                     status(nb, ATTNC_STATUS_BAD_SIZE));
               },
-              [&](OpBuilder &ib, Location) {
-                scf::YieldOp::create(ib, loc, status(ib, ATTNC_STATUS_NO_AMX));
-              });
-          scf::YieldOp::create(nb, loc, amxIf.getResult(0));
+              [&](OpBuilder &nb, Location) { runImpl(nb); });
+          scf::YieldOp::create(ob, loc, check.getResult(0));
         });
     scf::YieldOp::create(b, loc, ifOp.getResult(0));
     b.setInsertionPointAfter(inFrame);

@@ -73,6 +73,7 @@ void buildCpuBufferizePipeline(OpPassManager &pm,
   plan.amx = options.amx;
   plan.dotBf16 = options.dotBf16;
   pm.addPass(createAttnPlanTiles(plan));
+  pm.addPass(createAttnMarkLengthBounds());
   AttnLowerCpuOptions lower;
   lower.vectorBits = options.vectorBits;
   pm.addPass(createAttnLowerCpu(lower));

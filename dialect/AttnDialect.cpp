@@ -137,3 +137,22 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitError() << "unknown attn attribute '" << name << "'";
 }
+
+LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned region,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != MaxLengthAttrHelper::getNameStr())
+    return op->emitError() << "unknown attn argument attribute '" << name
+                           << "'";
+  // (The argument's type changes down the pipeline: a 1-d integer tensor,
+  // its memref, then LLVM's descriptor.)
+  auto bound = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!bound || !bound.getType().isInteger(64) ||
+      bound.getValue().isNegative() || !isa<FunctionOpInterface>(op))
+    return op->emitError() << "'" << name
+                           << "' must be a non-negative i64 on a function "
+                              "argument";
+  return success();
+}

@@ -41,14 +41,19 @@ def Attn_Dialect : Dialect {
   // - parallel_tasks: on an outlined task function (attn-lower-parallel-calls
   //   runs its calls on the thread pool);
   // - saved_bytes: on a derived @f_fwd, the bytes of what it saves for
-  //   @f_bwd (attn-export-abi exports f_saved_bytes()).
+  //   @f_bwd (attn-export-abi exports f_saved_bytes());
+  // - max_length: on a function argument, the capacity of the KV cache whose
+  //   lengths it gives (attn-mark-length-bounds; attn-export-abi checks
+  //   them), verified by verifyRegionArgAttribute.
   let discardableAttrs = (ins
     "::attnc::attn::TilePlanAttrInterface":$tile_plan,
     "::mlir::UnitAttr":$uses_amx,
     "::mlir::UnitAttr":$parallel_tasks,
-    "::mlir::IntegerAttr":$saved_bytes
+    "::mlir::IntegerAttr":$saved_bytes,
+    "::mlir::IntegerAttr":$max_length
   );
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Registers the attributes (AttnAttrs.cpp, where their storage is).
     void registerAttributes();

@@ -158,7 +158,9 @@ def Attn_MaskOp : Attn_Op<"mask",
     j with p instead of i (bottom-right aligned; rows with p < 0 see
     nothing). One kernel then serves every decoding step and every chunk of
     a chunked prefill: the caller appends the new keys and values and passes
-    the new lengths. The regions still receive the row i.
+    the new lengths. The regions still receive the row i. A cache's
+    lengths must lie in [0, Skv]: the CPU entry points return
+    ATTNC_STATUS_BAD_SIZE, writing nothing, for one outside.
     A row whose every key is masked yields zero probabilities and output.
     With `zero_fill`, masked entries become 0 instead of -inf: the mask's
     gradient, as attn-derive-backward emits it.

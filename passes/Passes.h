@@ -5,6 +5,11 @@
 
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
 
 namespace attnc {
 
@@ -21,6 +26,13 @@ enum class EntryPoints { All, Forward, Backward };
 /// attention chains fused (attn-fuse); with `backward`, calls inlined and
 /// @f_fwd/@f_bwd derived (attn-derive-backward).
 void buildGraphPipeline(mlir::OpPassManager &pm, bool fuse, bool backward);
+
+/// The arguments of `func` that give the lengths of a `cache` op in it
+/// (attn.attention, attn.attention_grad, attn.mask), by argument number,
+/// each with the least capacity (Skv) of those caches: the largest length
+/// the kernels accept (attn-mark-length-bounds marks them; attnc run,
+/// bench and explain draw random lengths within them).
+llvm::DenseMap<unsigned, int64_t> cacheLengthBounds(mlir::func::FuncOp func);
 
 } // namespace attnc
 

@@ -127,3 +127,28 @@ module attributes {attn.uses_amx, attnc.test.load_llvm = #llvm.linkage<external>
     return
   }
 }
+
+// -----
+
+// A KV cache's lengths (marked by attn-mark-length-bounds with the cache's
+// capacity): the entry returns 2 (ATTNC_STATUS_BAD_SIZE) without calling
+// the kernel when one is negative or past the capacity; the mark leaves
+// the implementation.
+// CHECK-LABEL: func.func private @__attnc_impl_cache_step
+// CHECK-SAME: (%{{.*}}: memref<2xi32> {llvm.noalias}, %{{.*}}: memref<4xf32> {llvm.noalias})
+// CHECK-LABEL: func.func @cache_step
+// CHECK: %[[BAD:.*]] = scf.for {{.*}} -> (i1) {
+// CHECK: %[[X:.*]] = memref.load
+// CHECK: %[[X64:.*]] = arith.extsi %[[X]] : i32 to i64
+// CHECK: arith.cmpi slt, %[[X64]]
+// CHECK: %[[CAP:.*]] = arith.constant 40 : i64
+// CHECK: arith.cmpi sgt, %[[X64]], %[[CAP]]
+// CHECK: scf.if %[[BAD]] -> (i32) {
+// CHECK-NEXT: arith.constant 2 : i32
+// CHECK: } else {
+// CHECK: func.call @__attnc_impl_cache_step
+module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @cache_step(%len: memref<2xi32> {attn.max_length = 40 : i64}, %o: memref<4xf32>) {
+    return
+  }
+}

@@ -1402,3 +1402,17 @@ func.func @mask_cache_without_causal(%s: tensor<1x2x1x16xf32>, %len: tensor<1xi3
   %m = attn.mask %s cache lengths(%len : tensor<1xi32>) : tensor<1x2x1x16xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{'attn.max_length' must be a non-negative i64 on a function argument}}
+func.func @negative_max_length(%len: tensor<2xi32> {attn.max_length = -1 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown attn argument attribute 'attn.capacity'}}
+func.func @unknown_argument_attribute(%len: tensor<2xi32> {attn.capacity = 4 : i64}) {
+  return
+}

@@ -162,3 +162,19 @@ func.func @split_keys(%q: tensor<1x8x1x64xf32>, %k: tensor<1x1x5000x64xf32>,
   %ow, %lw = attn.attention %q, %k, %k window 1500 : tensor<1x8x1x64xf32>, tensor<1x1x5000x64xf32>, tensor<1x1x5000x64xf32> -> tensor<1x8x1x64xf32>, tensor<1x8x1xf32>
   return %o, %o8, %ow : tensor<1x8x1x64xf32>, tensor<1x64x1x64xf32>, tensor<1x8x1x64xf32>
 }
+
+// -----
+
+// A cache's region compares rows, its named masks positions: j <= i in
+// its mask_mod is not its causal mask, and stays a region.
+// CHECK-LABEL: func.func @cache_region
+// CHECK: attn.attention {{.*}} window 64 cache {attn.tile_plan
+// CHECK: mask_mod
+func.func @cache_region(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x200x16xf32>) -> (tensor<1x2x8x16xf32>, tensor<1x2x8xf32>) {
+  %o, %lse = attn.attention %q, %k, %k window 64 cache : tensor<1x2x8x16xf32>, tensor<1x2x200x16xf32>, tensor<1x2x200x16xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8xf32> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c = arith.cmpi sle, %j, %i : index
+    attn.yield %c : i1
+  }
+  return %o, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+}

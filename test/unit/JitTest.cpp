@@ -1,6 +1,7 @@
 // The JIT API: checked calls, caches (memory, disk, corrupt entries) and
 // concurrent compiles and calls.
 #include "attnc/jit.h"
+#include "attnc/runtime.h"
 #include "test/unit/TestUtil.h"
 #include "tools/reference/Reference.h"
 
@@ -14,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <thread>
+#include <tuple>
 
 using namespace attnc;
 using test::testOptions;
@@ -634,6 +636,46 @@ TEST(JitTest, CacheStepsMatchOneFullAttention) {
       advance("decode", from, 1);
     EXPECT_EQ(compared, H * D * (total[0] + total[1]));
     EXPECT_LT(worst, 1e-5);
+  }
+}
+
+/// A cache's lengths are checked before the kernel runs: one past the
+/// capacity or negative returns ATTNC_STATUS_BAD_SIZE and writes nothing,
+/// in the forward and in the backward; 0 and the capacity itself run.
+TEST(JitTest, CacheLengthsPastTheCapacityReturnBadSize) {
+  const std::string q = "tensor<2x2x1x8xf32>", kv = "tensor<2x1x40x8xf32>",
+                    l = "tensor<2x2x1xf32>";
+  const std::string spec =
+      "func.func @step(%q: " + q + ", %k: " + kv + ", %v: " + kv +
+      ", %len: tensor<2xi32>) -> " + q +
+      " {\n  %o, %l = attn.attention %q, %k, %v causal cache lengths(%len : "
+      "tensor<2xi32>) : " +
+      q + ", " + kv + ", " + kv + " -> " + q + ", " + l + "\n  return %o : " +
+      q + "\n}\n";
+  std::string error;
+  auto module = jit::Module::compile(spec, testOptions(), &error);
+  ASSERT_TRUE(module) << error;
+  std::vector<float> qv(2 * 2 * 8, 0.5f), kv1(2 * 40 * 8, 0.25f), o(qv.size()),
+      dq(qv.size()), dk(kv1.size()), dv(kv1.size()), lse(4);
+  for (auto [a, b, expected] :
+       {std::tuple<int32_t, int32_t, int32_t>{5, 41, ATTNC_STATUS_BAD_SIZE},
+        {-1, 3, ATTNC_STATUS_BAD_SIZE},
+        {0, 40, ATTNC_STATUS_OK}}) {
+    std::vector<int32_t> len = {a, b};
+    std::fill(o.begin(), o.end(), 7.0f);
+    std::fill(dq.begin(), dq.end(), 7.0f);
+    jit::Result fwd = module->callUnchecked(
+        "step", {qv.data(), kv1.data(), kv1.data(), len.data(), o.data()});
+    EXPECT_EQ(fwd.status, expected) << a << ", " << b;
+    // The backward's inputs: those of @step, its O, the saved LSE and dO.
+    jit::Result bwd = module->callUnchecked(
+        "step_bwd", {qv.data(), kv1.data(), kv1.data(), len.data(), o.data(),
+                     lse.data(), qv.data(), dq.data(), dk.data(), dv.data()});
+    EXPECT_EQ(bwd.status, expected) << a << ", " << b;
+    if (expected != ATTNC_STATUS_OK) {
+      EXPECT_EQ(o, std::vector<float>(o.size(), 7.0f));
+      EXPECT_EQ(dq, std::vector<float>(dq.size(), 7.0f));
+    }
   }
 }
 

@@ -355,7 +355,11 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   for (int64_t b = 0; b < c.B; ++b) {
     // Batch 0 keeps no key at all when there are several batches, to check
     // fully masked rows; the rest get random lengths, some past Skv.
-    lengths64[b] = (b == 0 && c.B > 1) ? 0 : int64_t(rng() % (c.Skv + 3));
+    // (A cache's lengths stay within its capacity: past it the call
+    // returns ATTNC_STATUS_BAD_SIZE, see JitTest.)
+    lengths64[b] = (b == 0 && c.B > 1)
+                       ? 0
+                       : int64_t(rng() % (c.Skv + (c.cache ? 1 : 3)));
     lengths.values[b] = double(lengths64[b]);
   }
   lengths.pack();
@@ -969,7 +973,7 @@ TEST(KernelTest, SplitKeys) {
 /// causal and window masks compare keys with their positions (lengths - Sq
 /// + i), forward and backward against the reference: decoding steps (Sq =
 /// 1) and prefill chunks (Sq up to 70, past a batch's keys too), batches of
-/// 0 keys, lengths past the capacity, GQA, score_mods, every dtype, the
+/// 0 keys and full caches, GQA, score_mods, every dtype, the
 /// graph form through attn-fuse and unfused, the AMX/dot-product bf16
 /// kernels (64 query rows or more, D = 128) and the Vulkan kernels.
 TEST(KernelTest, CacheMasks) {

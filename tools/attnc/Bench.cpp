@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <cstdlib>
 #include <immintrin.h>
@@ -295,8 +296,11 @@ struct Arguments {
   std::vector<void *> pointers;
 };
 
+/// `bounds`: the largest value of an integer input, by name (a cache's
+/// lengths: its capacity).
 Arguments makeArguments(const jit::EntryPoint &entry, std::mt19937_64 &rng,
-                        const BenchOptions &options) {
+                        const BenchOptions &options,
+                        const std::map<std::string, int64_t> &bounds) {
   int64_t largest = largestDimension(entry);
   Arguments arguments;
   arguments.buffers.reserve(entry.args.size());
@@ -309,7 +313,10 @@ Arguments makeArguments(const jit::EntryPoint &entry, std::mt19937_64 &rng,
                 double(*value));
       buffer.pack();
     } else if (!arg.isOutput) {
-      fillRandomInput(buffer, rng, largest);
+      auto bound = bounds.find(arg.name);
+      fillRandomInput(buffer, rng,
+                      bound == bounds.end() ? largest
+                                            : std::min(largest, bound->second));
     }
     // Only the kernel's bytes are needed: drop the float64 copy.
     std::vector<double>().swap(buffer.values.data);
@@ -347,6 +354,7 @@ struct Measurements {
 /// Times @f and, with a backward, <f>_fwd and <f>_bwd, each on its own
 /// random arguments. Returns the statuses the calls returned, ORed.
 int32_t timeKernels(const jit::Module &module, const BenchOptions &options,
+                    const std::map<std::string, int64_t> &bounds,
                     Measurements &m) {
   int reps = options.reps;
   std::mt19937_64 rng(1);
@@ -356,11 +364,11 @@ int32_t timeKernels(const jit::Module &module, const BenchOptions &options,
       status |= module.callUnchecked(name, arguments.pointers).status;
     });
   };
-  Arguments f = makeArguments(*module.find(m.kernel), rng, options);
+  Arguments f = makeArguments(*module.find(m.kernel), rng, options, bounds);
   m.forward = time(m.kernel, f);
   if (m.haveBackward) {
-    Arguments fwd = makeArguments(*module.find(m.kernel + "_fwd"), rng, options);
-    Arguments bwd = makeArguments(*module.find(m.kernel + "_bwd"), rng, options);
+    Arguments fwd = makeArguments(*module.find(m.kernel + "_fwd"), rng, options, bounds);
+    Arguments bwd = makeArguments(*module.find(m.kernel + "_bwd"), rng, options, bounds);
     m.fwd = time(m.kernel + "_fwd", fwd);
     m.bwd = time(m.kernel + "_bwd", bwd);
   }
@@ -498,7 +506,11 @@ int benchSpec(const std::string &path, const BenchOptions &options,
       return 1;
     }
   }
-  if (int32_t status = timeKernels(*module, options, m)) {
+  std::map<std::string, int64_t> bounds;
+  for (auto [n, capacity] : cacheLengthBounds(
+           spec->module->lookupSymbol<mlir::func::FuncOp>(m.kernel)))
+    bounds[signature.args[n].name] = capacity;
+  if (int32_t status = timeKernels(*module, options, bounds, m)) {
     errs << "attnc: error: a kernel returned status " << status << "\n";
     return 1;
   }

@@ -254,6 +254,7 @@ inputsOf(const KernelSignature &kernel, mlir::func::FuncOp func,
     for (int64_t d : arg.shape)
       largest = std::max(largest, d);
   std::vector<HostTensor> inputs;
+  llvm::DenseMap<unsigned, int64_t> bounds = cacheLengthBounds(func);
   for (const KernelArg &arg : kernel.args) {
     if (arg.isOutput)
       continue;
@@ -268,8 +269,12 @@ inputsOf(const KernelSignature &kernel, mlir::func::FuncOp func,
     spec.shape = arg.shape;
     spec.dtype = *dtype;
     Buffer buffer(spec);
-    // Drawn whether given or not: a given input leaves the others' values.
-    fillRandomInput(buffer, rng, largest);
+    // Drawn whether given or not: a given input leaves the others' values
+    // (a cache's lengths within its capacity).
+    auto bound = bounds.find(inputs.size());
+    fillRandomInput(buffer, rng,
+                    bound == bounds.end() ? largest
+                                          : std::min(largest, bound->second));
     auto it = given.find(arg.name);
     if (it != given.end()) {
       const NpyArray &array = it->second.array;
@@ -378,7 +383,7 @@ std::string describeMask(attn::AttentionOp op) {
   if (std::optional<int64_t> w = op.getWindow())
     parts.push_back("window " + std::to_string(*w));
   if (op.getCache())
-    parts.push_back("from the end of the keys (cache)");
+    parts.push_back("cache");
   if (op.getLengths())
     parts.push_back("key lengths");
   if (!op.getMaskMod().empty())

@@ -6,6 +6,7 @@
 #include "attnc/jit.h"
 #include "codegen/Spec.h"
 #include "dialect/AttnOps.h"
+#include "passes/Passes.h"
 #include "tools/attnc/HostBuffer.h"
 #include "tools/attnc/LoadedSpec.h"
 #include "tools/reference/Reference.h"
@@ -280,11 +281,17 @@ private:
                                    std::vector<Buffer> &buffers,
                                    std::vector<HostTensor> &inputs) {
     int64_t largest = largestDimension(entry);
+    // A cache's lengths within its capacity (past it the kernel refuses).
+    llvm::DenseMap<unsigned, int64_t> bounds = cacheLengthBounds(func);
     for (const jit::TensorSpec &arg : entry.args) {
       buffers.emplace_back(arg);
       Buffer &buffer = buffers.back();
       if (!arg.isOutput) {
-        fillRandomInput(buffer, rng, largest);
+        auto bound = bounds.find(inputs.size());
+        fillRandomInput(buffer, rng,
+                        bound == bounds.end()
+                            ? largest
+                            : std::min(largest, bound->second));
         inputs.push_back(buffer.values);
       }
     }

@@ -1,0 +1,25 @@
+// RUN: attnc-opt %s -split-input-file -attn-mark-length-bounds | FileCheck %s
+
+// attn-mark-length-bounds: the lengths of a cache carry its capacity (the
+// least of two caches'), and so does an argument passed on to one (@f
+// calling @f_fwd); other lengths stay unmarked.
+// CHECK-LABEL: func.func @step_fwd(
+// CHECK-SAME: %{{.*}}: tensor<2xi32> {attn.max_length = 24 : i64}, %{{.*}}: tensor<2xi32>)
+// CHECK-LABEL: func.func @step(
+// CHECK-SAME: %{{.*}}: tensor<2xi32> {attn.max_length = 24 : i64}, %{{.*}}: tensor<2xi32>)
+func.func @step_fwd(%q: tensor<2x2x1x8xf32>, %k: tensor<2x1x40x8xf32>, %k2: tensor<2x1x24x8xf32>,
+                    %len: tensor<2xi32>, %pad: tensor<2xi32>) -> (tensor<2x2x1x8xf32>, tensor<2x2x1x8xf32>, tensor<2x2x1x8xf32>) {
+  %o, %l = attn.attention %q, %k, %k causal cache lengths(%len : tensor<2xi32>)
+      : tensor<2x2x1x8xf32>, tensor<2x1x40x8xf32>, tensor<2x1x40x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  %o2, %l2 = attn.attention %q, %k2, %k2 window 4 cache lengths(%len : tensor<2xi32>)
+      : tensor<2x2x1x8xf32>, tensor<2x1x24x8xf32>, tensor<2x1x24x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  %o3, %l3 = attn.attention %q, %k, %k causal lengths(%pad : tensor<2xi32>)
+      : tensor<2x2x1x8xf32>, tensor<2x1x40x8xf32>, tensor<2x1x40x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  return %o, %o2, %o3 : tensor<2x2x1x8xf32>, tensor<2x2x1x8xf32>, tensor<2x2x1x8xf32>
+}
+func.func @step(%q: tensor<2x2x1x8xf32>, %k: tensor<2x1x40x8xf32>, %k2: tensor<2x1x24x8xf32>,
+                %len: tensor<2xi32>, %pad: tensor<2xi32>) -> tensor<2x2x1x8xf32> {
+  %o:3 = func.call @step_fwd(%q, %k, %k2, %len, %pad) : (tensor<2x2x1x8xf32>, tensor<2x1x40x8xf32>, tensor<2x1x24x8xf32>, tensor<2xi32>, tensor<2xi32>) -> (tensor<2x2x1x8xf32>, tensor<2x2x1x8xf32>, tensor<2x2x1x8xf32>)
+  return %o#0 : tensor<2x2x1x8xf32>
+}
+
