@@ -119,6 +119,8 @@ int64_t forwardSplits(attn::AttentionOp op, int64_t headTiles) {
   constexpr int64_t kSplitTasks = 16, kSplitKeys = 1024;
   ArrayRef<int64_t> q = shapeOf(op.getQuery());
   int64_t pairs = q[0] * shapeOf(op.getKey())[1];
+  // (8 pairs or more already make as many tasks of grouped heads: the
+  // forward's kMinTasks, codegen/cpu/FlashForward.h.)
   if (headTiles > 8 || pairs >= kSplitTasks / 2)
     return 1;
   int64_t splits = std::min((kSplitTasks + pairs - 1) / pairs,
