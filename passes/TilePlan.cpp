@@ -252,9 +252,10 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   int64_t headTiles = (sq + rows - 1) / rows;
   if (fwd && sq > 0 && headTiles <= 8)
     queryBlock = rows * headTiles;
-  int64_t splits = grad  ? backwardSplits(grad, rows, keyBlock)
-                   : fwd ? forwardSplits(fwd, headTiles)
-                         : 1;
+  // (AMX forwards keep whole per-call copies of K and V: no key splits.)
+  int64_t splits = grad          ? backwardSplits(grad, rows, keyBlock)
+                   : fwd && !amx ? forwardSplits(fwd, headTiles)
+                                 : 1;
   return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits,
                           dotBf16);
 }
