@@ -222,9 +222,14 @@ static Value buildVisible(OpBuilder &nb, Location nl,
   auto conjoin = [&](Value c) {
     visible = arith::AndIOp::create(nb, nl, visible, c);
   };
+  // The batch's lengths entry, read where first needed, once.
+  Value count;
   auto keyCount = [&]() -> Value {
-    Value len = tensor::ExtractOp::create(nb, nl, mask.lengths, bIdx);
-    return arith::IndexCastOp::create(nb, nl, nb.getIndexType(), len);
+    if (!count)
+      count = arith::IndexCastOp::create(
+          nb, nl, nb.getIndexType(),
+          tensor::ExtractOp::create(nb, nl, mask.lengths, bIdx));
+    return count;
   };
   // A cache's row i sits at n_b - Sq + i (n_b: the batch's keys, clamped
   // to [0, Skv]); it may be negative, so the comparisons are signed.
@@ -234,9 +239,8 @@ static Value buildVisible(OpBuilder &nb, Location nl,
     if (mask.lengths)
       n = arith::MinSIOp::create(
           nb, nl, n,
-          arith::MaxSIOp::create(
-              nb, nl, keyCount(),
-              arith::ConstantIndexOp::create(nb, nl, 0)));
+          arith::MaxSIOp::create(nb, nl, keyCount(),
+                                 arith::ConstantIndexOp::create(nb, nl, 0)));
     i = arith::AddIOp::create(
         nb, nl, i,
         arith::SubIOp::create(nb, nl, n,

@@ -30,10 +30,7 @@ MaskConditions maskConditionsOf(OpTy op, ValueRange captures) {
   mask.causal = op.getCausal();
   mask.window = op.getWindow();
   mask.lengths = op.getLengths();
-  if constexpr (std::is_same_v<OpTy, MaskOp> ||
-                std::is_same_v<OpTy, AttentionOp> ||
-                std::is_same_v<OpTy, AttentionGradOp>)
-    mask.cache = op.getCache();
+  mask.cache = isCache(op);
   if (!op.getMaskMod().empty())
     mask.maskMod = &op.getMaskMod();
   mask.captures = captures;

@@ -93,11 +93,11 @@ std::pair<Value, Value> MaskTiles::rowsSeeing(ImplicitLocOpBuilder &b,
   // Row r sees key j0 from position(r) >= j0 on (causal), and the block's
   // last key while position(r) < j0 + width + window - 1: in rows, from
   // j0 - shift and below j0 + width + window - 1 - shift.
+  Value shift = cache ? position(b, limit, idx(b, 0)) : Value();
   Value firstRow = j0;
   if (cache)
-    firstRow = arith::MaxSIOp::create(
-        b, idx(b, 0),
-        arith::SubIOp::create(b, j0, position(b, limit, idx(b, 0))));
+    firstRow = arith::MaxSIOp::create(b, idx(b, 0),
+                                      arith::SubIOp::create(b, j0, shift));
   Value first = idx(b, 0), end = idx(b, sq);
   if (causal || window)
     first = arith::MulIOp::create(
@@ -105,9 +105,8 @@ std::pair<Value, Value> MaskTiles::rowsSeeing(ImplicitLocOpBuilder &b,
   if (window) {
     Value last = arith::AddIOp::create(b, j0, idx(b, width + *window - 1));
     if (cache)
-      last = arith::MaxSIOp::create(
-          b, idx(b, 0),
-          arith::SubIOp::create(b, last, position(b, limit, idx(b, 0))));
+      last = arith::MaxSIOp::create(b, idx(b, 0),
+                                    arith::SubIOp::create(b, last, shift));
     end = arith::MinUIOp::create(b, end, last);
   }
   return {first, end};

@@ -15,10 +15,10 @@
 #ifndef ATTNC_CODEGEN_MASKTILES_H
 #define ATTNC_CODEGEN_MASKTILES_H
 
+#include "dialect/AttnOps.h"
 #include "dialect/ShapeUtils.h"
 
 #include "mlir/IR/ImplicitLocOpBuilder.h"
-#include "llvm/ADT/STLExtras.h"
 
 #include <optional>
 #include <utility>
@@ -26,9 +26,6 @@
 namespace attnc {
 
 class MaskTiles {
-  template <typename OpTy>
-  using CacheGetter = decltype(std::declval<OpTy &>().getCache());
-
 public:
   MaskTiles(bool causal, std::optional<int64_t> window, int64_t sq, int64_t skv,
             bool cache = false)
@@ -38,7 +35,7 @@ public:
   template <typename OpTy>
   explicit MaskTiles(OpTy op)
       : MaskTiles(op.getCausal(), op.getWindow(), shapeOf(op.getQuery())[2],
-                  shapeOf(op.getKey())[2], cacheOf(op)) {}
+                  shapeOf(op.getKey())[2], attn::isCache(op)) {}
 
   /// The keys batch `bi` has: Skv, or its entry of `lengths` (a memref of
   /// i32 or i64, null for none) clamped to [0, Skv].
@@ -104,13 +101,6 @@ public:
   int64_t sq, skv;
   /// The keys are a KV cache and the queries its last tokens (`cache`).
   bool cache;
-
-private:
-  template <typename OpTy> static bool cacheOf(OpTy op) {
-    if constexpr (llvm::is_detected<CacheGetter, OpTy>::value)
-      return op.getCache();
-    return false;
-  }
 };
 
 } // namespace attnc

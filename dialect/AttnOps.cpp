@@ -542,10 +542,8 @@ template <typename OpTy> static LogicalResult verifyScoreOptions(OpTy op) {
       return failure();
   if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
     return failure();
-  if constexpr (std::is_same_v<OpTy, AttentionOp> ||
-                std::is_same_v<OpTy, AttentionGradOp>)
-    if (failed(verifyCache(raw, op.getCache(), op.getCausal(), op.getWindow())))
-      return failure();
+  if (failed(verifyCache(raw, isCache(op), op.getCausal(), op.getWindow())))
+    return failure();
   SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], k[2]};
   if (op.getScoreMod().empty()) {
     if (!op.getScoreCaptures().empty())

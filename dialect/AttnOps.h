@@ -8,17 +8,32 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <utility>
 
 #define GET_OP_CLASSES
 #include "dialect/AttnOps.h.inc"
 
 namespace attnc::attn {
 
+template <typename OpTy>
+using CacheGetter = decltype(std::declval<OpTy &>().getCache());
+
 /// Clones each region of `from` into the same region of `to`: the
 /// score_mod and mask_mod regions of ops with attention's options (an op
 /// and its gradient op, or a companion made from it), which have the same
 /// regions in the same order.
 void cloneRegions(mlir::Operation *from, mlir::Operation *to);
+
+/// Whether an op with mask options has `cache` (attn.attention,
+/// attn.attention_grad and attn.mask take it; for the others, the causal
+/// and window masks always start at key 0).
+template <typename OpTy> bool isCache(OpTy op) {
+  if constexpr (llvm::is_detected<CacheGetter, OpTy>::value)
+    return op.getCache();
+  return false;
+}
 
 } // namespace attnc::attn
 

@@ -133,10 +133,8 @@ template <typename OpTy> bool promote(OpTy op) {
     return false;
   // A cache's named masks compare keys with positions, its region with
   // rows: a bound on j - i is not one of them.
-  if constexpr (std::is_same_v<OpTy, attn::AttentionOp> ||
-                std::is_same_v<OpTy, attn::AttentionGradOp>)
-    if (op.getCache())
-      return false;
+  if (attn::isCache(op))
+    return false;
   IndexBounds bounds = analyzeMaskMod(region);
   bool causal = op.getCausal() || op.getWindow() ||
                 (bounds.lo && *bounds.lo >= 0);

@@ -500,7 +500,7 @@ void FlashBackward::chunkQueryGrads(const KeyBlock &kb, Value h, Value c0,
       // Causal: no row of the tile sees a key past the position of its
       // row i0 + rows - 1 (which a cache may place before the block).
       Value keys = kb.valid;
-      if (masks.causal && masks.cache)
+      if (masks.causal)
         keys = arith::MinSIOp::create(
             b, keys,
             arith::MaxSIOp::create(
@@ -510,11 +510,6 @@ void FlashBackward::chunkQueryGrads(const KeyBlock &kb, Value h, Value c0,
                     masks.position(b, kb.limit,
                                    arith::AddIOp::create(b, i0, idx(rows))),
                     kb.j0)));
-      else if (masks.causal)
-        keys = arith::MinUIOp::create(
-            b, keys,
-            arith::SubIOp::create(b, arith::AddIOp::create(b, i0, idx(rows)),
-                                  kb.j0));
       // The tile's rows of dS, [blockTiles, rows, 32].
       SmallVector<OpFoldResult> offsets = {
           b.getIndexAttr(0), arith::SubIOp::create(b, i0, c0).getResult(),

@@ -349,15 +349,16 @@ private:
                                                    ValueRange maskCaptures) {
     auto mask = std::make_unique<MaskEvaluator>();
     mask->spec.causal = op.getCausal();
-    if constexpr (std::is_same_v<OpTy, attn::MaskOp>) {
-      mask->spec.cache = op.getCache();
-      mask->spec.sq = shapeOf(op.getScores())[2];
-      mask->spec.skv = shapeOf(op.getScores())[3];
-    } else if constexpr (std::is_same_v<OpTy, attn::AttentionOp> ||
-                         std::is_same_v<OpTy, attn::AttentionGradOp>) {
-      mask->spec.cache = op.getCache();
-      mask->spec.sq = shapeOf(op.getQuery())[2];
-      mask->spec.skv = shapeOf(op.getKey())[2];
+    mask->spec.cache = attn::isCache(op);
+    if (mask->spec.cache) {
+      // (attn.mask's are those of its scores, [B, H, Sq, Skv].)
+      if constexpr (std::is_same_v<OpTy, attn::MaskOp>) {
+        mask->spec.sq = shapeOf(op.getScores())[2];
+        mask->spec.skv = shapeOf(op.getScores())[3];
+      } else {
+        mask->spec.sq = shapeOf(op.getQuery())[2];
+        mask->spec.skv = shapeOf(op.getKey())[2];
+      }
     }
     if (std::optional<int64_t> w = op.getWindow())
       mask->spec.window = *w;
