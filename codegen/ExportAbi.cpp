@@ -64,13 +64,13 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
   }
 
   /// Whether some entry of an argument attn-mark-length-bounds marked
-  /// (the lengths of a KV cache) is negative or past its attn.max_length,
+  /// (the lengths of a KV cache, a paged one's block table) is negative or
+  /// past its attn.max_value,
   /// as an i1 built at b over the entry's arguments (the marks are taken
   /// off `impl`); null when none is marked.
   Value anyLengthOutOfBounds(OpBuilder &b, func::FuncOp impl, Block *block) {
     Location loc = impl.getLoc();
-    StringRef name =
-        attnc::attn::AttnDialect::MaxLengthAttrHelper::getNameStr();
+    StringRef name = attnc::attn::AttnDialect::MaxValueAttrHelper::getNameStr();
     Value any;
     for (unsigned i = 0, e = impl.getNumArguments(); i < e; ++i) {
       auto bound = impl.getArgAttrOfType<IntegerAttr>(i, name);
@@ -78,12 +78,19 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
         continue;
       // Checked here, it has nothing to tell LLVM.
       impl.removeArgAttr(i, name);
+      // (Every entry, as one dimension: a block table is [B, M].)
       Value arg = block->getArgument(i);
       auto type = cast<MemRefType>(arg.getType());
+      if (type.getRank() != 1) {
+        ReassociationIndices all =
+            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+        arg = memref::CollapseShapeOp::create(
+            b, loc, arg, ArrayRef<ReassociationIndices>{all});
+      }
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
       auto loop = scf::ForOp::create(
           b, loc, zero,
-          arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)),
+          arith::ConstantIndexOp::create(b, loc, type.getNumElements()),
           arith::ConstantIndexOp::create(b, loc, 1),
           ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(false))},
           [&](OpBuilder &nb, Location, Value e, ValueRange acc) {

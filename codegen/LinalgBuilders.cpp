@@ -175,6 +175,47 @@ Value buildMerge(OpBuilder &b, Location loc, Value input, Value weight,
                           {kPar, kPar, kPar, kRed, kRed}, resultType);
 }
 
+Value buildGatheredPages(OpBuilder &b, Location loc, Value pool, Value table) {
+  ArrayRef<int64_t> p = shapeOf(pool), t = shapeOf(table);
+  Type element = elementTypeOf(pool);
+  int64_t rank = 4;
+  return linalg::GenericOp::create(
+             b, loc,
+             TypeRange{RankedTensorType::get({t[0], p[1], t[1] * p[2], p[3]},
+                                             element)},
+             ValueRange{},
+             ValueRange{
+                 empty(b, loc, {t[0], p[1], t[1] * p[2], p[3]}, element)},
+             SmallVector<AffineMap>{b.getMultiDimIdentityMap(rank)},
+             SmallVector<IteratorType>(rank, kPar),
+             [&](OpBuilder &nb, Location nl, ValueRange) {
+               SmallVector<Value> at;
+               for (int64_t d = 0; d < rank; ++d)
+                 at.push_back(linalg::IndexOp::create(nb, nl, d));
+               auto cst = [&](int64_t v) {
+                 return arith::ConstantIndexOp::create(nb, nl, v);
+               };
+               Value entry = tensor::ExtractOp::create(
+                   nb, nl, table,
+                   ValueRange{at[0], arith::DivUIOp::create(nb, nl, at[2],
+                                                            cst(p[2]))});
+               Value page =
+                   arith::IndexCastOp::create(nb, nl, nb.getIndexType(), entry);
+               page = arith::SelectOp::create(
+                   nb, nl,
+                   arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                         page, cst(p[0])),
+                   page, cst(0));
+               Value x = tensor::ExtractOp::create(
+                   nb, nl, pool,
+                   ValueRange{page, at[1],
+                              arith::RemUIOp::create(nb, nl, at[2], cst(p[2])),
+                              at[3]});
+               linalg::YieldOp::create(nb, nl, x);
+             })
+      .getResult(0);
+}
+
 Value buildScores(OpBuilder &b, Location loc, Value query, Value key) {
   // Loops (b, h, i, j, d): S[b,h,i,j] += Q[b,h,i,d] * K[b, h / G, j, d].
   ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);

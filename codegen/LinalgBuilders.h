@@ -36,6 +36,11 @@ mlir::Value buildProjection(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value buildMerge(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::Value input, mlir::Value weight,
                        mlir::RankedTensorType resultType);
+/// A paged KV cache's pool [N, Hkv, P, D] gathered through its block
+/// table [B, M] into [B, Hkv, M P, D] (an entry outside [0, N) reads page
+/// 0): the unfused lowering's K or V (the flash kernels read the pages).
+mlir::Value buildGatheredPages(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value pool, mlir::Value table);
 /// Q K^T in f32 with GQA.
 mlir::Value buildScores(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Value query, mlir::Value key);

@@ -150,7 +150,12 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value scores = buildScores(rewriter, loc, op.getQuery(), op.getKey());
+    Value key = op.getKey(), value = op.getValue();
+    if (Value table = op.getPages()) {
+      key = buildGatheredPages(rewriter, loc, key, table);
+      value = buildGatheredPages(rewriter, loc, value, table);
+    }
+    Value scores = buildScores(rewriter, loc, op.getQuery(), key);
     scores = buildScale(rewriter, loc, scores, op.getEffectiveScale());
     if (!op.getScoreMod().empty())
       scores = buildScoreMod(rewriter, loc, scores, op.getScoreMod(),
@@ -158,8 +163,8 @@ struct LowerAttention : OpRewritePattern<AttentionOp> {
     scores = buildMask(rewriter, loc, scores,
                        maskConditionsOf(op, op.getMaskCaptures()));
     auto [probs, lse] = buildSoftmax(rewriter, loc, scores);
-    Value output = buildApply(rewriter, loc, probs, op.getValue(),
-                              op.getOutput().getType());
+    Value output =
+        buildApply(rewriter, loc, probs, value, op.getOutput().getType());
     rewriter.replaceOp(op, {output, lse});
     return success();
   }

@@ -35,7 +35,7 @@ public:
   template <typename OpTy>
   explicit MaskTiles(OpTy op)
       : MaskTiles(op.getCausal(), op.getWindow(), shapeOf(op.getQuery())[2],
-                  shapeOf(op.getKey())[2], attn::isCache(op)) {}
+                  attn::keyCountOf(op), attn::isCache(op)) {}
 
   /// The keys batch `bi` has: Skv, or its entry of `lengths` (a memref of
   /// i32 or i64, null for none) clamped to [0, Skv].

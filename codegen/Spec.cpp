@@ -175,8 +175,8 @@ LogicalResult checkBody(func::FuncOp func) {
     // The fused op is lowered through its Sq x Skv scores for now.
     if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
       auto q = attention.getQuery().getType().getShape();
-      auto k = attention.getKey().getType().getShape();
-      if (failed(checkSize(op.getLoc(), {q[0], q[1], q[2], k[2]},
+      if (failed(checkSize(op.getLoc(),
+                           {q[0], q[1], q[2], attn::keyCountOf(attention)},
                            "the Sq x Skv scores of 'attn.attention'")) ||
           failed(checkHeadDim(op, q[3], "query and key")) ||
           failed(checkHeadDim(op, shapeOf(attention.getValue())[3], "value")))

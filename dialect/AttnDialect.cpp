@@ -143,10 +143,10 @@ LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name != MaxLengthAttrHelper::getNameStr())
+  if (name != MaxValueAttrHelper::getNameStr())
     return op->emitError() << "unknown attn argument attribute '" << name
                            << "'";
-  // (The argument's type changes down the pipeline: a 1-d integer tensor,
+  // (The argument's type changes down the pipeline: an integer tensor,
   // its memref, then LLVM's descriptor.)
   auto bound = dyn_cast<IntegerAttr>(attr.getValue());
   if (!bound || !bound.getType().isInteger(64) ||

@@ -42,15 +42,16 @@ def Attn_Dialect : Dialect {
   //   runs its calls on the thread pool);
   // - saved_bytes: on a derived @f_fwd, the bytes of what it saves for
   //   @f_bwd (attn-export-abi exports f_saved_bytes());
-  // - max_length: on a function argument, the capacity of the KV cache whose
-  //   lengths it gives (attn-mark-length-bounds; attn-export-abi checks
-  //   them), verified by verifyRegionArgAttribute.
+  // - max_value: on a function argument, the largest value its entries may
+  //   hold: the capacity of the KV cache whose lengths it gives, or a paged
+  //   cache's last page for its block table (attn-mark-length-bounds;
+  //   attn-export-abi checks them), verified by verifyRegionArgAttribute.
   let discardableAttrs = (ins
     "::attnc::attn::TilePlanAttrInterface":$tile_plan,
     "::mlir::UnitAttr":$uses_amx,
     "::mlir::UnitAttr":$parallel_tasks,
     "::mlir::IntegerAttr":$saved_bytes,
-    "::mlir::IntegerAttr":$max_length
+    "::mlir::IntegerAttr":$max_value
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;

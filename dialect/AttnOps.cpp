@@ -112,7 +112,7 @@ ParseResult parseKeywordCheck(OpAsmParser &parser, ArrayRef<StringRef> keywords,
 ParseResult parseAttentionKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(parser,
                            {"scale", "causal", "window", "cache", "lengths",
-                            "score_captures", "mask_captures"},
+                            "pages", "score_captures", "mask_captures"},
                            {"score_mod", "mask_mod"});
 }
 
@@ -383,6 +383,42 @@ LogicalResult verifyQueryKey(Operation *op, Value query, Value key,
   return success();
 }
 
+/// Checks a paged KV cache: Q[B,H,Sq,D], pools of pages K[N,Hkv,P,D] and
+/// V[N,Hkv,P,Dv] and the block table [B, M], with `cache` and `lengths`.
+LogicalResult verifyPagedCache(Operation *op, Value query, Value key,
+                               Value value, Value table, bool cache,
+                               Value lengths) {
+  if (!cache || !lengths)
+    return op->emitOpError(
+        "'pages' needs 'cache' and 'lengths': a paged KV cache holds each "
+        "batch's first lengths[b] tokens");
+  if (failed(verifyShape(op, query, 4, "query")) ||
+      failed(verifyShape(op, key, 4, "key")) ||
+      failed(verifyShape(op, value, 4, "value")) ||
+      failed(verifyShape(op, table, 2, "pages")) ||
+      failed(verifySameElementType(op, query, key, "query", "key")) ||
+      failed(verifySameElementType(op, query, value, "query", "value")))
+    return failure();
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key), v = shapeOf(value),
+                    t = shapeOf(table);
+  if (t[0] != q[0])
+    return op->emitOpError() << "pages must have one row per batch (" << q[0]
+                             << "), got " << table.getType();
+  if (q[3] != k[3])
+    return op->emitOpError() << "query and key head dimensions differ: " << q[3]
+                             << " vs " << k[3];
+  if (q[1] % k[1] != 0)
+    return op->emitOpError()
+           << "query heads (" << q[1] << ") must be a multiple of key heads ("
+           << k[1] << ") for GQA/MQA";
+  if (v[0] != k[0] || v[2] != k[2])
+    return op->emitOpError()
+           << "key and value pools must have the same pages of the same "
+              "size: "
+           << key.getType() << " vs " << value.getType();
+  return success();
+}
+
 /// Checks P or S [B,H,Sq,Skv] against V[B,Hkv,Skv,Dv] (GQA: H % Hkv == 0).
 LogicalResult verifyProbsValue(Operation *op, ArrayRef<int64_t> p,
                                Value value) {
@@ -536,7 +572,7 @@ double AttentionOp::getEffectiveScale() {
 /// the mask options and both regions over scores [B, H, Sq, Skv].
 template <typename OpTy> static LogicalResult verifyScoreOptions(OpTy op) {
   Operation *raw = op.getOperation();
-  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
+  ArrayRef<int64_t> q = shapeOf(op.getQuery());
   if (FloatAttr scale = op.getScaleAttr())
     if (failed(verifyScaleValue(raw, scale.getValueAsDouble(), "scale")))
       return failure();
@@ -544,7 +580,7 @@ template <typename OpTy> static LogicalResult verifyScoreOptions(OpTy op) {
     return failure();
   if (failed(verifyCache(raw, isCache(op), op.getCausal(), op.getWindow())))
     return failure();
-  SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], k[2]};
+  SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], keyCountOf(op)};
   if (op.getScoreMod().empty()) {
     if (!op.getScoreCaptures().empty())
       return op.emitOpError("has score_captures but no score_mod region");
@@ -570,13 +606,20 @@ template <typename OpTy>
 static LogicalResult verifyAttentionLike(OpTy op, Type outputType,
                                          Type lseType) {
   Operation *raw = op.getOperation();
-  if (failed(verifyQueryKey(raw, op.getQuery(), op.getKey())) ||
-      failed(verifySameElementType(raw, op.getQuery(), op.getValue(), "query",
-                                   "value")))
+  if (Value table = pageTableOf(op)) {
+    if (failed(verifyPagedCache(raw, op.getQuery(), op.getKey(), op.getValue(),
+                                table, isCache(op), op.getLengths())))
+      return failure();
+  } else if (failed(verifyQueryKey(raw, op.getQuery(), op.getKey())) ||
+             failed(verifySameElementType(raw, op.getQuery(), op.getValue(),
+                                          "query", "value"))) {
     return failure();
+  } else {
+    ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
+    if (failed(verifyProbsValue(raw, {q[0], q[1], q[2], k[2]}, op.getValue())))
+      return failure();
+  }
   ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
-  if (failed(verifyProbsValue(raw, {q[0], q[1], q[2], k[2]}, op.getValue())))
-    return failure();
   ArrayRef<int64_t> v = shapeOf(op.getValue());
   if (v[1] != k[1])
     return op.emitOpError()

@@ -3,6 +3,7 @@
 #define ATTNC_DIALECT_ATTNOPS_H
 
 #include "dialect/AttnDialect.h"
+#include "dialect/ShapeUtils.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -19,6 +20,8 @@ namespace attnc::attn {
 
 template <typename OpTy>
 using CacheGetter = decltype(std::declval<OpTy &>().getCache());
+template <typename OpTy>
+using PagesGetter = decltype(std::declval<OpTy &>().getPages());
 
 /// Clones each region of `from` into the same region of `to`: the
 /// score_mod and mask_mod regions of ops with attention's options (an op
@@ -33,6 +36,23 @@ template <typename OpTy> bool isCache(OpTy op) {
   if constexpr (llvm::is_detected<CacheGetter, OpTy>::value)
     return op.getCache();
   return false;
+}
+
+/// The block table of a paged KV cache ([B, M] page numbers: attn.attention
+/// with `pages`), null for any other op.
+template <typename OpTy> mlir::Value pageTableOf(OpTy op) {
+  if constexpr (llvm::is_detected<PagesGetter, OpTy>::value)
+    return op.getPages();
+  return {};
+}
+
+/// The keys an op's scores span (Skv for its masks and regions): K's third
+/// dimension, or a paged cache's capacity, M pages of P tokens.
+template <typename OpTy> int64_t keyCountOf(OpTy op) {
+  int64_t skv = shapeOf(op.getKey())[2];
+  if (mlir::Value table = pageTableOf(op))
+    return shapeOf(table)[1] * skv;
+  return skv;
 }
 
 } // namespace attnc::attn

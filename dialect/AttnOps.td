@@ -248,7 +248,8 @@ def Attn_AttentionOp : Attn_Op<"attention",
     options are those of `attn.mask`; the optional `score_mod` region has the
     signature of `attn.score_mod` over `score_captures`, the optional
     `mask_mod` region that of `attn.mask` over `mask_captures` (`cache`
-    places the queries at the end of each batch's keys, as there). The keywords
+    places the queries at the end of each batch's keys, as there; with
+    `pages(%table)` the cache is paged, see below). The keywords
     come in the order of the op's syntax, the regions after the result
     types (score_mod first); `custom<AttentionKeywordCheck>` parses nothing,
     it reports a misspelt or misplaced keyword (`casual`: "did you mean
@@ -261,6 +262,22 @@ def Attn_AttentionOp : Attn_Op<"attention",
     %o, %lse = attn.attention %q, %k, %v causal window 128
         : tensor<1x8x256x64xbf16>, tensor<1x2x256x64xbf16>, tensor<1x2x256x64xbf16>
           -> tensor<1x8x256x64xbf16>, tensor<1x8x256xf32>
+    ```
+
+    A paged KV cache (the layout of vLLM and FlashAttention's paged entry
+    points): with `cache`, `pages(%table : tensor<BxMxi32>)` makes K and V
+    pools of pages, K[N,Hkv,P,D] and V[N,Hkv,P,Dv] (N pages of P tokens
+    each), and %table[b, m] the page that holds batch b's tokens
+    [m P, (m + 1) P). The cache's capacity (Skv for every mask and region)
+    is M P; `lengths` gives each batch's tokens. Only the pages that hold a
+    batch's first `lengths[b]` tokens are read, and each of their entries
+    must lie in [0, N) (the exported entry point checks it). Inference
+    only: attn-derive-backward rejects a paged op (`--no-backward`).
+    ```mlir
+    %o, %lse = attn.attention %q, %kp, %vp causal cache
+        lengths(%len : tensor<2xi32>) pages(%table : tensor<2x4xi32>)
+        : tensor<2x8x1x64xbf16>, tensor<16x2x256x64xbf16>, tensor<16x2x256x64xbf16>
+          -> tensor<2x8x1x64xbf16>, tensor<2x8x1xf32>
     ```
 
     A per-head bias (score_mod over a captured tensor) and document masking
@@ -290,6 +307,7 @@ def Attn_AttentionOp : Attn_Op<"attention",
                    UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                    UnitAttr:$cache,
                    Optional<Attn_LengthsTensor>:$lengths,
+                   Optional<Attn_LengthsTensor>:$pages,
                    Variadic<AnyRankedTensor>:$score_captures,
                    Variadic<AnyRankedTensor>:$mask_captures);
   let results = (outs Attn_FloatTensor:$output, Attn_ScoreTensor:$lse);
@@ -298,6 +316,7 @@ def Attn_AttentionOp : Attn_Op<"attention",
     $query `,` $key `,` $value (`scale` $scale^)? (`causal` $causal^)?
     (`window` $window^)? (`cache` $cache^)?
     (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`pages` `(` $pages^ `:` type($pages) `)`)?
     (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
     (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
     `` custom<AttentionKeywordCheck>(ref($window))

@@ -35,6 +35,12 @@ LogicalResult checkDifferentiable(func::FuncOp func) {
         return failure();
       continue;
     }
+    if (auto attention = dyn_cast<AttentionOp>(op);
+        attention && attention.getPages())
+      return op.emitOpError()
+             << "reads a paged KV cache, which has no gradient (paged caches "
+                "are for inference)"
+             << kNoBackwardHint;
     if (isa<AttentionOp, AttentionStatsOp>(op)) {
       Region &scoreMod = op.getRegion(0);
       if (!scoreMod.empty() &&

@@ -123,6 +123,7 @@ FailureOr<AttentionOp> attnc::fuseAttentionChain(RewriterBase &rewriter,
       causal ? rewriter.getUnitAttr() : UnitAttr(),
       window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr(),
       cache.value_or(false) ? rewriter.getUnitAttr() : UnitAttr(), lengths,
+      /*pages=*/Value(),
       scoreMod ? ValueRange(scoreMod.getCaptures()) : ValueRange(),
       maskMod ? ValueRange(maskMod.getCaptures()) : ValueRange());
   if (scoreMod)

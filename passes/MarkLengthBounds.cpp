@@ -1,5 +1,5 @@
 // attn-mark-length-bounds: the capacity of the KV cache each lengths
-// argument describes (see Passes.td).
+// argument describes, and the pages a block table may name (see Passes.td).
 #include "dialect/AttnDialect.h"
 #include "dialect/AttnOps.h"
 #include "dialect/ShapeUtils.h"
@@ -22,7 +22,7 @@ struct AttnMarkLengthBounds
     : attnc::impl::AttnMarkLengthBoundsBase<AttnMarkLengthBounds> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    StringRef name = attn::AttnDialect::MaxLengthAttrHelper::getNameStr();
+    StringRef name = attn::AttnDialect::MaxValueAttrHelper::getNameStr();
     auto i64 = IntegerType::get(&getContext(), 64);
     // Marks `lengths` when it is an argument of `func`; whether it changed.
     auto bound = [&](func::FuncOp func, Value lengths, int64_t capacity) {
@@ -43,7 +43,7 @@ struct AttnMarkLengthBounds
       if (!func.isExternal())
         funcs.push_back(func);
     for (func::FuncOp func : funcs)
-      for (auto [n, capacity] : cacheLengthBounds(func))
+      for (auto [n, capacity] : cacheInputBounds(func))
         bound(func, func.getArgument(n), capacity);
     // An argument passed on to a marked one (@f calls @f_fwd) is marked
     // too, until nothing changes.
@@ -64,7 +64,7 @@ struct AttnMarkLengthBounds
 
 } // namespace
 
-llvm::DenseMap<unsigned, int64_t> attnc::cacheLengthBounds(func::FuncOp func) {
+llvm::DenseMap<unsigned, int64_t> attnc::cacheInputBounds(func::FuncOp func) {
   llvm::DenseMap<unsigned, int64_t> bounds;
   auto bound = [&](Value lengths, int64_t capacity) {
     auto arg = dyn_cast_or_null<BlockArgument>(lengths);
@@ -75,9 +75,11 @@ llvm::DenseMap<unsigned, int64_t> attnc::cacheLengthBounds(func::FuncOp func) {
       it->second = std::min(it->second, capacity);
   };
   func.walk([&](Operation *op) {
-    if (auto a = dyn_cast<attn::AttentionOp>(op); a && a.getCache())
-      bound(a.getLengths(), shapeOf(a.getKey())[2]);
-    else if (auto g = dyn_cast<attn::AttentionGradOp>(op); g && g.getCache())
+    if (auto a = dyn_cast<attn::AttentionOp>(op); a && a.getCache()) {
+      bound(a.getLengths(), attn::keyCountOf(a));
+      if (Value table = a.getPages())
+        bound(table, shapeOf(a.getKey())[0] - 1);
+    } else if (auto g = dyn_cast<attn::AttentionGradOp>(op); g && g.getCache())
       bound(g.getLengths(), shapeOf(g.getKey())[2]);
     else if (auto m = dyn_cast<attn::MaskOp>(op); m && m.getCache())
       bound(m.getLengths(), shapeOf(m.getScores())[3]);

@@ -106,12 +106,12 @@ static void keyRows(ImplicitLocOpBuilder &b, Value first, int64_t count,
   }
 }
 
-void FlashCommon::pairColumns(Value src, Value dst, ValueRange at, Value bi,
-                              Value g, Value j0, int64_t tiles16) {
+void FlashCommon::pairColumns(const KeySource &src, Value dst, ValueRange at,
+                              Value bi, Value g, Value j0, int64_t tiles16) {
   // A pair of columns is one 32-bit word: per 16 keys, 16 x 16 blocks of
   // words loaded as they lie and transposed in registers (transpose16);
   // scalar copies took 6% of a bf16 forward (S = 2048, D = 64, causal).
-  int64_t width = shapeOf(src)[3], words = width / 2;
+  int64_t width = shapeOf(src.memref)[3], words = width / 2;
   assert(width % kLanes == 0 && "pairs of a multiple of 16 columns");
   Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
   auto wordsType = VectorType::get({kLanes}, i32);
@@ -122,6 +122,9 @@ void FlashCommon::pairColumns(Value src, Value dst, ValueRange at, Value bi,
         b,
         arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kLanes))),
         kLanes, Skv, rowOf, exists);
+    SmallVector<SmallVector<Value>> rowAt;
+    for (Value row : rowOf)
+      rowAt.push_back(src.rowAt(b, bi, g, row));
     // Words [w0, w0 + n) of the 16 rows, n = 16 or (a tail) 8.
     auto block = [&](Value w0, int64_t n) {
       SmallVector<Value> rows;
@@ -129,8 +132,8 @@ void FlashCommon::pairColumns(Value src, Value dst, ValueRange at, Value bi,
         Value x = vector::BitCastOp::create(
             b, VectorType::get({n}, i32),
             vector::LoadOp::create(
-                b, VectorType::get({2 * n}, bf16), src,
-                ValueRange{bi, g, rowOf[l],
+                b, VectorType::get({2 * n}, bf16), src.memref,
+                ValueRange{rowAt[l][0], rowAt[l][1], rowAt[l][2],
                            arith::MulIOp::create(b, w0, idx(2))}));
         if (n < kLanes) {
           SmallVector<int64_t> widen;
@@ -163,10 +166,11 @@ void FlashCommon::pairColumns(Value src, Value dst, ValueRange at, Value bi,
   });
 }
 
-void FlashCommon::pairKeys(Value src, Value dst, ValueRange at, Value bi,
-                           Value g, Value j0, int64_t tiles32) {
+void FlashCommon::pairKeys(const KeySource &src, Value dst, ValueRange at,
+                           Value bi, Value g, Value j0, int64_t tiles32,
+                           Value limit) {
   // Two key rows interleaved, 16 columns at a time.
-  int64_t width = shapeOf(src)[3];
+  int64_t width = shapeOf(src.memref)[3];
   assert(width % kLanes == 0 && "pairs of keys of a multiple of 16 columns");
   auto half = VectorType::get({kLanes}, b.getBF16Type());
   Value zeros = arith::ConstantOp::create(b, b.getZeroAttr(half));
@@ -174,16 +178,26 @@ void FlashCommon::pairKeys(Value src, Value dst, ValueRange at, Value bi,
     Value t = arith::DivUIOp::create(b, n, idx(kLanes));
     Value jp = arith::RemUIOp::create(b, n, idx(kLanes));
     SmallVector<Value> rowOf, exists;
-    keyRows(b,
-            arith::AddIOp::create(b, j0, arith::MulIOp::create(b, n, idx(2))),
-            2, Skv, rowOf, exists);
+    Value first =
+        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, n, idx(2)));
+    keyRows(b, first, 2, Skv, rowOf, exists);
+    if (limit)
+      for (int64_t e = 0; e < 2; ++e)
+        exists[e] = arith::AndIOp::create(
+            b, exists[e],
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                  arith::AddIOp::create(b, first, idx(e)),
+                                  limit));
+    SmallVector<Value> rowAt[2] = {src.rowAt(b, bi, g, rowOf[0]),
+                                   src.rowAt(b, bi, g, rowOf[1])};
     loop(idx(0), idx(width), kLanes, [&](Value c) {
       Value pair[2];
       for (int64_t e = 0; e < 2; ++e)
         pair[e] = arith::SelectOp::create(
             b, exists[e],
-            vector::LoadOp::create(b, half, src,
-                                   ValueRange{bi, g, rowOf[e], c}),
+            vector::LoadOp::create(
+                b, half, src.memref,
+                ValueRange{rowAt[e][0], rowAt[e][1], rowAt[e][2], c}),
             zeros);
       SmallVector<Value> to(at);
       to.append({t, jp, arith::MulIOp::create(b, c, idx(2))});

@@ -75,17 +75,18 @@ Value FlashCommon::chunkedValues(Value v, int64_t spareKeys) {
   return t;
 }
 
-void FlashCommon::copyColumnChunks(Value src, Value bi, Value g, Value j0,
-                                   Value count, Value dst, ValueRange at) {
-  int64_t vectors = shapeOf(src)[3] / kLanes;
+void FlashCommon::copyColumnChunks(const KeySource &src, Value bi, Value g,
+                                   Value j0, Value count, Value dst,
+                                   ValueRange at) {
+  int64_t vectors = shapeOf(src.memref)[3] / kLanes;
   loop(idx(0), count, 1, [&](Value j) {
     Value key = j0 ? arith::AddIOp::create(b, j0, j).getResult() : j;
+    SmallVector<Value> row = src.rowAt(b, bi, g, key);
     for (int64_t w = 0; w < vectors; ++w) {
-      SmallVector<Value> to(at);
+      SmallVector<Value> to(at), from(row);
       to.append({idx(w / 2), j, idx(w % 2 * kLanes)});
-      vector::StoreOp::create(
-          b, loadVectorF32(src, ValueRange{bi, g, key, idx(w * kLanes)}), dst,
-          to);
+      from.push_back(idx(w * kLanes));
+      vector::StoreOp::create(b, loadVectorF32(src.memref, from), dst, to);
     }
   });
 }
@@ -142,8 +143,8 @@ SmallVector<Value> FlashCommon::keyMask(Value j0, Value lo, Value hi,
   return inside;
 }
 
-void FlashCommon::rowsTimesKeys(Value y, Value c, Value x, Value bi, Value g,
-                                Value j0, Value valid, Value alpha,
+void FlashCommon::rowsTimesKeys(Value y, Value c, const KeySource &x, Value bi,
+                                Value g, Value j0, Value valid, Value alpha,
                                 int64_t prefetchAhead) {
   forColumns(shapeOf(y).back(), [&](Value col, int64_t n) {
     rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha, col, n,
@@ -161,15 +162,16 @@ void FlashCommon::forColumns(int64_t width,
     body(idx(pairs * 2 * kLanes), 1);
 }
 
-void FlashCommon::rowsTimesKeysColumns(Value y, Value c, Value x, Value bi,
-                                       Value g, Value j0, Value valid,
+void FlashCommon::rowsTimesKeysColumns(Value y, Value c, const KeySource &x,
+                                       Value bi, Value g, Value j0, Value valid,
                                        Value alpha, Value col, int64_t n,
                                        int64_t prefetchAhead) {
   SmallVector<Value> cols;
   for (int64_t w = 0; w < n; ++w)
     cols.push_back(arith::AddIOp::create(b, col, idx(w * kLanes)));
   // x chunked ([B, Hkv, chunks, S, 32], chunkedValues) or as given.
-  bool chunked = shapeOf(x).size() == 5;
+  bool chunked = shapeOf(x.memref).size() == 5;
+  assert(!(chunked && x.table) && "chunks are copies, never paged");
   Value chunk =
       chunked ? arith::DivUIOp::create(b, col, idx(2 * kLanes)) : Value();
   SmallVector<Value> acc;
@@ -192,13 +194,17 @@ void FlashCommon::rowsTimesKeysColumns(Value y, Value c, Value x, Value bi,
     Value key = arith::AddIOp::create(b, first, j);
     if (chunked && prefetchAhead)
       prefetchVectors(
-          x, {bi, g, chunk, arith::AddIOp::create(b, key, idx(prefetchAhead))},
-          n);
-    SmallVector<Value> xs;
+          x.memref,
+          {bi, g, chunk, arith::AddIOp::create(b, key, idx(prefetchAhead))}, n);
+    SmallVector<Value> xs, row;
+    if (!chunked)
+      row = x.rowAt(b, bi, g, key);
     for (int64_t w = 0; w < n; ++w)
-      xs.push_back(chunked ? loadVectorF32(x, ValueRange{bi, g, chunk, key,
-                                                         idx(w * kLanes)})
-                           : loadVectorF32(x, ValueRange{bi, g, key, cols[w]}));
+      xs.push_back(chunked
+                       ? loadVectorF32(x.memref, ValueRange{bi, g, chunk, key,
+                                                            idx(w * kLanes)})
+                       : loadVectorF32(x.memref, ValueRange{row[0], row[1],
+                                                            row[2], cols[w]}));
     SmallVector<Value> next(jLoop.getRegionIterArgs());
     for (int64_t r = 0; r < rows; ++r) {
       Value coef = splat(memref::LoadOp::create(

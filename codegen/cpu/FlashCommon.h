@@ -38,7 +38,8 @@ public:
       captures.push_back(capture);
     mlir::ArrayRef<int64_t> q = shapeOf(op.getQuery()),
                             k = shapeOf(op.getKey());
-    B = q[0], H = q[1], Sq = q[2], D = q[3], Hkv = k[1], Skv = k[2];
+    B = q[0], H = q[1], Sq = q[2], D = q[3], Hkv = k[1],
+    Skv = attn::keyCountOf(op);
     Dv = valueDimOf(op);
     tiles = (Skv + kCols - 1) / kCols;
   }
@@ -142,7 +143,7 @@ protected:
   /// dst[at..., w / 2, j, 16 (w % 2) : +16] = src[bi, g, j0 + j, 16 w : +16]
   /// (f32) for j < count: src's rows in column chunks of 32, each chunk's
   /// rows one after another (rowsTimesKeys' chunked x); a null j0 means 0.
-  void copyColumnChunks(mlir::Value src, mlir::Value bi, mlir::Value g,
+  void copyColumnChunks(const KeySource &src, mlir::Value bi, mlir::Value g,
                         mlir::Value j0, mlir::Value count, mlir::Value dst,
                         mlir::ValueRange at);
 
@@ -179,7 +180,7 @@ protected:
   /// y[r, :] = alpha[r] * y[r, :] + sum_{j < valid} c[r, j] * x[bi, g, j0 + j,
   /// :] (x's width a multiple of 16); a null `alpha` (a memref of rows scalars)
   /// means 1.
-  void rowsTimesKeys(mlir::Value y, mlir::Value c, mlir::Value x,
+  void rowsTimesKeys(mlir::Value y, mlir::Value c, const KeySource &x,
                      mlir::Value bi, mlir::Value g, mlir::Value j0,
                      mlir::Value valid, mlir::Value alpha,
                      int64_t prefetchAhead = 0);
@@ -193,7 +194,7 @@ protected:
   /// in key tiles, [tiles, rows, 32]: c[r, j] is then c[j / 32, r, j % 32].
   /// With `prefetchAhead`, a chunked x's row that many keys ahead is
   /// prefetched at each key (x then has that many keys past Skv).
-  void rowsTimesKeysColumns(mlir::Value y, mlir::Value c, mlir::Value x,
+  void rowsTimesKeysColumns(mlir::Value y, mlir::Value c, const KeySource &x,
                             mlir::Value bi, mlir::Value g, mlir::Value j0,
                             mlir::Value valid, mlir::Value alpha,
                             mlir::Value col, int64_t n,
@@ -315,15 +316,19 @@ protected:
   /// dst[at..., t, d / 2, 2 j + d % 2] = src[bi, g, j0 + 16 t + j, d] for
   /// the `tiles16` 16-key tiles from key j0 (zeros past Skv): K (or V) with
   /// pairs of its columns side by side, the B operand of Q K^T (dO V^T).
-  void pairColumns(mlir::Value src, mlir::Value dst, mlir::ValueRange at,
+  void pairColumns(const KeySource &src, mlir::Value dst, mlir::ValueRange at,
                    mlir::Value bi, mlir::Value g, mlir::Value j0,
                    int64_t tiles16);
 
   /// dst[at..., t, j / 2, 2 c + j % 2] = src[bi, g, j0 + 32 t + j, c] for
-  /// the `tiles32` 32-key tiles from key j0 (zeros past Skv): V (or K) with
-  /// pairs of keys side by side, the B operand of P V (dS K).
-  void pairKeys(mlir::Value src, mlir::Value dst, mlir::ValueRange at,
-                mlir::Value bi, mlir::Value g, mlir::Value j0, int64_t tiles32);
+  /// the `tiles32` 32-key tiles from key j0 (zeros past Skv, and from
+  /// `limit` when given): V (or K) with pairs of keys side by side, the B
+  /// operand of P V (dS K). (A batch's keys past its length are V rows no
+  /// row sees, which may hold anything, NaN too: P V multiplies whole
+  /// tiles, p = 0 times NaN would be NaN.)
+  void pairKeys(const KeySource &src, mlir::Value dst, mlir::ValueRange at,
+                mlir::Value bi, mlir::Value g, mlir::Value j0, int64_t tiles32,
+                mlir::Value limit = {});
 
   /// exp of 16 lanes (vscalefps on AVX-512, upstream's polynomial else),
   /// 0 below the smallest normal float: denormal probabilities made the

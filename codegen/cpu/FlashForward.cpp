@@ -22,6 +22,7 @@ FlashForward::Built FlashForward::build() {
   Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
         v = bufferOf(op.getValue());
   Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
+  Value table = op.getPages() ? bufferOf(op.getPages()) : Value();
   Value o = alloc({B, H, Sq, Dv}, elementTypeOf(op.getOutput())),
         l = alloc({B, H, Sq});
   // Split-KV: the tasks write partial results, merged into O and LSE.
@@ -37,13 +38,15 @@ FlashForward::Built FlashForward::build() {
   SmallVector<Value> captured = {q, k, v, partO ? partO : o,
                                 partL ? partL : l};
   if (paired && !packedBlocks)
-    std::tie(captured[1], captured[2]) = pairedKeysAndValues(k, v);
+    std::tie(captured[1], captured[2]) = pairedKeysAndValues(k, v, lengths);
   else if (!packedBlocks)
     std::tie(captured[1], captured[2]) =
         std::pair(transposed(k, blockTiles, (kPrefetchRows + D - 1) / D),
                   chunkedValues(v, kPrefetchRows));
   if (lengths)
     captured.push_back(lengths);
+  if (table)
+    captured.push_back(table);
   appendCaptures(captured);
   Value entropyBuf, poolParts;
   if (entropy) {
@@ -138,6 +141,12 @@ FlashForward::Built FlashForward::build() {
           similarity ? similarityOf(simParts) : Value()};
 }
 
+KeySource FlashForward::sourceOf(ArrayRef<Value> args, unsigned n) {
+  if (!op.getPages())
+    return args[n];
+  return {args[n], args[6]};
+}
+
 Value FlashForward::stateIndex(Value hh, Value t) {
   return arith::AddIOp::create(b, arith::MulIOp::create(b, hh, idx(groupTiles)),
                                t);
@@ -161,7 +170,8 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
     o = view(o, split);
     l = view(l, split);
   }
-  Value lengths = captureBase > 5 ? args[5] : Value();
+  Value lengths = op.getLengths() ? args[5] : Value();
+  KeySource keys = sourceOf(args, 1), values = sourceOf(args, 2);
   int64_t width = blockTiles * kCols;
   Value first = arith::MulIOp::create(b, group, idx(groupTiles));
   Value count = arith::MinUIOp::create(
@@ -225,6 +235,8 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
     jEnd = arith::MinUIOp::create(b, jEnd,
                                   arith::AddIOp::create(b, jStart, per));
   }
+  // (V's rows from the batch's length on are packed as zeros.)
+  Value limit = lengths ? masks.keyLimit(b, lengths, bi) : Value();
   loop(jStart, jEnd, width, [&](Value j0) {
     if (packedBlocks) {
       // The block's K^T tiles and V chunks (keys past Skv: zeros in K^T;
@@ -233,17 +245,17 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
       Value g = arith::DivUIOp::create(b, h0, idx(H / Hkv));
       if (dot) {
         // Their pairs (zeros past Skv).
-        pairColumns(args[1], scratch[pairsScratch], {idx(0), idx(0)}, bi, g, j0,
+        pairColumns(keys, scratch[pairsScratch], {idx(0), idx(0)}, bi, g, j0,
                     2 * blockTiles);
-        pairKeys(args[2], scratch[pairsScratch + 1], {idx(0), idx(0)}, bi, g,
-                 j0, blockTiles);
+        pairKeys(values, scratch[pairsScratch + 1], {idx(0), idx(0)}, bi, g, j0,
+                 blockTiles, limit);
       } else {
-        transposeTiles(args[1], scratch[6], bi, g,
+        transposeTiles(keys, scratch[6], bi, g,
                        arith::DivUIOp::create(b, j0, idx(kCols)));
       }
       if (!dot && !valuesInPlace)
         copyColumnChunks(
-            args[2], bi, g, j0,
+            values, bi, g, j0,
             arith::MinUIOp::create(b, idx(width),
                                    arith::SubIOp::create(b, idx(Skv), j0)),
             scratch[7], {idx(0), idx(0)});
@@ -628,8 +640,8 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     rowsTimesKeys(oBuf, pBuf, scratch[7], idx(0), idx(0), idx(0), valid,
                   alphaBuf);
   else
-    rowsTimesKeys(oBuf, pBuf, v, bi, g, j0, valid, alphaBuf,
-                  packedBlocks ? 0 : kPrefetchRows);
+    rowsTimesKeys(oBuf, pBuf, packedBlocks ? sourceOf(args, 2) : v, bi, g, j0,
+                  valid, alphaBuf, packedBlocks ? 0 : kPrefetchRows);
 }
 
 void FlashForward::mergeSplits(Value partO, Value partL, Value o, Value l) {

@@ -30,7 +30,8 @@ public:
         qTiles((Sq + rows - 1) / rows), pairs(H * (H + 1) / 2),
         groupTiles(std::min(qTiles, similarity ? similarityGroupTiles(plan)
                                                : plan.getQueryBlock() / rows)),
-        packedBlocks(!amx && !similarity && qTiles <= groupTiles),
+        packedBlocks(!amx && !similarity &&
+                     (qTiles <= groupTiles || op.getPages())),
         kvSplits(packedBlocks && !entropy && !gk ? plan.getSplits() : 1),
         headsPerTask(similarity ? H
                      : packedBlocks && (B * Hkv >= kMinTasks || kvSplits > 1)
@@ -63,6 +64,9 @@ private:
   // its task's H x H partial at the end.
 
   TileState stateOf(mlir::ArrayRef<mlir::Value> scratch, mlir::Value t);
+  /// K (n = 1) or V (n = 2) where the caller put them, from a task's
+  /// arguments: paged through the block table (args[6]) with `pages`.
+  KeySource sourceOf(mlir::ArrayRef<mlir::Value> args, unsigned n);
   /// The state of query tile t of the task's head hh: hh groupTiles + t.
   mlir::Value stateIndex(mlir::Value hh, mlir::Value t);
 
@@ -96,9 +100,10 @@ private:
 
   /// K as [B, Hkv, 16-key tile, D / 2, 32] with (d, d + 1) pairs of a key
   /// side by side, V as [B, Hkv, 32-key tile, 16, 2 Dv] with (j, j + 1)
-  /// pairs side by side; zeros past Skv.
-  std::pair<mlir::Value, mlir::Value> pairedKeysAndValues(mlir::Value k,
-                                                          mlir::Value v);
+  /// pairs side by side; zeros past Skv, and V's past each batch's length
+  /// (`lengths`, when given).
+  std::pair<mlir::Value, mlir::Value>
+  pairedKeysAndValues(mlir::Value k, mlir::Value v, mlir::Value lengths);
 
   /// O = alpha O + P V for the step's P (bf16, written by the softmax)
   /// and V's 32-key tiles from `tile` (pairs): P V on tiles of 16 columns,
@@ -183,7 +188,8 @@ private:
   // D = 64 packing per task ran the forward ~15% slower. (Not with
   // similarity: a task's heads then read different KV heads' blocks.)
   // With dot products a block's K and V are paired per task
-  // (pairColumns, pairKeys).
+  // (pairColumns, pairKeys). A paged cache is always read so (the plan
+  // keeps it off AMX): its pages are never copied whole.
   bool packedBlocks;
   // Split-KV (the plan's splits, with packed blocks and no statistics):
   // each query block's keys in kvSplits ranges of equal whole key blocks,

@@ -23,16 +23,22 @@ void FlashCommon::markUsesAmx(Operation *op) {
                UnitAttr::get(op->getContext()));
 }
 
-std::pair<Value, Value> FlashForward::pairedKeysAndValues(Value k, Value v) {
-  // Whole steps of blockTiles tiles (zeros past Skv).
+std::pair<Value, Value> FlashForward::pairedKeysAndValues(Value k, Value v,
+                                                          Value lengths) {
+  // Whole steps of blockTiles tiles (zeros past Skv, and V's past a
+  // batch's length).
   int64_t padded = (tiles + blockTiles - 1) / blockTiles * blockTiles;
   Value kp = alloc({B, Hkv, 2 * padded, D / 2, 2 * kAmxRows}, bf16),
         vp = alloc({B, Hkv, padded, kAmxRows, 2 * Dv}, bf16);
+  SmallVector<Value> captured = {k, v, kp, vp};
+  if (lengths)
+    captured.push_back(lengths);
   forEachHead(
-      "__attnc_flash_pairs", {k, v, kp, vp}, Hkv,
+      "__attnc_flash_pairs", captured, Hkv,
       [&](ArrayRef<Value> args, Value bi, Value g) {
         pairColumns(args[0], args[2], {bi, g}, bi, g, idx(0), 2 * padded);
-        pairKeys(args[1], args[3], {bi, g}, bi, g, idx(0), padded);
+        pairKeys(args[1], args[3], {bi, g}, bi, g, idx(0), padded,
+                 lengths ? masks.keyLimit(b, args[4], bi) : Value());
       });
   return {kp, vp};
 }

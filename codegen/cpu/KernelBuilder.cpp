@@ -208,8 +208,44 @@ SmallVector<Value> KernelBuilder::transpose16(ArrayRef<Value> rows) {
   return r;
 }
 
-void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
-                                   Value tile) {
+int64_t KeySource::keys() const {
+  ArrayRef<int64_t> s = shapeOf(memref);
+  return table ? shapeOf(table)[1] * s[2] : s[2];
+}
+
+SmallVector<Value> KeySource::rowAt(ImplicitLocOpBuilder &b, Value bi, Value g,
+                                    Value key) const {
+  if (!table)
+    return {bi, g, key};
+  ArrayRef<int64_t> s = shapeOf(memref);
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  Value entry = memref::LoadOp::create(
+      b, table, ValueRange{bi, arith::DivUIOp::create(b, key, idx(s[2]))});
+  Value page = arith::IndexCastOp::create(b, b.getIndexType(), entry);
+  page = arith::SelectOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, page, idx(s[0])),
+      page, idx(0));
+  return {page, g, arith::RemUIOp::create(b, key, idx(s[2]))};
+}
+
+Value KeySource::offsetOf(ImplicitLocOpBuilder &b, Value bi, Value g,
+                          Value key) const {
+  ArrayRef<int64_t> s = shapeOf(memref);
+  SmallVector<Value> at = rowAt(b, bi, g, key);
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  Value row = arith::AddIOp::create(
+      b,
+      arith::MulIOp::create(
+          b,
+          arith::AddIOp::create(b, arith::MulIOp::create(b, at[0], idx(s[1])),
+                                at[1]),
+          idx(s[2])),
+      at[2]);
+  return arith::MulIOp::create(b, row, idx(s[3]));
+}
+
+void KernelBuilder::transposeTiles(const KeySource &src, Value dst, Value bi,
+                                   Value g, Value tile) {
   // Each 16-key half of a tile's row d is one vector store rather than 16
   // scalar ones 128 bytes apart (with scalar copies the transposes took
   // 3.8% of a causal forward, S = 2048, D = 64, perf, ~6 cycles per
@@ -218,18 +254,15 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
   // lines per vector, ran a bf16 decode step 1.8x slower), the columns
   // past the last whole block gathered from the 16 rows. Rows past the
   // last key read it again, and are zeroed.
-  ArrayRef<int64_t> s = shapeOf(src);
-  int64_t length = s[2], width = s[3], chunks = width / kLanes;
+  int64_t length = src.keys(), width = shapeOf(src.memref)[3],
+          chunks = width / kLanes;
   Value flat = memref::CollapseShapeOp::create(
-      b, src, ArrayRef<ReassociationIndices>{{0, 1, 2, 3}});
+      b, src.memref, ArrayRef<ReassociationIndices>{{0, 1, 2, 3}});
   SmallVector<Value> prefix = {bi, g};
   if (tile)
     prefix.assign(2, idx(0));
-  Type element = cast<MemRefType>(src.getType()).getElementType();
+  Type element = cast<MemRefType>(src.memref.getType()).getElementType();
   auto elements = VectorType::get({kLanes}, element);
-  Value headRow0 = arith::MulIOp::create(
-      b, arith::AddIOp::create(b, arith::MulIOp::create(b, bi, idx(s[1])), g),
-      idx(length));
   auto store = [&](Value x, Value p, Value c, int64_t w) {
     if (!element.isF32())
       x = arith::ExtFOp::create(b, vec, x);
@@ -242,16 +275,14 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
                      SmallVectorImpl<Value> &exists) {
     for (int64_t l = 0; l < kLanes; ++l) {
       Value key = arith::AddIOp::create(b, j, idx(l));
-      base.push_back(arith::MulIOp::create(
-          b,
-          arith::AddIOp::create(
-              b, headRow0, arith::MinSIOp::create(b, key, idx(length - 1))),
-          idx(width)));
+      base.push_back(src.offsetOf(
+          b, bi, g, arith::MinSIOp::create(b, key, idx(length - 1))));
       exists.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::slt, key,
                                              idx(length)));
     }
   };
-  // The tail's gathers: lane l reads row min(j + l, length - 1).
+  // The tail's gathers: lane l reads row min(j + l, length - 1), at
+  // offsets from row j's (a paged cache's rows: each lane's own).
   auto gatherTail = [&](Value j, Value p, int64_t w) {
     Type i32 = b.getI32Type();
     auto lanesI32 = VectorType::get({kLanes}, i32);
@@ -271,12 +302,20 @@ void KernelBuilder::transposeTiles(Value src, Value dst, Value bi, Value g,
         splatI32(arith::SubIOp::create(b, idx(length), j)));
     Value keys = arith::MinSIOp::create(
         b, laneRows, splatI32(arith::SubIOp::create(b, idx(length - 1), r0)));
-    Value offsets = arith::MulIOp::create(
-        b, keys,
-        arith::ConstantOp::create(
-            b, DenseElementsAttr::get(lanesI32, int32_t(width))));
-    Value base = arith::MulIOp::create(
-        b, arith::AddIOp::create(b, headRow0, r0), idx(width));
+    Value offsets, base;
+    if (src.table) {
+      SmallVector<Value> rows, exists;
+      keyRows(j, rows, exists);
+      offsets = vector::FromElementsOp::create(
+          b, VectorType::get({kLanes}, b.getIndexType()), rows);
+      base = idx(0);
+    } else {
+      offsets = arith::MulIOp::create(
+          b, keys,
+          arith::ConstantOp::create(
+              b, DenseElementsAttr::get(lanesI32, int32_t(width))));
+      base = src.offsetOf(b, bi, g, r0);
+    }
     Value allLanes = arith::ConstantOp::create(
         b,
         DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), true));

@@ -15,6 +15,32 @@
 
 namespace attnc {
 
+/// K or V as a kernel reads them: [B, Hkv, Skv, width] where the caller put
+/// them, or a paged KV cache's pool of pages [N, Hkv, P, width] with its
+/// block table [B, M] (i32 or i64), key j of batch b then being row j % P
+/// of page table[b, j / P] (attn.attention's `pages`). Converts from the
+/// memref of the first.
+struct KeySource {
+  KeySource(mlir::Value memref) : memref(memref) {}
+  KeySource(mlir::Value memref, mlir::Value table)
+      : memref(memref), table(table) {}
+
+  /// The keys there are: Skv, or M P.
+  int64_t keys() const;
+  /// The indices of key `key` (< keys()) of batch bi's KV head g in
+  /// memref, its column left out. A table entry outside [0, N) reads page
+  /// 0 (the entry point checks the entries the lengths use: only keys no
+  /// row sees can get there).
+  llvm::SmallVector<mlir::Value> rowAt(mlir::ImplicitLocOpBuilder &b,
+                                       mlir::Value bi, mlir::Value g,
+                                       mlir::Value key) const;
+  /// rowAt as an offset into memref's elements (its start at column 0).
+  mlir::Value offsetOf(mlir::ImplicitLocOpBuilder &b, mlir::Value bi,
+                       mlir::Value g, mlir::Value key) const;
+
+  mlir::Value memref, table;
+};
+
 class KernelBuilder {
 public:
   static constexpr int64_t kCols = 2 * kLanes; // keys per tile: two vectors
@@ -81,7 +107,7 @@ public:
   /// time (row-major X^T would stride by S and alias in L1).
   /// With `tile`, only the key tiles from `tile` that dst holds ([1, 1, n,
   /// d, 32]: the backward's per-task K^T and V^T).
-  void transposeTiles(mlir::Value src, mlir::Value dst, mlir::Value bi,
+  void transposeTiles(const KeySource &src, mlir::Value dst, mlir::Value bi,
                       mlir::Value g, mlir::Value tile = mlir::Value());
 
   /// The 16 columns of the 16 x 16 matrix whose rows are `rows` (16-lane

@@ -327,7 +327,8 @@ void launch(ImplicitLocOpBuilder &b, int64_t x, int64_t y, int64_t threads,
 
 } // namespace
 
-bool canLowerToFlashGpu(attn::AttentionOp op) { return true; }
+// A paged cache takes the unfused lowering (its pages gathered) for now.
+bool canLowerToFlashGpu(attn::AttentionOp op) { return !op.getPages(); }
 
 bool canLowerToFlashGpu(attn::AttentionGradOp op) {
   // Float captures' per-key partial gradients must fit in 64 MiB.

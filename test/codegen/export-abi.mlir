@@ -148,7 +148,23 @@ module attributes {attn.uses_amx, attnc.test.load_llvm = #llvm.linkage<external>
 // CHECK: } else {
 // CHECK: func.call @__attnc_impl_cache_step
 module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
-  func.func @cache_step(%len: memref<2xi32> {attn.max_length = 40 : i64}, %o: memref<4xf32>) {
+  func.func @cache_step(%len: memref<2xi32> {attn.max_value = 40 : i64}, %o: memref<4xf32>) {
+    return
+  }
+}
+
+// -----
+
+// A paged cache's block table (marked with its last page): every entry of
+// the [B, M] table is checked, as one dimension.
+// CHECK-LABEL: func.func @paged_step
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1{{\]\]}} : memref<2x3xi32> into memref<6xi32>
+// CHECK: scf.for {{.*}} -> (i1) {
+// CHECK: memref.load %[[FLAT]]
+// CHECK: %[[LAST:.*]] = arith.constant 4 : i64
+// CHECK: arith.cmpi sgt, %{{.*}}, %[[LAST]]
+module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @paged_step(%t: memref<2x3xi32> {attn.max_value = 4 : i64}, %o: memref<4xf32>) {
     return
   }
 }

@@ -35,7 +35,7 @@ func.func @attention_score_capture(%q: tensor<1x2x4x8xf32>, %s: tensor<2xf32>) {
 // -----
 
 func.func @attention_no_close_match(%q: tensor<1x2x4x8xf32>) {
-  // expected-error @+1 {{unknown keyword 'dropout'; before the ':' come 'scale', 'causal', 'window', 'cache', 'lengths', 'score_captures', 'mask_captures' (in this order), after the result types the regions 'score_mod', 'mask_mod'}}
+  // expected-error @+1 {{unknown keyword 'dropout'; before the ':' come 'scale', 'causal', 'window', 'cache', 'lengths', 'pages', 'score_captures', 'mask_captures' (in this order), after the result types the regions 'score_mod', 'mask_mod'}}
   %o, %lse = attn.attention %q, %q, %q dropout 0.1
       : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
         -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
@@ -45,7 +45,7 @@ func.func @attention_no_close_match(%q: tensor<1x2x4x8xf32>) {
 // -----
 
 func.func @attention_out_of_order(%q: tensor<1x2x4x8xf32>) {
-  // expected-error @+1 {{keyword 'scale' repeated or out of order; the keywords come in this order: 'scale', 'causal', 'window', 'cache', 'lengths', 'score_captures', 'mask_captures'}}
+  // expected-error @+1 {{keyword 'scale' repeated or out of order; the keywords come in this order: 'scale', 'causal', 'window', 'cache', 'lengths', 'pages', 'score_captures', 'mask_captures'}}
   %o, %lse = attn.attention %q, %q, %q causal scale 0.5
       : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
         -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
@@ -115,7 +115,7 @@ func.func @grad_order(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
 // -----
 
 func.func @attention_cache_before_window(%q: tensor<1x2x4x8xf32>) {
-  // expected-error @+1 {{keyword 'window' repeated or out of order; the keywords come in this order: 'scale', 'causal', 'window', 'cache', 'lengths', 'score_captures', 'mask_captures'}}
+  // expected-error @+1 {{keyword 'window' repeated or out of order; the keywords come in this order: 'scale', 'causal', 'window', 'cache', 'lengths', 'pages', 'score_captures', 'mask_captures'}}
   %o, %lse = attn.attention %q, %q, %q causal cache window 2
       : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
         -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>

@@ -1405,8 +1405,8 @@ func.func @mask_cache_without_causal(%s: tensor<1x2x1x16xf32>, %len: tensor<1xi3
 
 // -----
 
-// expected-error @+1 {{'attn.max_length' must be a non-negative i64 on a function argument}}
-func.func @negative_max_length(%len: tensor<2xi32> {attn.max_length = -1 : i64}) {
+// expected-error @+1 {{'attn.max_value' must be a non-negative i64 on a function argument}}
+func.func @negative_max_value(%len: tensor<2xi32> {attn.max_value = -1 : i64}) {
   return
 }
 
@@ -1414,5 +1414,50 @@ func.func @negative_max_length(%len: tensor<2xi32> {attn.max_length = -1 : i64})
 
 // expected-error @+1 {{unknown attn argument attribute 'attn.capacity'}}
 func.func @unknown_argument_attribute(%len: tensor<2xi32> {attn.capacity = 4 : i64}) {
+  return
+}
+
+// -----
+
+func.func @pages_without_cache(%q: tensor<2x2x1x8xf32>, %k: tensor<5x2x16x8xf32>, %len: tensor<2xi32>, %t: tensor<2x3xi32>) {
+  // expected-error @+1 {{'attn.attention' op 'pages' needs 'cache' and 'lengths': a paged KV cache holds each batch's first lengths[b] tokens}}
+  %o, %lse = attn.attention %q, %k, %k causal lengths(%len : tensor<2xi32>) pages(%t : tensor<2x3xi32>)
+      : tensor<2x2x1x8xf32>, tensor<5x2x16x8xf32>, tensor<5x2x16x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @pages_per_batch(%q: tensor<2x2x1x8xf32>, %k: tensor<5x2x16x8xf32>, %len: tensor<2xi32>, %t: tensor<3x3xi32>) {
+  // expected-error @+1 {{'attn.attention' op pages must have one row per batch (2), got 'tensor<3x3xi32>'}}
+  %o, %lse = attn.attention %q, %k, %k causal cache lengths(%len : tensor<2xi32>) pages(%t : tensor<3x3xi32>)
+      : tensor<2x2x1x8xf32>, tensor<5x2x16x8xf32>, tensor<5x2x16x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @pages_rank(%q: tensor<2x2x1x8xf32>, %k: tensor<5x2x16x8xf32>, %len: tensor<2xi32>, %t: tensor<6xi32>) {
+  // expected-error @+1 {{'attn.attention' op pages must have rank 2, got 'tensor<6xi32>'}}
+  %o, %lse = attn.attention %q, %k, %k causal cache lengths(%len : tensor<2xi32>) pages(%t : tensor<6xi32>)
+      : tensor<2x2x1x8xf32>, tensor<5x2x16x8xf32>, tensor<5x2x16x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @pages_of_other_sizes(%q: tensor<2x2x1x8xf32>, %k: tensor<5x2x16x8xf32>, %v: tensor<5x2x8x8xf32>, %len: tensor<2xi32>, %t: tensor<2x3xi32>) {
+  // expected-error @+1 {{'attn.attention' op key and value pools must have the same pages of the same size: 'tensor<5x2x16x8xf32>' vs 'tensor<5x2x8x8xf32>'}}
+  %o, %lse = attn.attention %q, %k, %v causal cache lengths(%len : tensor<2xi32>) pages(%t : tensor<2x3xi32>)
+      : tensor<2x2x1x8xf32>, tensor<5x2x16x8xf32>, tensor<5x2x8x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @pages_empty_pool(%q: tensor<2x2x1x8xf32>, %k: tensor<0x2x16x8xf32>, %len: tensor<2xi32>, %t: tensor<2x3xi32>) {
+  // expected-error @+1 {{'attn.attention' op key must have every dimension >= 1, got 'tensor<0x2x16x8xf32>'}}
+  %o, %lse = attn.attention %q, %k, %k causal cache lengths(%len : tensor<2xi32>) pages(%t : tensor<2x3xi32>)
+      : tensor<2x2x1x8xf32>, tensor<0x2x16x8xf32>, tensor<0x2x16x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
   return
 }

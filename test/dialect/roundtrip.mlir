@@ -292,3 +292,13 @@ func.func @cache(%s: tensor<2x2x1x16xf32>, %q: tensor<2x4x1x8xbf16>, %k: tensor<
         -> tensor<1x2x3x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>
   return %m, %o, %dq : tensor<2x2x1x16xf32>, tensor<2x4x1x8xbf16>, tensor<1x2x3x8xf32>
 }
+
+// A paged KV cache: pools of pages and a block table per sequence.
+// CHECK-LABEL: func.func @paged_cache
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal cache lengths(%{{.*}} : tensor<2xi32>) pages(%{{.*}} : tensor<2x3xi32>) : tensor<2x4x1x8xbf16>, tensor<5x2x16x8xbf16>, tensor<5x2x16x8xbf16> -> tensor<2x4x1x8xbf16>, tensor<2x4x1xf32>
+func.func @paged_cache(%q: tensor<2x4x1x8xbf16>, %k: tensor<5x2x16x8xbf16>, %len: tensor<2xi32>, %table: tensor<2x3xi32>)
+    -> tensor<2x4x1x8xbf16> {
+  %o, %lse = attn.attention %q, %k, %k causal cache lengths(%len : tensor<2xi32>) pages(%table : tensor<2x3xi32>)
+      : tensor<2x4x1x8xbf16>, tensor<5x2x16x8xbf16>, tensor<5x2x16x8xbf16> -> tensor<2x4x1x8xbf16>, tensor<2x4x1xf32>
+  return %o : tensor<2x4x1x8xbf16>
+}

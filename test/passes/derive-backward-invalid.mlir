@@ -94,3 +94,13 @@ func.func @g(%s: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
 func.func private @g_bwd(%s: tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32> {
   return %s : tensor<1x1x2x2xf32>
 }
+
+// -----
+
+// A paged KV cache has no gradient: inference only.
+func.func @paged(%q: tensor<1x2x1x8xf32>, %k: tensor<4x1x16x8xf32>, %len: tensor<1xi32>, %t: tensor<1x2xi32>) -> tensor<1x2x1x8xf32> {
+  // expected-error @+1 {{'attn.attention' op reads a paged KV cache, which has no gradient (paged caches are for inference); or compile with --no-backward (jit::Options::backward = false) for the forward only}}
+  %o, %lse = attn.attention %q, %k, %k causal cache lengths(%len : tensor<1xi32>) pages(%t : tensor<1x2xi32>)
+      : tensor<1x2x1x8xf32>, tensor<4x1x16x8xf32>, tensor<4x1x16x8xf32> -> tensor<1x2x1x8xf32>, tensor<1x2x1xf32>
+  return %o : tensor<1x2x1x8xf32>
+}

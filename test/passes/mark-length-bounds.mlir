@@ -4,9 +4,9 @@
 // least of two caches'), and so does an argument passed on to one (@f
 // calling @f_fwd); other lengths stay unmarked.
 // CHECK-LABEL: func.func @step_fwd(
-// CHECK-SAME: %{{.*}}: tensor<2xi32> {attn.max_length = 24 : i64}, %{{.*}}: tensor<2xi32>)
+// CHECK-SAME: %{{.*}}: tensor<2xi32> {attn.max_value = 24 : i64}, %{{.*}}: tensor<2xi32>)
 // CHECK-LABEL: func.func @step(
-// CHECK-SAME: %{{.*}}: tensor<2xi32> {attn.max_length = 24 : i64}, %{{.*}}: tensor<2xi32>)
+// CHECK-SAME: %{{.*}}: tensor<2xi32> {attn.max_value = 24 : i64}, %{{.*}}: tensor<2xi32>)
 func.func @step_fwd(%q: tensor<2x2x1x8xf32>, %k: tensor<2x1x40x8xf32>, %k2: tensor<2x1x24x8xf32>,
                     %len: tensor<2xi32>, %pad: tensor<2xi32>) -> (tensor<2x2x1x8xf32>, tensor<2x2x1x8xf32>, tensor<2x2x1x8xf32>) {
   %o, %l = attn.attention %q, %k, %k causal cache lengths(%len : tensor<2xi32>)
@@ -23,3 +23,15 @@ func.func @step(%q: tensor<2x2x1x8xf32>, %k: tensor<2x1x40x8xf32>, %k2: tensor<2
   return %o#0 : tensor<2x2x1x8xf32>
 }
 
+
+// -----
+
+// A paged cache: its lengths carry its capacity (3 pages of 16 tokens),
+// its block table the last page of the pool (5 pages).
+// CHECK-LABEL: func.func @paged(
+// CHECK-SAME: %{{.*}}: tensor<2xi32> {attn.max_value = 48 : i64}, %{{.*}}: tensor<2x3xi32> {attn.max_value = 4 : i64})
+func.func @paged(%q: tensor<2x2x1x8xf32>, %k: tensor<5x1x16x8xf32>, %len: tensor<2xi32>, %t: tensor<2x3xi32>) -> tensor<2x2x1x8xf32> {
+  %o, %l = attn.attention %q, %k, %k causal cache lengths(%len : tensor<2xi32>) pages(%t : tensor<2x3xi32>)
+      : tensor<2x2x1x8xf32>, tensor<5x1x16x8xf32>, tensor<5x1x16x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  return %o : tensor<2x2x1x8xf32>
+}

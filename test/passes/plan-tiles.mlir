@@ -178,3 +178,4 @@ func.func @cache_region(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x200x16xf32>) ->
   }
   return %o, %lse : tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
 }
+

@@ -78,12 +78,11 @@ double forwardFlops(
   func.walk([&](mlir::Operation *op) {
     if (auto a = mlir::dyn_cast<attn::AttentionOp>(op)) {
       promoteMaskMod(a);
-      auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
-           v = shapeOf(a.getValue());
-      int64_t keys = k[2];
+      auto q = shapeOf(a.getQuery()), v = shapeOf(a.getValue());
+      int64_t keys = attn::keyCountOf(a);
       if (a.getLengths())
         if (std::optional<int64_t> n = keysOf(a.getLengths()))
-          keys = std::clamp<int64_t>(*n, 0, k[2]);
+          keys = std::clamp<int64_t>(*n, 0, attn::keyCountOf(a));
       flops += double(q[0] * q[1]) *
                visiblePairs(q[2], keys, a.getCausal(), a.getWindow(),
                             a.getCache()) *
@@ -507,7 +506,7 @@ int benchSpec(const std::string &path, const BenchOptions &options,
     }
   }
   std::map<std::string, int64_t> bounds;
-  for (auto [n, capacity] : cacheLengthBounds(
+  for (auto [n, capacity] : cacheInputBounds(
            spec->module->lookupSymbol<mlir::func::FuncOp>(m.kernel)))
     bounds[signature.args[n].name] = capacity;
   if (int32_t status = timeKernels(*module, options, bounds, m)) {

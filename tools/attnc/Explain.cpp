@@ -254,7 +254,7 @@ inputsOf(const KernelSignature &kernel, mlir::func::FuncOp func,
     for (int64_t d : arg.shape)
       largest = std::max(largest, d);
   std::vector<HostTensor> inputs;
-  llvm::DenseMap<unsigned, int64_t> bounds = cacheLengthBounds(func);
+  llvm::DenseMap<unsigned, int64_t> bounds = cacheInputBounds(func);
   for (const KernelArg &arg : kernel.args) {
     if (arg.isOutput)
       continue;

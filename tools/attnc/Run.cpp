@@ -145,7 +145,8 @@ std::optional<PlainAttention> plainAttentionOf(mlir::func::FuncOp func) {
   auto op = mlir::dyn_cast<attn::AttentionOp>(body.front());
   auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(body.back());
   if (!op || !ret || !op.getScoreMod().empty() || !op.getMaskMod().empty() ||
-      ret.getNumOperands() != 1 || ret.getOperand(0) != op.getOutput())
+      op.getPages() || ret.getNumOperands() != 1 ||
+      ret.getOperand(0) != op.getOutput())
     return std::nullopt;
   auto argument = [&](mlir::Value value) -> std::optional<unsigned> {
     auto arg = mlir::dyn_cast_or_null<mlir::BlockArgument>(value);
@@ -282,7 +283,7 @@ private:
                                    std::vector<HostTensor> &inputs) {
     int64_t largest = largestDimension(entry);
     // A cache's lengths within its capacity (past it the kernel refuses).
-    llvm::DenseMap<unsigned, int64_t> bounds = cacheLengthBounds(func);
+    llvm::DenseMap<unsigned, int64_t> bounds = cacheInputBounds(func);
     for (const jit::TensorSpec &arg : entry.args) {
       buffers.emplace_back(arg);
       Buffer &buffer = buffers.back();

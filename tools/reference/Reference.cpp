@@ -589,6 +589,22 @@ void softmaxRows(int64_t rows, int64_t cols, double *scores) {
   }
 }
 
+std::vector<double> gatherPages(int64_t N, int64_t Hkv, int64_t P, int64_t D,
+                                int64_t B, int64_t M, const double *pool,
+                                const int64_t *table) {
+  std::vector<double> out(size_t(B * Hkv * M * P * D), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t m = 0; m < M; ++m) {
+      int64_t page = table[b * M + m];
+      if (page < 0 || page >= N)
+        continue;
+      for (int64_t g = 0; g < Hkv; ++g)
+        std::copy_n(pool + ((page * Hkv + g) * P) * D, P * D,
+                    out.begin() + ((b * Hkv + g) * M * P + m * P) * D);
+    }
+  return out;
+}
+
 void combinePartials(int64_t rows, int64_t cols,
                      const std::vector<const double *> &outputs,
                      const std::vector<const double *> &lses, double *o,

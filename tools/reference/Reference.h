@@ -207,6 +207,13 @@ void combinePartials(int64_t rows, int64_t cols,
                      const std::vector<const double *> &lses, double *o,
                      double *lse);
 
+/// A paged KV cache as one contiguous cache: out[b, g, m P + r, d] =
+/// pool[table[b, m], g, r, d] for a pool [N, Hkv, P, D] and a block table
+/// [B, M] (out [B, Hkv, M P, D]); an entry outside [0, N) gives zeros.
+std::vector<double> gatherPages(int64_t N, int64_t Hkv, int64_t P, int64_t D,
+                                int64_t B, int64_t M, const double *pool,
+                                const int64_t *table);
+
 /// out[b,h,s,d] = sum_e x[b,s,e] * w[e, h*D+d]; x [B,S,E], w [E,H*D],
 /// out [B,H,S,D].
 void projection(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,

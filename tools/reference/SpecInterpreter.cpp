@@ -100,12 +100,12 @@ public:
     auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
          v = shapeOf(a.getValue());
     InterpretedAttention result;
-    result.shape = {q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
+    result.shape = {q[0], q[1], k[1], q[2], attn::keyCountOf(a), q[3], v[3]};
     result.scale = double(float(a.getEffectiveScale()));
     // Read before the evaluators point into env.
     result.query = env[a.getQuery()];
-    result.key = env[a.getKey()];
-    result.value = env[a.getValue()];
+    result.key = keysOf(a, a.getKey());
+    result.value = keysOf(a, a.getValue());
     auto state = std::make_shared<State>();
     state->interpreter = std::move(self);
     FailureOr<std::unique_ptr<MaskEvaluator>> mask =
@@ -227,9 +227,24 @@ private:
     return mod;
   }
 
+  /// K or V of `a` as [B, Hkv, Skv, D]: a paged cache's pages gathered.
+  HostTensor keysOf(attn::AttentionOp a, Value pool) {
+    Value table = a.getPages();
+    if (!table)
+      return env[pool];
+    auto p = shapeOf(pool), t = shapeOf(table);
+    std::vector<int64_t> entries;
+    for (double e : env[table].data)
+      entries.push_back(int64_t(e));
+    return {{t[0], p[1], t[1] * p[2], p[3]},
+            ref::gatherPages(p[0], p[1], p[2], p[3], t[0], t[1],
+                             env[pool].data.data(), entries.data())};
+  }
+
   LogicalResult evaluateOp(attn::AttentionOp a) {
     auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey()),
          v = shapeOf(a.getValue());
+    HostTensor keys = keysOf(a, a.getKey()), values = keysOf(a, a.getValue());
     FailureOr<std::unique_ptr<MaskEvaluator>> mask =
         maskOf(a, a.getMaskCaptures());
     std::unique_ptr<RegionEvaluator> holder;
@@ -239,10 +254,10 @@ private:
     HostTensor out = zeros({q[0], q[1], q[2], v[3]}),
                lse = zeros({q[0], q[1], q[2]});
     ref::attentionForward(
-        {q[0], q[1], k[1], q[2], k[2], q[3], v[3]},
+        {q[0], q[1], k[1], q[2], attn::keyCountOf(a), q[3], v[3]},
         double(float(a.getEffectiveScale())), (*mask)->spec, *mod,
-        env[a.getQuery()].data.data(), env[a.getKey()].data.data(),
-        env[a.getValue()].data.data(), out.data.data(), lse.data.data());
+        env[a.getQuery()].data.data(), keys.data.data(), values.data.data(),
+        out.data.data(), lse.data.data());
     env[a.getOutput()] = std::move(out);
     env[a.getLse()] = std::move(lse);
     return success();
@@ -357,7 +372,7 @@ private:
         mask->spec.skv = shapeOf(op.getScores())[3];
       } else {
         mask->spec.sq = shapeOf(op.getQuery())[2];
-        mask->spec.skv = shapeOf(op.getKey())[2];
+        mask->spec.skv = attn::keyCountOf(op);
       }
     }
     if (std::optional<int64_t> w = op.getWindow())

@@ -1,0 +1,21 @@
+// RUN: attnc-opt %s -attn-plan-tiles="vector-bits=512 dot-bf16=true amx=true" | FileCheck %s
+
+// A paged cache never takes AMX tiles (its kernel packs a key block at a
+// time): bf16 on an AMX CPU takes the AVX-512 BF16 dot products, as a
+// contiguous cache's decoding step does; a 64-row chunk of the contiguous
+// cache takes AMX tiles.
+// CHECK-LABEL: func.func @paged_bf16
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 11, query_block = 66, key_block = 256, dot_bf16 = true>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256, dot_bf16 = true>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>}
+func.func @paged_bf16(%q: tensor<1x2x64x64xbf16>, %q1: tensor<1x2x1x64xbf16>, %k: tensor<8x1x64x64xbf16>,
+                      %kc: tensor<1x1x512x64xbf16>, %len: tensor<1xi32>, %t: tensor<1x8xi32>)
+    -> (tensor<1x2x64x64xbf16>, tensor<1x2x1x64xbf16>, tensor<1x2x64x64xbf16>) {
+  %o, %l = attn.attention %q, %k, %k causal cache lengths(%len : tensor<1xi32>) pages(%t : tensor<1x8xi32>)
+      : tensor<1x2x64x64xbf16>, tensor<8x1x64x64xbf16>, tensor<8x1x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>
+  %o1, %l1 = attn.attention %q1, %kc, %kc causal cache lengths(%len : tensor<1xi32>)
+      : tensor<1x2x1x64xbf16>, tensor<1x1x512x64xbf16>, tensor<1x1x512x64xbf16> -> tensor<1x2x1x64xbf16>, tensor<1x2x1xf32>
+  %oc, %lc = attn.attention %q, %kc, %kc causal cache lengths(%len : tensor<1xi32>)
+      : tensor<1x2x64x64xbf16>, tensor<1x1x512x64xbf16>, tensor<1x1x512x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>
+  return %o, %o1, %oc : tensor<1x2x64x64xbf16>, tensor<1x2x1x64xbf16>, tensor<1x2x64x64xbf16>
+}
