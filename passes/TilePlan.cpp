@@ -40,7 +40,7 @@ int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
 /// SDPA with +1 GB.
 /// The backward too, with both D and Dv multiples of 32 (dP = dO V^T
 /// reduces over Dv in steps of 32). Not a paged cache's forward, which
-/// packs a block at a time (its dot products take AMX's place).
+/// packs a block at a time.
 bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
@@ -63,17 +63,21 @@ bool usesAmxTiles(Operation *op, const CpuTarget &target) {
 /// Whether the forward or backward of `op` multiplies with AVX-512 BF16
 /// dot products on `target` (vdpbf16ps: a pair of bf16 products into each
 /// f32 lane): where it has them, for bf16 Q, K and V (O and dO are V's
-/// type), D and Dv multiples of 16. The forward wherever it does not take
-/// AMX tiles, at any Sq (decoding steps pair each key block in their
-/// task): on AMX CPUs too, where a bf16 GQA decode step (B=4, H=32,
-/// Hkv=8, Sq=1, Skv=4096, D=128, 2 threads) ran in 7.3-7.8 ms against
-/// 8.6-9.9 ms with f32 FMAs on converted bf16 (interleaved runs); the
-/// backward from 64 query rows, where it does not take AMX tiles.
+/// type), D and Dv multiples of 16. The forward where there is no AMX, at
+/// any Sq (decoding steps pair each key block in their task); on AMX CPUs
+/// (Intel's, whose vdpbf16ps runs at half the FMAs' FLOP rate: 137 against
+/// 269 GFLOP/s measured) only for steps of fewer than 4 query rows, which
+/// read K and V rather than compute: a bf16 GQA decode step (B=4, H=32,
+/// Hkv=8, Skv=4096, D=128, 2 threads, interleaved runs) ran in 9.2-10.8
+/// ms against 10.2-11.2 with f32 FMAs on converted bf16 at Sq=1, within
+/// noise at Sq=4, 23.6-29.1 against 20.4-25.6 ms at Sq=8 and 45-48
+/// against 33-39 ms at Sq=16. The backward from 64 query rows, where it
+/// does not take AMX tiles.
 bool usesDotBf16(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
   if (!target.dotBf16 || target.vectorBits < 512 || (!fwd && !grad) ||
-      (fwd && usesAmxTiles(op, target)))
+      (fwd && target.amx && shapeOf(fwd.getQuery())[2] >= 4))
     return false;
   Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
   return (fwd || shapeOf(q)[2] >= 4 * attn::CpuPlanAttr::kAmxRows) &&

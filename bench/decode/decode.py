@@ -9,6 +9,12 @@ the machine's measured read bandwidth, the ratio torch/attnc (above 1: attnc
 faster), and the extra memory of each (attnc: peak RSS beyond inputs and
 outputs, from attnc bench; torch: the peak RSS growth of one call).
 
+With --page P, attnc runs a paged cache instead: pools of B * ceil(Skv / P)
+pages of P tokens, a block table of ceil(Skv / P) pages per sequence naming
+every page once in random order (`attnc bench --fill table=shuffled`), the
+lengths Skv (`--fill len=Skv`); torch runs on the contiguous cache as
+before (its SDPA has no paged form).
+
 With --cache CAP, attnc also runs one kernel per (dtype, B, Hkv, Sq) for
 every Skv: a KV cache of capacity CAP (`causal cache lengths(%len)`, the
 queries the cache's last Sq tokens), timed with `attnc bench --fill len=Skv`
@@ -20,7 +26,7 @@ torch's unmasked SDPA computes, a negligible share at these Skv.)
 usage: decode.py --attnc PATH [--threads N] [--reps N] [--rounds N]
                  [--batches "1 4"] [--kv-heads "8 32"] [--queries "1 16"]
                  [--keys "1024 4096 16384"] [--dtypes "f32 bf16"]
-                 [--cache CAP] [--json FILE]
+                 [--cache CAP] [--page P] [--json FILE]
 """
 import argparse
 import json
@@ -36,21 +42,28 @@ import torch.nn.functional as F
 H, D = 32, 128
 
 
-def spec_text(b, hkv, sq, skv, dtype, cache=False):
+def spec_text(b, hkv, sq, skv, dtype, cache=False, page=0):
     """The step's spec; with `cache`, K and V are a cache of capacity skv
-    whose lengths come at run time (%len)."""
-    t = lambda h, s: "tensor<%dx%dx%dx%dx%s>" % (b, h, s, D, dtype)
+    whose lengths come at run time (%len); with `page`, a paged cache of
+    b * ceil(skv / page) pages and its block table (%table)."""
+    t = lambda n, h, s: "tensor<%dx%dx%dx%dx%s>" % (n, h, s, D, dtype)
     lse = "tensor<%dx%dx%dxf32>" % (b, H, sq)
-    args = "%%q: %s, %%k: %s, %%v: %s" % (t(H, sq), t(hkv, skv), t(hkv, skv))
+    kv = t(b, hkv, skv)
     masks = ""
-    if cache:
+    if page:
+        m = -(-skv // page)
+        kv = t(b * m, hkv, page)
+    args = "%%q: %s, %%k: %s, %%v: %s" % (t(b, H, sq), kv, kv)
+    if cache or page:
         args += ", %%len: tensor<%dxi32>" % b
         masks = " causal cache lengths(%%len : tensor<%dxi32>)" % b
+    if page:
+        args += ", %%table: tensor<%dx%dxi32>" % (b, m)
+        masks += " pages(%%table : tensor<%dx%dxi32>)" % (b, m)
     return ("func.func @decode(%s) -> %s {\n"
             "  %%o, %%lse = attn.attention %%q, %%k, %%v%s : %s, %s, %s -> %s, %s\n"
-            "  return %%o : %s\n}\n") % (args, t(H, sq), masks, t(H, sq),
-                                          t(hkv, skv), t(hkv, skv), t(H, sq),
-                                          lse, t(H, sq))
+            "  return %%o : %s\n}\n") % (args, t(b, H, sq), masks, t(b, H, sq),
+                                          kv, kv, t(b, H, sq), lse, t(b, H, sq))
 
 
 def status_mb(field):
@@ -85,8 +98,8 @@ def torch_step(b, hkv, sq, skv, dtype, reps):
     return statistics.median(times), extra
 
 
-def attnc_step(attnc, path, threads, reps, fill=None):
-    extra = ["--fill", fill] if fill else []
+def attnc_step(attnc, path, threads, reps, fills=()):
+    extra = [x for fill in fills for x in ("--fill", fill)]
     out = subprocess.run([attnc, "bench", path, "--json", "--no-backward",
                           "--threads", str(threads), "--reps", str(reps)] + extra,
                          check=True, capture_output=True, text=True).stdout
@@ -116,6 +129,7 @@ def main():
     ap.add_argument("--keys", default="1024 4096 16384")
     ap.add_argument("--dtypes", default="f32 bf16")
     ap.add_argument("--cache", type=int, default=0)
+    ap.add_argument("--page", type=int, default=0)
     ap.add_argument("--json")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -124,6 +138,8 @@ def main():
           % (torch.__version__, a.threads, bandwidth))
     if a.cache and max(map(int, a.keys.split())) > a.cache:
         ap.error("--cache must hold every --keys value")
+    if a.cache and a.page:
+        ap.error("--cache and --page are separate modes")
     print("%-5s %2s %4s %3s %6s | %9s %9s %6s %6s | %6s | %8s %8s%s" % (
         "dtype", "B", "Hkv", "Sq", "Skv", "attnc ms", "torch ms", "GB/s",
         "of bw", "ratio", "attnc MB", "torch MB",
@@ -137,7 +153,7 @@ def main():
                         for skv in map(int, a.keys.split()):
                             path = os.path.join(tmp, "decode.mlir")
                             with open(path, "w") as f:
-                                f.write(spec_text(b, hkv, sq, skv, dtype))
+                                f.write(spec_text(b, hkv, sq, skv, dtype, page=a.page))
                             cache = os.path.join(tmp, "cache.mlir")
                             if a.cache:
                                 with open(cache, "w") as f:
@@ -147,7 +163,10 @@ def main():
                                 if a.cache:
                                     static.append(attnc_step(a.attnc, path, a.threads, a.reps)[0])
                                     ms, extra = attnc_step(a.attnc, cache, a.threads, a.reps,
-                                                           "len=%d" % skv)
+                                                           ["len=%d" % skv])
+                                elif a.page:
+                                    ms, extra = attnc_step(a.attnc, path, a.threads, a.reps,
+                                                           ["len=%d" % skv, "table=shuffled"])
                                 else:
                                     ms, extra = attnc_step(a.attnc, path, a.threads, a.reps)
                                 tms, textra = torch_step(b, hkv, sq, skv, dtype, a.reps)
@@ -163,6 +182,8 @@ def main():
                                        bandwidth_fraction=gbs / bandwidth,
                                        attnc_extra_mb=extra, torch_extra_mb=textra)
                             tail = ""
+                            if a.page:
+                                row["page"] = a.page
                             if a.cache:
                                 row["cache_capacity"] = a.cache
                                 row["static_ms"] = statistics.median(static)

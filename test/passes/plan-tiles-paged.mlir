@@ -1,11 +1,11 @@
 // RUN: attnc-opt %s -attn-plan-tiles="vector-bits=512 dot-bf16=true amx=true" | FileCheck %s
 
 // A paged cache never takes AMX tiles (its kernel packs a key block at a
-// time): bf16 on an AMX CPU takes the AVX-512 BF16 dot products, as a
-// contiguous cache's decoding step does; a 64-row chunk of the contiguous
-// cache takes AMX tiles.
+// time): a 64-row bf16 chunk on an AMX CPU takes f32 FMAs (the AVX-512
+// BF16 dot products run at half their rate there), a decoding step the dot
+// products, as over a contiguous cache, whose 64-row chunk takes AMX tiles.
 // CHECK-LABEL: func.func @paged_bf16
-// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 11, query_block = 66, key_block = 256, dot_bf16 = true>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 11, query_block = 66, key_block = 256>}
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256, dot_bf16 = true>}
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>}
 func.func @paged_bf16(%q: tensor<1x2x64x64xbf16>, %q1: tensor<1x2x1x64xbf16>, %k: tensor<8x1x64x64xbf16>,

@@ -19,11 +19,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <functional>
-#include <map>
-#include <optional>
 #include <cstdlib>
+#include <functional>
 #include <immintrin.h>
+#include <map>
+#include <numeric>
+#include <optional>
 #include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
@@ -311,6 +312,12 @@ Arguments makeArguments(const jit::EntryPoint &entry, std::mt19937_64 &rng,
       std::fill(buffer.values.data.begin(), buffer.values.data.end(),
                 double(*value));
       buffer.pack();
+    } else if (llvm::is_contained(options.shuffled, arg.name) &&
+               !arg.isOutput) {
+      std::vector<double> &values = buffer.values.data;
+      std::iota(values.begin(), values.end(), 0.0);
+      std::shuffle(values.begin(), values.end(), rng);
+      buffer.pack();
     } else if (!arg.isOutput) {
       auto bound = bounds.find(arg.name);
       fillRandomInput(buffer, rng,
@@ -495,7 +502,12 @@ int benchSpec(const std::string &path, const BenchOptions &options,
     m.bf16DotPeakGflops = measurePeakGflops(m.threads, /*bf16Dot=*/true);
   m.haveBackward = options.backward && module->find(m.kernel + "_bwd");
   const jit::EntryPoint &entry = *module->find(m.kernel);
-  for (const auto &[name, value] : options.fills) {
+  std::vector<std::pair<std::string, std::string>> given;
+  for (const auto &[name, value] : options.fills)
+    given.emplace_back(name, std::to_string(value));
+  for (const std::string &name : options.shuffled)
+    given.emplace_back(name, "shuffled");
+  for (const auto &[name, value] : given) {
     auto arg = llvm::find_if(entry.args, [&](const jit::TensorSpec &a) {
       return a.name == name && !a.isOutput;
     });

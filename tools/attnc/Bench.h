@@ -20,6 +20,10 @@ struct BenchOptions {
   /// Integer inputs given one value each instead of random ones (NAME=N:
   /// e.g. the key lengths of a cache), by the spec's argument names.
   std::vector<std::pair<std::string, int64_t>> fills;
+  /// Integer inputs given a random permutation of 0 .. n - 1 over their n
+  /// entries (NAME=shuffled: a paged cache's block table naming each page
+  /// of its pool once, in scattered order).
+  std::vector<std::string> shuffled;
 };
 
 int benchSpec(const std::string &path, const BenchOptions &options,

@@ -195,8 +195,11 @@ cl::list<std::string> benchFills(
     "fill",
     cl::desc("Give the integer input NAME (a spec function's argument, by "
              "its SSA name) the value N everywhere instead of random values, "
-             "e.g. a cache's key lengths; repeatable"),
-    cl::value_desc("NAME=N"), cl::sub(benchCommand), cl::cat(attncCategory));
+             "e.g. a cache's key lengths, or with NAME=shuffled a random "
+             "permutation of 0 .. n - 1 over its n entries, e.g. a paged "
+             "cache's block table naming every page once; repeatable"),
+    cl::value_desc("NAME=N|shuffled"), cl::sub(benchCommand),
+    cl::cat(attncCategory));
 cl::opt<bool> benchNoBackward("no-backward",
                               cl::desc("Time the forward only"),
                               cl::sub(benchCommand), cl::cat(attncCategory));
@@ -392,9 +395,12 @@ int main(int argc, char **argv) {
     for (const std::string &flag : benchFills) {
       auto [name, text] = llvm::StringRef(flag).split('=');
       int64_t value;
-      if (name.empty() || text.getAsInteger(10, value))
-        return fail("--fill '" + flag + "': expected NAME=N");
-      options.fills.emplace_back(name.str(), value);
+      if (!name.empty() && text == "shuffled")
+        options.shuffled.push_back(name.str());
+      else if (name.empty() || text.getAsInteger(10, value))
+        return fail("--fill '" + flag + "': expected NAME=N or NAME=shuffled");
+      else
+        options.fills.emplace_back(name.str(), value);
     }
     return attnc::benchSpec(benchInput, options, outs(), errs());
   }
