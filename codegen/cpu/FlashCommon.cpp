@@ -196,6 +196,20 @@ void FlashCommon::rowsTimesKeysColumns(Value y, Value c, const KeySource &x,
       prefetchVectors(
           x.memref,
           {bi, g, chunk, arith::AddIOp::create(b, key, idx(prefetchAhead))}, n);
+    if (!chunked && prefetchAhead) {
+      // (A paged cache's row ahead through its table: the key clamped.)
+      SmallVector<Value> ahead =
+          x.rowAt(b, bi, g,
+                  arith::MinUIOp::create(
+                      b, arith::AddIOp::create(b, key, idx(prefetchAhead)),
+                      idx(x.keys() - 1)));
+      for (int64_t w = 0; w < n; ++w) {
+        SmallVector<Value> at(ahead);
+        at.push_back(cols[w]);
+        memref::PrefetchOp::create(b, x.memref, at, /*isWrite=*/false,
+                                   /*localityHint=*/3, /*isDataCache=*/true);
+      }
+    }
     SmallVector<Value> xs, row;
     if (!chunked)
       row = x.rowAt(b, bi, g, key);

@@ -21,6 +21,8 @@ namespace attnc {
 FlashForward::Built FlashForward::build() {
   Value q = bufferOf(op.getQuery()), k = bufferOf(op.getKey()),
         v = bufferOf(op.getValue());
+  if (foldHeads)
+    q = regroup(q, {B, H, Sq, D});
   Value lengths = op.getLengths() ? bufferOf(op.getLengths()) : Value();
   Value table = op.getPages() ? bufferOf(op.getPages()) : Value();
   Value o = alloc({B, H, Sq, Dv}, elementTypeOf(op.getOutput())),
@@ -133,12 +135,30 @@ FlashForward::Built FlashForward::build() {
       });
   if (kvSplits > 1)
     mergeSplits(partO, partL, o, l);
+  if (foldHeads) {
+    o = regroup(o, shapeOf(op.getOutput()));
+    l = regroup(l, shapeOf(op.getLse()));
+  }
   return {tensorOf(o, op.getOutput().getType()),
           tensorOf(l, op.getLse().getType()),
           l,
           entropyBuf,
           gk ? finishPooled(poolParts) : Value(),
           similarity ? similarityOf(simParts) : Value()};
+}
+
+Value FlashForward::regroup(Value memref, ArrayRef<int64_t> shape) {
+  // Dimensions 1 and 2 (heads and rows) as one, then split as `shape` says.
+  int64_t rank = shape.size();
+  SmallVector<ReassociationIndices> groups = {{0}, {1, 2}};
+  for (int64_t d = 3; d < rank; ++d)
+    groups.push_back({d});
+  Value flat = memref::CollapseShapeOp::create(b, memref, groups);
+  return memref::ExpandShapeOp::create(
+      b,
+      MemRefType::get(shape,
+                      cast<MemRefType>(memref.getType()).getElementType()),
+      flat, groups);
 }
 
 KeySource FlashForward::sourceOf(ArrayRef<Value> args, unsigned n) {
@@ -641,7 +661,7 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
                   alphaBuf);
   else
     rowsTimesKeys(oBuf, pBuf, packedBlocks ? sourceOf(args, 2) : v, bi, g, j0,
-                  valid, alphaBuf, packedBlocks ? 0 : kPrefetchRows);
+                  valid, alphaBuf, kPrefetchRows);
 }
 
 void FlashForward::mergeSplits(Value partO, Value partL, Value o, Value l) {

@@ -2,20 +2,23 @@
 
 // A GQA decoding step (one query row a head): no per-call copy of K or V.
 // One task per (batch, KV head), 8 of them, runs both query heads of its
-// KV head; it packs each key block it is at, K^T's 16 x 16 blocks
+// KV head as the two rows of one query tile (Q, O and LSE seen as
+// [2, 4, 2, ...]); it packs each key block it is at, K^T's 16 x 16 blocks
 // transposed by shuffles, into its own scratch. Two f32 query rows a task
 // read V where it lies.
 // CHECK-NOT: __attnc_flash_transpose
 // CHECK-NOT: __attnc_flash_chunk
 // CHECK-LABEL: func.func private @__attnc_flash_forward
-// CHECK-SAME: (%{{.*}}: memref<2x8x1x32xf32>, %[[K:.*]]: memref<2x4x300x32xf32>, %[[V:.*]]: memref<2x4x300x32xf32>
+// CHECK-SAME: (%{{.*}}: memref<2x4x2x32xf32>, %[[K:.*]]: memref<2x4x300x32xf32>, %[[V:.*]]: memref<2x4x300x32xf32>
 // CHECK: %[[KT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x32x32xf32>
 // CHECK-NOT: memref.alloc
 // CHECK: vector.shuffle
 // CHECK: vector.store %{{.*}}, %[[KT]]
 // CHECK: vector.load %[[V]]
 // CHECK-LABEL: func.func @decode
-// CHECK: call @__attnc_flash_forward({{.*}}, %c0{{.*}}, %c8)
+// CHECK: %[[Q:.*]] = memref.expand_shape {{.*}} output_shape [2, 4, 2, 32] : memref<2x8x32xf32> into memref<2x4x2x32xf32>
+// CHECK: call @__attnc_flash_forward(%[[Q]], {{.*}}, %c0{{.*}}, %c8)
+// CHECK: memref.expand_shape {{.*}} output_shape [2, 8, 1, 32] : memref<2x8x32xf32> into memref<2x8x1x32xf32>
 func.func @decode(%q: tensor<2x8x1x32xf32>, %k: tensor<2x4x300x32xf32>, %v: tensor<2x4x300x32xf32>) -> tensor<2x8x1x32xf32> {
   %o, %lse = attn.attention %q, %k, %v : tensor<2x8x1x32xf32>, tensor<2x4x300x32xf32>, tensor<2x4x300x32xf32> -> tensor<2x8x1x32xf32>, tensor<2x8x1xf32>
   return %o : tensor<2x8x1x32xf32>

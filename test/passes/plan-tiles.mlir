@@ -149,11 +149,12 @@ func.func @backward_key_blocks(%q: tensor<1x1x300x256xf32>, %lse: tensor<1x1x300
 
 // Split-KV: one (batch, KV head) pair decoding over 5000 keys takes 4 key
 // ranges (one per 1024 keys a row sees, up to 16 tasks); 8 pairs take
-// none; a 1500-key window leaves one range.
+// none; a 1500-key window leaves one range. (A GQA decoding step's query
+// tile is its KV head's 8 query heads: 8 rows.)
 // CHECK-LABEL: func.func @split_keys
-// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256, splits = 4>
-// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256>}
-// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 8, query_block = 8, key_block = 256, splits = 4>
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 8, query_block = 8, key_block = 256>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 8, query_block = 8, key_block = 256>}
 func.func @split_keys(%q: tensor<1x8x1x64xf32>, %k: tensor<1x1x5000x64xf32>,
                       %q8: tensor<1x64x1x64xf32>, %k8: tensor<1x8x5000x64xf32>)
     -> (tensor<1x8x1x64xf32>, tensor<1x64x1x64xf32>, tensor<1x8x1x64xf32>) {

@@ -969,6 +969,36 @@ TEST(KernelTest, SplitKeys) {
   }
 }
 
+/// GQA/MQA decoding steps without regions: the kernel takes a KV head's
+/// query heads as the rows of its query tiles (FlashForward's foldHeads),
+/// groups of 2 to 32 heads (13: tiles of uneven rows; 32: MQA, tiles of 11
+/// rows, the last one short), with no mask, lengths, a cache's causal mask
+/// and window, split-KV (over 2048 keys), f32, bf16 and f16; forward and
+/// backward against the reference.
+TEST(KernelTest, DecodingStepsFoldHeads) {
+  std::mt19937_64 rng(20261205);
+  auto pick = picker(rng);
+  int n = 0;
+  for (int64_t group : {2, 4, 8, 13, 32}) {
+    for (int m = 0; m < 2; ++m, ++n) {
+      AttentionCase c;
+      c.B = pick({1, 3});
+      c.Hkv = group == 32 ? 1 : pick({1, 2});
+      c.H = c.Hkv * group;
+      c.Sq = 1;
+      c.Skv = pick({40, 300, 2500});
+      c.D = pick({32, 64, 128});
+      c.Dv = pick({16, 64});
+      c.dtype = n % 3 == 1 ? "bf16" : n % 3 == 2 ? "f16" : "f32";
+      c.lengths = rng() % 2;
+      c.causal = rng() % 2;
+      c.window = c.causal && rng() % 2 ? pick({7, 100}) : 0;
+      c.cache = c.causal && rng() % 2;
+      runCase(c, 2500 + n);
+    }
+  }
+}
+
 /// `cache`: the queries are the last Sq tokens of each batch's keys, the
 /// causal and window masks compare keys with their positions (lengths - Sq
 /// + i), forward and backward against the reference: decoding steps (Sq =
