@@ -118,10 +118,11 @@ void FlashCommon::pairColumns(const KeySource &src, Value dst, ValueRange at,
   Value zeros = arith::ConstantOp::create(b, b.getZeroAttr(wordsType));
   loop(0, tiles16, [&](Value t) {
     SmallVector<Value> rowOf, exists;
-    keyRows(
-        b,
-        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kLanes))),
-        kLanes, Skv, rowOf, exists);
+    Value first =
+        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kLanes)));
+    keyRows(b, first, kLanes, Skv, rowOf, exists);
+    for (int64_t l = 0; l < kLanes; ++l)
+      exists[l] = src.exists(b, arith::AddIOp::create(b, first, idx(l)));
     SmallVector<SmallVector<Value>> rowAt;
     for (Value row : rowOf)
       rowAt.push_back(src.rowAt(b, bi, g, row));
@@ -167,8 +168,7 @@ void FlashCommon::pairColumns(const KeySource &src, Value dst, ValueRange at,
 }
 
 void FlashCommon::pairKeys(const KeySource &src, Value dst, ValueRange at,
-                           Value bi, Value g, Value j0, int64_t tiles32,
-                           Value limit) {
+                           Value bi, Value g, Value j0, int64_t tiles32) {
   // Two key rows interleaved, 16 columns at a time.
   int64_t width = shapeOf(src.memref)[3];
   assert(width % kLanes == 0 && "pairs of keys of a multiple of 16 columns");
@@ -181,13 +181,8 @@ void FlashCommon::pairKeys(const KeySource &src, Value dst, ValueRange at,
     Value first =
         arith::AddIOp::create(b, j0, arith::MulIOp::create(b, n, idx(2)));
     keyRows(b, first, 2, Skv, rowOf, exists);
-    if (limit)
-      for (int64_t e = 0; e < 2; ++e)
-        exists[e] = arith::AndIOp::create(
-            b, exists[e],
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                  arith::AddIOp::create(b, first, idx(e)),
-                                  limit));
+    for (int64_t e = 0; e < 2; ++e)
+      exists[e] = src.exists(b, arith::AddIOp::create(b, first, idx(e)));
     SmallVector<Value> rowAt[2] = {src.rowAt(b, bi, g, rowOf[0]),
                                    src.rowAt(b, bi, g, rowOf[1])};
     loop(idx(0), idx(width), kLanes, [&](Value c) {

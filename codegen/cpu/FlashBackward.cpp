@@ -421,14 +421,20 @@ FlashBackward::KeyBlock FlashBackward::startKeyBlock(ArrayRef<Value> args,
   // product, which reads a chunk's keys as one sequential stream: read
   // from K's rows (512 bytes apart at D = 128), its loop took 13% more
   // time with 128-key blocks than with 32 (perf, 1 thread).
-  if (dot) {
-    dotPairBlock(kb, k, args[2]);
-  } else {
-    transposeTiles(k, kb.ktTile(), bi, g, kb.tile0);
-    transposeTiles(args[2], kb.vtTile(), bi, g, kb.tile0);
-    copyColumnChunks(k, bi, g, kb.j0, kb.valid, kb.kChunks(), {idx(0), idx(0)});
-  }
+  // K's and V's rows from the batch's length on as zeros: they may hold
+  // anything (a cache's unwritten rows, NaN), and dP = dO V^T and dQ = dS K
+  // multiply whole tiles (0 times NaN is NaN).
   kb.limit = masks.keyLimit(b, lengths, bi);
+  Value limit = lengths ? kb.limit : Value();
+  KeySource keys(k, {}, limit), values(args[2], {}, limit);
+  if (dot) {
+    dotPairBlock(kb, keys, values);
+  } else {
+    transposeTiles(keys, kb.ktTile(), bi, g, kb.tile0);
+    transposeTiles(values, kb.vtTile(), bi, g, kb.tile0);
+    copyColumnChunks(keys, bi, g, kb.j0, kb.valid, kb.kChunks(),
+                     {idx(0), idx(0)});
+  }
   // Keys from `seen` on are seen by no row (their tiles are skipped).
   kb.seen = masks.seenKeysEnd(b, kb.limit, kb.j0);
   return kb;

@@ -230,7 +230,7 @@ private:
   mlir::SmallVector<mlir::Value> dotScratch();
 
   /// Packs the block's K and V pairs (KeyBlock).
-  void dotPairBlock(const KeyBlock &kb, mlir::Value k, mlir::Value v);
+  void dotPairBlock(const KeyBlock &kb, const KeySource &k, const KeySource &v);
 
   /// The rows x 32 tile of x[bi, h, i0 + r, :] (bf16, row-major; rows past
   /// Sq repeat its last) times the 16-key tiles 2 t and 2 t + 1 of

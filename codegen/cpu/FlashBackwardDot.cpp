@@ -43,7 +43,8 @@ Value FlashBackward::pairedColumnsOf(Value x) {
   return pairs;
 }
 
-void FlashBackward::dotPairBlock(const KeyBlock &kb, Value k, Value v) {
+void FlashBackward::dotPairBlock(const KeyBlock &kb, const KeySource &k,
+                                 const KeySource &v) {
   pairColumns(k, kb.ktTile(), {}, kb.bi, kb.g, kb.j0, 2 * blockTiles);
   pairColumns(v, kb.vtTile(), {}, kb.bi, kb.g, kb.j0, 2 * blockTiles);
   pairKeys(k, kb.kChunks(), {}, kb.bi, kb.g, kb.j0, blockTiles);

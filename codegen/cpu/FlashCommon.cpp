@@ -82,11 +82,15 @@ void FlashCommon::copyColumnChunks(const KeySource &src, Value bi, Value g,
   loop(idx(0), count, 1, [&](Value j) {
     Value key = j0 ? arith::AddIOp::create(b, j0, j).getResult() : j;
     SmallVector<Value> row = src.rowAt(b, bi, g, key);
+    Value exists = src.limit ? src.exists(b, key) : Value();
     for (int64_t w = 0; w < vectors; ++w) {
       SmallVector<Value> to(at), from(row);
       to.append({idx(w / 2), j, idx(w % 2 * kLanes)});
       from.push_back(idx(w * kLanes));
-      vector::StoreOp::create(b, loadVectorF32(src.memref, from), dst, to);
+      Value x = loadVectorF32(src.memref, from);
+      if (exists)
+        x = arith::SelectOp::create(b, exists, x, splat(f(0.0f)));
+      vector::StoreOp::create(b, x, dst, to);
     }
   });
 }

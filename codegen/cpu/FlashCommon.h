@@ -314,21 +314,19 @@ protected:
       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value, int64_t)> x);
 
   /// dst[at..., t, d / 2, 2 j + d % 2] = src[bi, g, j0 + 16 t + j, d] for
-  /// the `tiles16` 16-key tiles from key j0 (zeros past Skv): K (or V) with
+  /// the `tiles16` 16-key tiles from key j0 (zeros past Skv and src's
+  /// limit): K (or V) with
   /// pairs of its columns side by side, the B operand of Q K^T (dO V^T).
   void pairColumns(const KeySource &src, mlir::Value dst, mlir::ValueRange at,
                    mlir::Value bi, mlir::Value g, mlir::Value j0,
                    int64_t tiles16);
 
   /// dst[at..., t, j / 2, 2 c + j % 2] = src[bi, g, j0 + 32 t + j, c] for
-  /// the `tiles32` 32-key tiles from key j0 (zeros past Skv, and from
-  /// `limit` when given): V (or K) with pairs of keys side by side, the B
-  /// operand of P V (dS K). (A batch's keys past its length are V rows no
-  /// row sees, which may hold anything, NaN too: P V multiplies whole
-  /// tiles, p = 0 times NaN would be NaN.)
+  /// the `tiles32` 32-key tiles from key j0 (zeros past Skv and src's
+  /// limit): V (or K) with pairs of keys side by side, the B operand of
+  /// P V (dS K).
   void pairKeys(const KeySource &src, mlir::Value dst, mlir::ValueRange at,
-                mlir::Value bi, mlir::Value g, mlir::Value j0, int64_t tiles32,
-                mlir::Value limit = {});
+                mlir::Value bi, mlir::Value g, mlir::Value j0, int64_t tiles32);
 
   /// exp of 16 lanes (vscalefps on AVX-512, upstream's polynomial else),
   /// 0 below the smallest normal float: denormal probabilities made the

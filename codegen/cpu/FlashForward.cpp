@@ -255,8 +255,9 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
     jEnd = arith::MinUIOp::create(b, jEnd,
                                   arith::AddIOp::create(b, jStart, per));
   }
-  // (V's rows from the batch's length on are packed as zeros.)
-  Value limit = lengths ? masks.keyLimit(b, lengths, bi) : Value();
+  // (K's and V's rows from the batch's length on are packed as zeros.)
+  if (lengths)
+    keys.limit = values.limit = masks.keyLimit(b, lengths, bi);
   loop(jStart, jEnd, width, [&](Value j0) {
     if (packedBlocks) {
       // The block's K^T tiles and V chunks (keys past Skv: zeros in K^T;
@@ -268,7 +269,7 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
         pairColumns(keys, scratch[pairsScratch], {idx(0), idx(0)}, bi, g, j0,
                     2 * blockTiles);
         pairKeys(values, scratch[pairsScratch + 1], {idx(0), idx(0)}, bi, g, j0,
-                 blockTiles, limit);
+                 blockTiles);
       } else {
         transposeTiles(keys, scratch[6], bi, g,
                        arith::DivUIOp::create(b, j0, idx(kCols)));

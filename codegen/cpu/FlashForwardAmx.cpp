@@ -37,8 +37,9 @@ std::pair<Value, Value> FlashForward::pairedKeysAndValues(Value k, Value v,
       "__attnc_flash_pairs", captured, Hkv,
       [&](ArrayRef<Value> args, Value bi, Value g) {
         pairColumns(args[0], args[2], {bi, g}, bi, g, idx(0), 2 * padded);
-        pairKeys(args[1], args[3], {bi, g}, bi, g, idx(0), padded,
-                 lengths ? masks.keyLimit(b, args[4], bi) : Value());
+        pairKeys(KeySource(args[1], {},
+                           lengths ? masks.keyLimit(b, args[4], bi) : Value()),
+                 args[3], {bi, g}, bi, g, idx(0), padded);
       });
   return {kp, vp};
 }

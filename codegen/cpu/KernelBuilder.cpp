@@ -228,6 +228,17 @@ SmallVector<Value> KeySource::rowAt(ImplicitLocOpBuilder &b, Value bi, Value g,
   return {page, g, arith::RemUIOp::create(b, key, idx(s[2]))};
 }
 
+Value KeySource::exists(ImplicitLocOpBuilder &b, Value key) const {
+  Value inside =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, key,
+                            arith::ConstantIndexOp::create(b, keys()));
+  if (!limit)
+    return inside;
+  return arith::AndIOp::create(
+      b, inside,
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, key, limit));
+}
+
 Value KeySource::offsetOf(ImplicitLocOpBuilder &b, Value bi, Value g,
                           Value key) const {
   ArrayRef<int64_t> s = shapeOf(memref);
@@ -277,8 +288,7 @@ void KernelBuilder::transposeTiles(const KeySource &src, Value dst, Value bi,
       Value key = arith::AddIOp::create(b, j, idx(l));
       base.push_back(src.offsetOf(
           b, bi, g, arith::MinSIOp::create(b, key, idx(length - 1))));
-      exists.push_back(arith::CmpIOp::create(b, arith::CmpIPredicate::slt, key,
-                                             idx(length)));
+      exists.push_back(src.exists(b, key));
     }
   };
   // The tail's gathers: lane l reads row min(j + l, length - 1), at
@@ -297,9 +307,13 @@ void KernelBuilder::transposeTiles(const KeySource &src, Value dst, Value bi,
     };
     Value zeros = arith::ConstantOp::create(b, b.getZeroAttr(elements));
     Value r0 = arith::MinSIOp::create(b, j, idx(length - 1));
-    Value inside = arith::CmpIOp::create(
-        b, arith::CmpIPredicate::slt, laneRows,
-        splatI32(arith::SubIOp::create(b, idx(length), j)));
+    Value end =
+        src.limit
+            ? arith::MinSIOp::create(b, src.limit, idx(length)).getResult()
+            : idx(length);
+    Value inside =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, laneRows,
+                              splatI32(arith::SubIOp::create(b, end, j)));
     Value keys = arith::MinSIOp::create(
         b, laneRows, splatI32(arith::SubIOp::create(b, idx(length - 1), r0)));
     Value offsets, base;

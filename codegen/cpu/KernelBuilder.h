@@ -19,11 +19,14 @@ namespace attnc {
 /// them, or a paged KV cache's pool of pages [N, Hkv, P, width] with its
 /// block table [B, M] (i32 or i64), key j of batch b then being row j % P
 /// of page table[b, j / P] (attn.attention's `pages`). Converts from the
-/// memref of the first.
+/// memref of the first. With `limit` (an index: a batch's length), the
+/// packs read the keys from it on as zeros: a cache's rows past a batch's
+/// length, which no row sees, may hold anything (NaN: unwritten memory),
+/// and the products multiply whole tiles, where 0 times NaN is NaN.
 struct KeySource {
   KeySource(mlir::Value memref) : memref(memref) {}
-  KeySource(mlir::Value memref, mlir::Value table)
-      : memref(memref), table(table) {}
+  KeySource(mlir::Value memref, mlir::Value table, mlir::Value limit = {})
+      : memref(memref), table(table), limit(limit) {}
 
   /// The keys there are: Skv, or M P.
   int64_t keys() const;
@@ -38,7 +41,10 @@ struct KeySource {
   mlir::Value offsetOf(mlir::ImplicitLocOpBuilder &b, mlir::Value bi,
                        mlir::Value g, mlir::Value key) const;
 
-  mlir::Value memref, table;
+  /// Whether key `key` exists: below keys() and `limit`.
+  mlir::Value exists(mlir::ImplicitLocOpBuilder &b, mlir::Value key) const;
+
+  mlir::Value memref, table, limit;
 };
 
 class KernelBuilder {
