@@ -90,19 +90,20 @@ FlashCommon::dotOverKeyTiles(Value tiles, ValueRange init, int64_t xs,
   return SmallVector<Value>(loop.getResults());
 }
 
-/// The rows of the 16 keys from `first` (clamped to Skv - 1) and whether
-/// each exists.
-static void keyRows(ImplicitLocOpBuilder &b, Value first, int64_t count,
-                    int64_t skv, SmallVectorImpl<Value> &rows,
+/// Where the `count` keys from `first` lie in src (each clamped to its
+/// last key) and whether each exists (src.exists).
+static void keyRows(ImplicitLocOpBuilder &b, const KeySource &src, Value bi,
+                    Value g, Value first, int64_t count,
+                    SmallVectorImpl<SmallVector<Value>> &rows,
                     SmallVectorImpl<Value> &exists) {
   for (int64_t l = 0; l < count; ++l) {
     Value key =
         arith::AddIOp::create(b, first, arith::ConstantIndexOp::create(b, l));
-    rows.push_back(arith::MinUIOp::create(
-        b, key, arith::ConstantIndexOp::create(b, skv - 1)));
-    exists.push_back(
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key,
-                              arith::ConstantIndexOp::create(b, skv)));
+    rows.push_back(src.rowAt(
+        b, bi, g,
+        arith::MinUIOp::create(
+            b, key, arith::ConstantIndexOp::create(b, src.keys() - 1))));
+    exists.push_back(src.exists(b, key));
   }
 }
 
@@ -117,15 +118,12 @@ void FlashCommon::pairColumns(const KeySource &src, Value dst, ValueRange at,
   auto wordsType = VectorType::get({kLanes}, i32);
   Value zeros = arith::ConstantOp::create(b, b.getZeroAttr(wordsType));
   loop(0, tiles16, [&](Value t) {
-    SmallVector<Value> rowOf, exists;
-    Value first =
-        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kLanes)));
-    keyRows(b, first, kLanes, Skv, rowOf, exists);
-    for (int64_t l = 0; l < kLanes; ++l)
-      exists[l] = src.exists(b, arith::AddIOp::create(b, first, idx(l)));
     SmallVector<SmallVector<Value>> rowAt;
-    for (Value row : rowOf)
-      rowAt.push_back(src.rowAt(b, bi, g, row));
+    SmallVector<Value> exists;
+    keyRows(
+        b, src, bi, g,
+        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kLanes))),
+        kLanes, rowAt, exists);
     // Words [w0, w0 + n) of the 16 rows, n = 16 or (a tail) 8.
     auto block = [&](Value w0, int64_t n) {
       SmallVector<Value> rows;
@@ -177,14 +175,11 @@ void FlashCommon::pairKeys(const KeySource &src, Value dst, ValueRange at,
   loop(0, tiles32 * kLanes, [&](Value n) {
     Value t = arith::DivUIOp::create(b, n, idx(kLanes));
     Value jp = arith::RemUIOp::create(b, n, idx(kLanes));
-    SmallVector<Value> rowOf, exists;
-    Value first =
-        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, n, idx(2)));
-    keyRows(b, first, 2, Skv, rowOf, exists);
-    for (int64_t e = 0; e < 2; ++e)
-      exists[e] = src.exists(b, arith::AddIOp::create(b, first, idx(e)));
-    SmallVector<Value> rowAt[2] = {src.rowAt(b, bi, g, rowOf[0]),
-                                   src.rowAt(b, bi, g, rowOf[1])};
+    SmallVector<SmallVector<Value>> rowAt;
+    SmallVector<Value> exists;
+    keyRows(b, src, bi, g,
+            arith::AddIOp::create(b, j0, arith::MulIOp::create(b, n, idx(2))),
+            2, rowAt, exists);
     loop(idx(0), idx(width), kLanes, [&](Value c) {
       Value pair[2];
       for (int64_t e = 0; e < 2; ++e)
