@@ -267,6 +267,29 @@ TEST(PagedCache, SplitKeys) {
   }
 }
 
+/// The kernels for CPUs without AVX-512 (AVX2's x86-64-v3, and generic
+/// x86-64) read paged caches too.
+TEST(PagedCache, WithoutAvx512) {
+  int n = 0;
+  for (const char *cpu : {"x86-64-v3", "x86-64"})
+    for (const char *dtype : {"f32", "bf16"}) {
+      PagedCase c;
+      c.B = 2;
+      c.Hkv = 2;
+      c.H = 8;
+      c.Sq = n % 2 ? 1 : 9;
+      c.pageSize = 16;
+      c.tableColumns = 5;
+      c.pages = 12;
+      c.D = 24;
+      c.Dv = 32;
+      c.dtype = dtype;
+      c.window = n == 3 ? 20 : 0;
+      c.cpu = cpu;
+      runCase(c, 2700 + n++);
+    }
+}
+
 /// The Vulkan target reads a paged cache through the unfused lowering (its
 /// pages gathered).
 TEST(PagedCache, Vulkan) {
