@@ -141,6 +141,16 @@ struct PagedInputs {
     for (Buffer *x : {&q, &kPool, &vPool, &lengths, &table, &slopes})
       x->pack();
   }
+
+  /// K and V as the contiguous caches the table makes of the pools.
+  std::pair<std::vector<double>, std::vector<double>>
+  gathered(const PagedCase &c) const {
+    return {
+        ref::gatherPages(c.pages, c.Hkv, c.pageSize, c.D, c.B, c.tableColumns,
+                         kPool.values.data(), table64.data()),
+        ref::gatherPages(c.pages, c.Hkv, c.pageSize, c.Dv, c.B, c.tableColumns,
+                         vPool.values.data(), table64.data())};
+  }
 };
 
 /// Runs a case: the paged kernel against the reference and (on the CPU)
@@ -164,12 +174,7 @@ void runCase(const PagedCase &c, uint64_t seed) {
   lse.unpack();
 
   int64_t S = c.capacity();
-  std::vector<double> keys = ref::gatherPages(
-      c.pages, c.Hkv, c.pageSize, c.D, c.B, c.tableColumns,
-      in.kPool.values.data(), in.table64.data());
-  std::vector<double> values = ref::gatherPages(
-      c.pages, c.Hkv, c.pageSize, c.Dv, c.B, c.tableColumns,
-      in.vPool.values.data(), in.table64.data());
+  auto [keys, values] = in.gathered(c);
   ref::MaskSpec mask;
   mask.causal = c.causal;
   mask.window = c.window;
@@ -353,12 +358,7 @@ TEST(PagedCache, RowsPastTheLengthsMayHoldNaN) {
       }
     }
     int64_t S = c.capacity();
-    std::vector<double> keys = ref::gatherPages(
-        c.pages, c.Hkv, c.pageSize, c.D, c.B, c.tableColumns,
-        in.kPool.values.data(), in.table64.data());
-    std::vector<double> values = ref::gatherPages(
-        c.pages, c.Hkv, c.pageSize, c.Dv, c.B, c.tableColumns,
-        in.vPool.values.data(), in.table64.data());
+    auto [keys, values] = in.gathered(c);
     // The rows no query sees: zeros for the reference, NaN for the kernel.
     std::vector<double> kNaN = keys, vNaN = values;
     for (int64_t b = 0; b < c.B; ++b)
