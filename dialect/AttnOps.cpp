@@ -359,16 +359,17 @@ LogicalResult verifyScaleValue(Operation *op, double scale, StringRef what) {
 }
 
 /// Checks Q[B,H,Sq,D] against K[B,Hkv,Skv,D] (GQA: H % Hkv == 0); the
-/// diagnostics call them `queryName` and `keyName`.
+/// diagnostics call them `queryName` and `keyName`. With `pagedKey`, K is a
+/// pool of pages [N,Hkv,P,D], whose first dimension is not the batch.
 LogicalResult verifyQueryKey(Operation *op, Value query, Value key,
                              StringRef queryName = "query",
-                             StringRef keyName = "key") {
+                             StringRef keyName = "key", bool pagedKey = false) {
   if (failed(verifyShape(op, query, 4, queryName)) ||
       failed(verifyShape(op, key, 4, keyName)) ||
       failed(verifySameElementType(op, query, key, queryName, keyName)))
     return failure();
   ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);
-  if (q[0] != k[0])
+  if (!pagedKey && q[0] != k[0])
     return op->emitOpError()
            << queryName << " and " << keyName << " batch sizes differ: " << q[0]
            << " vs " << k[0];
@@ -392,11 +393,10 @@ LogicalResult verifyPagedCache(Operation *op, Value query, Value key,
     return op->emitOpError(
         "'pages' needs 'cache' and 'lengths': a paged KV cache holds each "
         "batch's first lengths[b] tokens");
-  if (failed(verifyShape(op, query, 4, "query")) ||
-      failed(verifyShape(op, key, 4, "key")) ||
+  if (failed(verifyQueryKey(op, query, key, "query", "key",
+                            /*pagedKey=*/true)) ||
       failed(verifyShape(op, value, 4, "value")) ||
       failed(verifyShape(op, table, 2, "pages")) ||
-      failed(verifySameElementType(op, query, key, "query", "key")) ||
       failed(verifySameElementType(op, query, value, "query", "value")))
     return failure();
   ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key), v = shapeOf(value),
@@ -404,13 +404,6 @@ LogicalResult verifyPagedCache(Operation *op, Value query, Value key,
   if (t[0] != q[0])
     return op->emitOpError() << "pages must have one row per batch (" << q[0]
                              << "), got " << table.getType();
-  if (q[3] != k[3])
-    return op->emitOpError() << "query and key head dimensions differ: " << q[3]
-                             << " vs " << k[3];
-  if (q[1] % k[1] != 0)
-    return op->emitOpError()
-           << "query heads (" << q[1] << ") must be a multiple of key heads ("
-           << k[1] << ") for GQA/MQA";
   if (v[0] != k[0] || v[2] != k[2])
     return op->emitOpError()
            << "key and value pools must have the same pages of the same "

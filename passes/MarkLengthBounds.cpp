@@ -80,7 +80,7 @@ llvm::DenseMap<unsigned, int64_t> attnc::cacheInputBounds(func::FuncOp func) {
       if (Value table = a.getPages())
         bound(table, shapeOf(a.getKey())[0] - 1);
     } else if (auto g = dyn_cast<attn::AttentionGradOp>(op); g && g.getCache())
-      bound(g.getLengths(), shapeOf(g.getKey())[2]);
+      bound(g.getLengths(), attn::keyCountOf(g));
     else if (auto m = dyn_cast<attn::MaskOp>(op); m && m.getCache())
       bound(m.getLengths(), shapeOf(m.getScores())[3]);
   });

@@ -292,8 +292,8 @@ void KernelBuilder::transposeTiles(const KeySource &src, Value dst, Value bi,
     }
   };
   // The tail's gathers: lane l reads row min(j + l, length - 1), at
-  // offsets from row j's (a paged cache's rows: each lane's own).
-  auto gatherTail = [&](Value j, Value p, int64_t w) {
+  // offsets from row j's (a paged cache's rows: each lane's own, `base`).
+  auto gatherTail = [&](Value j, ArrayRef<Value> base, Value p, int64_t w) {
     Type i32 = b.getI32Type();
     auto lanesI32 = VectorType::get({kLanes}, i32);
     SmallVector<int32_t> rowNumbers;
@@ -316,26 +316,24 @@ void KernelBuilder::transposeTiles(const KeySource &src, Value dst, Value bi,
                               splatI32(arith::SubIOp::create(b, end, j)));
     Value keys = arith::MinSIOp::create(
         b, laneRows, splatI32(arith::SubIOp::create(b, idx(length - 1), r0)));
-    Value offsets, base;
+    Value offsets, start;
     if (src.table) {
-      SmallVector<Value> rows, exists;
-      keyRows(j, rows, exists);
       offsets = vector::FromElementsOp::create(
-          b, VectorType::get({kLanes}, b.getIndexType()), rows);
-      base = idx(0);
+          b, VectorType::get({kLanes}, b.getIndexType()), base);
+      start = idx(0);
     } else {
       offsets = arith::MulIOp::create(
           b, keys,
           arith::ConstantOp::create(
               b, DenseElementsAttr::get(lanesI32, int32_t(width))));
-      base = src.offsetOf(b, bi, g, r0);
+      start = src.offsetOf(b, bi, g, r0);
     }
     Value allLanes = arith::ConstantOp::create(
         b,
         DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), true));
     loop(chunks * kLanes, width, [&](Value c) {
       Value x = vector::GatherOp::create(
-          b, elements, flat, ValueRange{arith::AddIOp::create(b, base, c)},
+          b, elements, flat, ValueRange{arith::AddIOp::create(b, start, c)},
           offsets, allLanes, zeros);
       store(arith::SelectOp::create(b, inside, x, zeros), p, c, w);
     });
@@ -346,9 +344,10 @@ void KernelBuilder::transposeTiles(const KeySource &src, Value dst, Value bi,
     for (int64_t w = 0; w < 2; ++w) {
       Value j = arith::AddIOp::create(
           b, arith::MulIOp::create(b, panel, idx(kCols)), idx(w * kLanes));
-      if (chunks) {
-        SmallVector<Value> base, exists;
+      SmallVector<Value> base, exists;
+      if (chunks || src.table)
         keyRows(j, base, exists);
+      if (chunks) {
         Value zeroRow = arith::ConstantOp::create(b, b.getZeroAttr(elements));
         loop(0, chunks, [&](Value chunk) {
           Value c0 = arith::MulIOp::create(b, chunk, idx(kLanes));
@@ -372,7 +371,7 @@ void KernelBuilder::transposeTiles(const KeySource &src, Value dst, Value bi,
         });
       }
       if (width % kLanes)
-        gatherTail(j, p, w);
+        gatherTail(j, base, p, w);
     }
   });
 }

@@ -142,6 +142,19 @@ struct PagedInputs {
       x->pack();
   }
 
+  /// @kernel of `module` on q, k, v, lengths, the table (when `paged`) and
+  /// the slopes (with c.alibi), writing o and lse.
+  jit::Result call(const jit::Module &module, const PagedCase &c, Buffer &k,
+                   Buffer &v, bool paged, Buffer &o, Buffer &lse) {
+    std::vector<Buffer *> args = {&q, &k, &v, &lengths};
+    if (paged)
+      args.push_back(&table);
+    if (c.alibi)
+      args.push_back(&slopes);
+    args.insert(args.end(), {&o, &lse});
+    return test::call(module, "kernel", args);
+  }
+
   /// K and V as the contiguous caches the table makes of the pools.
   std::pair<std::vector<double>, std::vector<double>>
   gathered(const PagedCase &c) const {
@@ -162,12 +175,7 @@ void runCase(const PagedCase &c, uint64_t seed) {
   ASSERT_TRUE(paged);
   PagedInputs in(c, seed);
   Buffer o(c.B * c.H * c.Sq * c.Dv, c.dtype), lse(c.B * c.H * c.Sq, "f32");
-  std::vector<Buffer *> args = {&in.q, &in.kPool, &in.vPool, &in.lengths,
-                                &in.table};
-  if (c.alibi)
-    args.push_back(&in.slopes);
-  args.insert(args.end(), {&o, &lse});
-  jit::Result status = test::call(*paged, "kernel", args);
+  jit::Result status = in.call(*paged, c, in.kPool, in.vPool, true, o, lse);
   ASSERT_TRUE(status.error.empty()) << status.error;
   ASSERT_EQ(status.status, 0);
   o.unpack();
@@ -208,11 +216,7 @@ void runCase(const PagedCase &c, uint64_t seed) {
   v.values = values;
   k.pack();
   v.pack();
-  std::vector<Buffer *> args2 = {&in.q, &k, &v, &in.lengths};
-  if (c.alibi)
-    args2.push_back(&in.slopes);
-  args2.insert(args2.end(), {&o2, &lse2});
-  status = test::call(*contiguous, "kernel", args2);
+  status = in.call(*contiguous, c, k, v, false, o2, lse2);
   ASSERT_TRUE(status.error.empty()) << status.error;
   ASSERT_EQ(status.status, 0);
   EXPECT_EQ(o.bytes, o2.bytes);
@@ -311,9 +315,7 @@ TEST(PagedCache, Vulkan) {
   ASSERT_TRUE(paged);
   PagedInputs in(c, 2200);
   Buffer o(c.B * c.H * c.Sq * c.Dv, c.dtype), lse(c.B * c.H * c.Sq, "f32");
-  jit::Result status = test::call(
-      *paged, "kernel", {&in.q, &in.kPool, &in.vPool, &in.lengths, &in.table,
-                         &o, &lse});
+  jit::Result status = in.call(*paged, c, in.kPool, in.vPool, true, o, lse);
   const char *require = std::getenv("ATTNC_REQUIRE_VULKAN");
   if (status.error.empty() && status.status == ATTNC_STATUS_NO_DEVICE &&
       !(require && std::string(require) == "1"))
@@ -397,11 +399,7 @@ TEST(PagedCache, RowsPastTheLengthsMayHoldNaN) {
     in.lengths.pack();
     in.table.pack();
     Buffer o(c.B * c.H * c.Sq * c.Dv, c.dtype), lse(c.B * c.H * c.Sq, "f32");
-    std::vector<Buffer *> args = {&in.q, &k, &v, &in.lengths};
-    if (paged)
-      args.push_back(&in.table);
-    args.insert(args.end(), {&o, &lse});
-    jit::Result status = test::call(*module, "kernel", args);
+    jit::Result status = in.call(*module, c, k, v, paged, o, lse);
     ASSERT_TRUE(status.error.empty()) << status.error;
     ASSERT_EQ(status.status, 0);
     o.unpack();
@@ -445,9 +443,7 @@ TEST(PagedCache, BadTablesAndLengthsReturnBadSize) {
     Buffer o(c.B * c.H * c.Sq * c.Dv, c.dtype), lse(c.B * c.H * c.Sq, "f32");
     std::fill(o.bytes.begin(), o.bytes.end(), 0x5a);
     std::fill(lse.bytes.begin(), lse.bytes.end(), 0x5a);
-    jit::Result status = test::call(
-        *paged, "kernel", {&in.q, &in.kPool, &in.vPool, &in.lengths,
-                           &in.table, &o, &lse});
+    jit::Result status = in.call(*paged, c, in.kPool, in.vPool, true, o, lse);
     ASSERT_TRUE(status.error.empty()) << status.error;
     if (n == 3) {
       // (The same inputs, all in range.)
