@@ -374,30 +374,56 @@ void FlashForward::similarityStep(ArrayRef<Value> scratch, Value t) {
   Value probs = scratch[simScratch], alphas = scratch[simScratch + 1],
         acc = view(scratch[simScratch + 2], t);
   int64_t n = blockTiles * kCols / kLanes;
+  // The head pairs in tiles of up to kHeads x kHeads heads (the lower
+  // triangle's): a tile's A_hg stay in registers over the block's keys,
+  // each vector of its heads' p loaded once for every product it feeds
+  // (two loads per FMA otherwise: the loads bound the step).
+  constexpr int64_t kHeads = 4;
   loop(0, rows, [&](Value r) {
-    loop(0, H, [&](Value h) {
-      SmallVector<Value> ph;
-      for (int64_t w = 0; w < n; ++w)
-        ph.push_back(vector::LoadOp::create(b, vec, probs,
-                                            ValueRange{h, r, idx(w * kLanes)}));
-      Value ah = memref::LoadOp::create(b, alphas, ValueRange{h, r});
-      Value first = pairOf(h, idx(0));
-      loop(idx(0), arith::AddIOp::create(b, h, idx(1)), 1, [&](Value g) {
-        Value col = arith::MulIOp::create(b, arith::AddIOp::create(b, first, g),
-                                          idx(kLanes));
-        Value moved = splat(arith::MulFOp::create(
-            b, ah, memref::LoadOp::create(b, alphas, ValueRange{g, r})));
-        Value a = arith::MulFOp::create(
-            b, vector::LoadOp::create(b, vec, acc, ValueRange{r, col}), moved);
-        for (int64_t w = 0; w < n; ++w)
-          a = vector::FMAOp::create(
-              b, ph[w],
-              vector::LoadOp::create(b, vec, probs,
-                                     ValueRange{g, r, idx(w * kLanes)}),
-              a);
-        vector::StoreOp::create(b, a, acc, ValueRange{r, col});
-      });
-    });
+    SmallVector<Value> alpha;
+    for (int64_t h = 0; h < H; ++h)
+      alpha.push_back(memref::LoadOp::create(b, alphas, ValueRange{idx(h), r}));
+    for (int64_t hb = 0; hb < H; hb += kHeads) {
+      for (int64_t gb = 0; gb <= hb; gb += kHeads) {
+        SmallVector<std::pair<int64_t, int64_t>> tile;
+        SmallVector<int64_t> heads;
+        for (int64_t h = hb; h < std::min(hb + kHeads, H); ++h) {
+          heads.push_back(h);
+          for (int64_t g = gb; g < std::min(gb + kHeads, h + 1); ++g)
+            tile.push_back({h, g});
+        }
+        for (int64_t g = gb; g < std::min(gb + kHeads, H); ++g)
+          if (g < hb)
+            heads.push_back(g);
+        // A_hg moved to the new pair of running maxima, then the block's
+        // sum_j p_hj p_gj added.
+        auto colOf = [&](int64_t h, int64_t g) {
+          return idx((h * (h + 1) / 2 + g) * kLanes);
+        };
+        SmallVector<Value> init;
+        for (auto [h, g] : tile)
+          init.push_back(arith::MulFOp::create(
+              b,
+              vector::LoadOp::create(b, vec, acc, ValueRange{r, colOf(h, g)}),
+              splat(arith::MulFOp::create(b, alpha[h], alpha[g]))));
+        auto sums = scf::ForOp::create(
+            b, idx(0), idx(n * kLanes), idx(kLanes), init,
+            [&](OpBuilder &, Location, Value c, ValueRange a) {
+              DenseMap<int64_t, Value> p;
+              for (int64_t h : heads)
+                p[h] = vector::LoadOp::create(b, vec, probs,
+                                              ValueRange{idx(h), r, c});
+              SmallVector<Value> next;
+              for (auto [k, hg] : llvm::enumerate(tile))
+                next.push_back(
+                    vector::FMAOp::create(b, p[hg.first], p[hg.second], a[k]));
+              scf::YieldOp::create(b, next);
+            });
+        for (auto [k, hg] : llvm::enumerate(tile))
+          vector::StoreOp::create(b, sums.getResult(k), acc,
+                                  ValueRange{r, colOf(hg.first, hg.second)});
+      }
+    }
   });
 }
 
@@ -561,10 +587,10 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     for (int64_t w = 0; w < n; ++w) {
       Value shifted;
       if (base2) {
-        Value t = vector::FMAOp::create(b, s[w], log2eScale, negShift);
-        p.push_back(buildExp2ScalefForBf16(b, t));
-        if (entropy)
-          shifted = arith::MulFOp::create(b, t, splat(f(1.0 / kLog2e)));
+        // (The entropy's terms in base 2: the block's sum is moved to
+        // base e once, below.)
+        shifted = vector::FMAOp::create(b, s[w], log2eScale, negShift);
+        p.push_back(buildExp2ScalefForBf16(b, shifted));
       } else {
         shifted = arith::SubFOp::create(b, s[w], splat(safe));
         p.push_back(expVector(shifted));
@@ -593,12 +619,22 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
         arith::MulFOp::create(b, memref::LoadOp::create(b, sumBuf, r), alpha),
         blockSum);
     if (gk) {
-      // The key cells' sums move to the new max, then take the block's p.
-      loop(idx(0), idx(shapeOf(st.cellBuf)[1]), kLanes, [&](Value c) {
-        Value x = vector::LoadOp::create(b, vec, st.cellBuf, ValueRange{r, c});
-        vector::StoreOp::create(b, arith::MulFOp::create(b, x, splat(alpha)),
-                                st.cellBuf, ValueRange{r, c});
-      });
+      // The key cells' sums move to the new max (where it moved: in most
+      // blocks it does not), then take the block's p.
+      auto moved = scf::IfOp::create(
+          b,
+          arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, alpha, f(1.0f)),
+          /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(moved.thenBlock());
+        loop(idx(0), idx(shapeOf(st.cellBuf)[1]), kLanes, [&](Value c) {
+          Value x =
+              vector::LoadOp::create(b, vec, st.cellBuf, ValueRange{r, c});
+          vector::StoreOp::create(b, arith::MulFOp::create(b, x, splat(alpha)),
+                                  st.cellBuf, ValueRange{r, c});
+        });
+      }
       auto oneCell = scf::IfOp::create(b, inOneCell, /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(oneCell.thenBlock());
@@ -631,6 +667,8 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
                  return arith::AddFOp::create(b, x, y).getResult();
                }),
           Value(), arith::FastMathFlags::reassoc);
+      if (base2)
+        blockT = arith::MulFOp::create(b, blockT, f(1.0 / kLog2e));
       memref::StoreOp::create(
           b,
           arith::AddFOp::create(b, arith::MulFOp::create(b, tOld, alpha),
