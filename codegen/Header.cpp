@@ -55,7 +55,10 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
       llvm::interleave(arg.shape, os, ",");
       os << "] " << arg.dtype
          << (arg.dtype == "f16" || arg.dtype == "bf16" ? " (bits)" : "")
-         << (arg.isOutput ? ", output" : ", input");
+         << (arg.isOutput         ? ", output"
+             : arg.updatedInPlace ? ", input, updated in place (attn.append "
+                                    "writes each sequence's new rows)"
+                                  : ", input");
       // What a saved value is: e.g. "the LSE (...) of attention #0 (f.mlir:6)".
       if (!arg.description.empty())
         os << ": " << arg.description;
@@ -83,8 +86,8 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
           if (vulkan)
             os << "attnc_vk_buffer *" << arg.name;
           else
-            os << (arg.isOutput ? "" : "const ") << cTypeOf(arg.dtype) << " *"
-               << arg.name;
+            os << (arg.isOutput || arg.updatedInPlace ? "" : "const ")
+               << cTypeOf(arg.dtype) << " *" << arg.name;
         },
         ", ");
     os << ");\n\n";

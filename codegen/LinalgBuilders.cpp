@@ -216,6 +216,79 @@ Value buildGatheredPages(OpBuilder &b, Location loc, Value pool, Value table) {
       .getResult(0);
 }
 
+Value buildAppend(OpBuilder &b, Location loc, Value rows, Value cache,
+                  Value lengths, Value table) {
+  ArrayRef<int64_t> r = shapeOf(rows), c = shapeOf(cache);
+  int64_t capacity = table ? shapeOf(table)[1] * c[2] : c[2];
+  auto cst = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  auto indexOf = [&](OpBuilder &nb, Value tensor, ValueRange at) -> Value {
+    Value x = tensor::ExtractOp::create(nb, loc, tensor, at);
+    return arith::IndexCastOp::create(nb, loc, nb.getIndexType(), x);
+  };
+  // dst[at] <- src[from], slices of [1, Hkv, n, D].
+  auto copyRows = [&](OpBuilder &nb, Value dst, ArrayRef<OpFoldResult> at,
+                      ArrayRef<OpFoldResult> from, OpFoldResult n) -> Value {
+    SmallVector<OpFoldResult> sizes = {
+        nb.getIndexAttr(1), nb.getIndexAttr(r[1]), n, nb.getIndexAttr(r[3])};
+    SmallVector<OpFoldResult> ones(4, nb.getIndexAttr(1));
+    Value src =
+        tensor::ExtractSliceOp::create(nb, loc, rows, from, sizes, ones);
+    Value slot = tensor::ExtractSliceOp::create(nb, loc, dst, at, sizes, ones);
+    Value copied = linalg::CopyOp::create(nb, loc, src, slot).getResult(0);
+    return tensor::InsertSliceOp::create(nb, loc, copied, dst, at, sizes, ones);
+  };
+  auto batches = scf::ForOp::create(
+      b, loc, cst(b, 0), cst(b, r[0]), cst(b, 1), ValueRange{cache},
+      [&](OpBuilder &nb, Location, Value bi, ValueRange acc) {
+        // (Clamped where nothing is written either way: no overflow.)
+        Value len = indexOf(nb, lengths, bi);
+        len = arith::MinSIOp::create(
+            nb, loc, arith::MaxSIOp::create(nb, loc, len, cst(nb, -r[2])),
+            cst(nb, capacity + r[2]));
+        // Rows [t0, t1) land at positions start + t in [0, capacity).
+        Value start = arith::SubIOp::create(nb, loc, len, cst(nb, r[2]));
+        Value t0 = arith::MaxSIOp::create(
+            nb, loc, cst(nb, 0),
+            arith::SubIOp::create(nb, loc, cst(nb, 0), start));
+        Value t1 = arith::MinSIOp::create(
+            nb, loc, cst(nb, r[2]),
+            arith::SubIOp::create(nb, loc, cst(nb, capacity), start));
+        t1 = arith::MaxSIOp::create(nb, loc, t0, t1);
+        OpFoldResult zero = nb.getIndexAttr(0);
+        Value result;
+        if (!table) {
+          Value n = arith::SubIOp::create(nb, loc, t1, t0);
+          Value p0 = arith::AddIOp::create(nb, loc, start, t0);
+          result = copyRows(nb, acc[0], {bi, zero, p0, zero},
+                            {bi, zero, t0, zero}, n);
+        } else {
+          auto tokens = scf::ForOp::create(
+              nb, loc, t0, t1, cst(nb, 1), ValueRange{acc[0]},
+              [&](OpBuilder &tb, Location, Value t, ValueRange pool) {
+                Value p = arith::AddIOp::create(tb, loc, start, t);
+                Value page = indexOf(
+                    tb, table,
+                    {bi, arith::DivUIOp::create(tb, loc, p, cst(tb, c[2]))});
+                page = arith::SelectOp::create(
+                    tb, loc,
+                    arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ult,
+                                          page, cst(tb, c[0])),
+                    page, cst(tb, 0));
+                Value row = arith::RemUIOp::create(tb, loc, p, cst(tb, c[2]));
+                scf::YieldOp::create(
+                    tb, loc,
+                    copyRows(tb, pool[0], {page, zero, row, zero},
+                             {bi, zero, t, zero}, tb.getIndexAttr(1)));
+              });
+          result = tokens.getResult(0);
+        }
+        scf::YieldOp::create(nb, loc, result);
+      });
+  return batches.getResult(0);
+}
+
 Value buildScores(OpBuilder &b, Location loc, Value query, Value key) {
   // Loops (b, h, i, j, d): S[b,h,i,j] += Q[b,h,i,d] * K[b, h / G, j, d].
   ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key);

@@ -41,6 +41,15 @@ mlir::Value buildMerge(mlir::OpBuilder &b, mlir::Location loc,
 /// 0): the unfused lowering's K or V (the flash kernels read the pages).
 mlir::Value buildGatheredPages(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value pool, mlir::Value table);
+/// attn.append: `cache` with row t of `rows` [B, Hkv, T, D] written at
+/// position len[b] - T + t of batch b (rows at positions outside [0,
+/// capacity) skipped), through the block table `table`
+/// [B, M] when the cache is a pool of pages (an entry outside [0, N)
+/// writes page 0, as buildGatheredPages reads it). Loops of slice copies
+/// on tensors, which bufferize in place: only the new rows are written.
+mlir::Value buildAppend(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value rows, mlir::Value cache,
+                        mlir::Value lengths, mlir::Value table);
 /// Q K^T in f32 with GQA.
 mlir::Value buildScores(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Value query, mlir::Value key);

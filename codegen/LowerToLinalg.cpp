@@ -79,6 +79,17 @@ struct LowerMerge : OpRewritePattern<MergeOp> {
   }
 };
 
+struct LowerAppend : OpRewritePattern<AppendOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AppendOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildAppend(rewriter, op.getLoc(), op.getRows(),
+                                       op.getCache(), op.getLengths(),
+                                       op.getPages()));
+    return success();
+  }
+};
+
 struct LowerScores : OpRewritePattern<ScoresOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ScoresOp op,
@@ -360,18 +371,20 @@ struct AttnLowerToLinalgPass
     module.walk([](ScaleOp op) {
       op.setFactorAttr(Builder(op).getF64FloatAttr(op.getEffectiveFactor()));
     });
-    // Kernel inputs are read-only: bufferization must never write into them.
+    // Kernel inputs are read-only: bufferization must never write into
+    // them, except the caches attn.append updates in place.
     module.walk([](func::FuncOp func) {
       for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-        if (isa<TensorType>(func.getArgument(i).getType()))
+        if (isa<TensorType>(func.getArgument(i).getType()) &&
+            !AppendOp::isAppendedTo(func.getArgument(i)))
           func.setArgAttr(i, bufferization::BufferizationDialect::
                                  kWritableAttrName,
                           BoolAttr::get(func.getContext(), false));
     });
 
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerCombine, LowerCombineGrad, LowerProjection, LowerMerge,
-                 LowerScores, LowerScale, LowerScoreMod, LowerMask,
+    patterns.add<LowerAppend, LowerCombine, LowerCombineGrad, LowerProjection,
+                 LowerMerge, LowerScores, LowerScale, LowerScoreMod, LowerMask,
                  LowerSoftmax, LowerApply, LowerAttention, LowerTransposedApply,
                  LowerProjectionGrad, LowerMergeGrad, LowerSoftmaxGrad,
                  LowerScoreModGrad, LowerAttentionGrad, LowerAttentionStats,

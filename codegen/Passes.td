@@ -10,8 +10,10 @@ def AttnLowerToLinalg : Pass<"attn-lower-to-linalg", "mlir::ModuleOp"> {
     Rewrites every attn op into linalg.generic/fill ops on tensors, one per
     mathematical step, accumulating in f32 (the unfused reference lowering).
     Score_mod and mask_mod regions are inlined into the element-wise bodies,
-    with linalg.index for (b, h, i, j). Function arguments are marked
-    read-only for bufferization.
+    with linalg.index for (b, h, i, j). attn.append becomes loops of
+    slice copies (linalg.copy between tensor slices) that bufferize in
+    place. Function arguments are marked read-only for bufferization,
+    except the caches attn.append writes.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",

@@ -155,6 +155,27 @@ LogicalResult checkHeadDim(Operation &op, int64_t dim, StringRef of) {
                         << ", the largest attnc compiles";
 }
 
+/// attn.append writes into its cache's buffer: the cache must be an
+/// argument of a kernel that nothing else reads (so that bufferization
+/// writes the caller's memory and copies nothing), and its result must be
+/// read (an unread append would be erased).
+LogicalResult checkAppend(func::FuncOp func, attn::AppendOp append) {
+  auto arg = dyn_cast<BlockArgument>(append.getCache());
+  if (!func.isPublic() || !arg || arg.getOwner() != &func.getBody().front())
+    return append.emitError()
+           << "attn.append writes into the caller's KV cache: its cache must "
+              "be an argument of a public function (a kernel)";
+  if (!arg.hasOneUse())
+    return append.emitError()
+           << "the cache argument of attn.append is updated in place, so "
+              "nothing else may read it; read the append's result instead";
+  if (append.getResult().use_empty())
+    return append.emitError()
+           << "the result of attn.append is never read; pass it to the "
+              "attn.attention that reads the cache";
+  return success();
+}
+
 /// Only graph-level ops may appear in a function body: attn ops, constants,
 /// func.call and func.return; every tensor they touch has a sane size.
 LogicalResult checkBody(func::FuncOp func) {
@@ -200,6 +221,17 @@ LogicalResult checkBody(func::FuncOp func) {
                               "teacher's query and key")))
         return failure();
     }
+    if (auto append = dyn_cast<attn::AppendOp>(op))
+      if (failed(checkAppend(func, append)))
+        return failure();
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+              call, call.getCalleeAttr());
+          callee && !callee.getOps<attn::AppendOp>().empty())
+        return call.emitError()
+               << "@" << call.getCallee()
+               << " appends to a KV cache in place (attn.append), so it "
+                  "cannot be called: call it from the host";
     if (auto scores = dyn_cast<attn::ScoresOp>(op))
       if (failed(
               checkHeadDim(op, shapeOf(scores.getQuery())[3], "query and key")))
@@ -345,6 +377,7 @@ FailureOr<KernelSignature> kernelSignature(func::FuncOp func,
                                "argument " + Twine(i) + " of @" + kernel.name,
                                arg)))
       return failure();
+    arg.updatedInPlace = attn::AppendOp::isAppendedTo(func.getArgument(i));
     std::string fallback = "arg" + std::to_string(i);
     arg.name = fallback;
     if (blockDef && i < blockDef->arguments.size())

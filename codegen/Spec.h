@@ -21,6 +21,8 @@ struct KernelArg {
   std::vector<int64_t> shape; // row-major, contiguous
   std::string dtype;          // f32, f16, bf16, i32, i64
   bool isOutput = false;
+  /// An input the kernel writes into (the cache of an attn.append).
+  bool updatedInPlace = false;
   /// What the argument holds, for the header's comment; set for the saved
   /// values of @f_fwd/@f_bwd ("the LSE of attention #0 (spec.mlir:6)").
   std::string description;

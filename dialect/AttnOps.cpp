@@ -6,6 +6,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -991,6 +992,60 @@ LogicalResult CombineGradOp::verify() {
       return emitOpError() << "result " << k << " must have type "
                            << (k < n ? output : lse) << ", got "
                            << grad.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AppendOp
+//===----------------------------------------------------------------------===//
+
+int64_t AppendOp::getCapacity() {
+  ArrayRef<int64_t> c = shapeOf(getCache());
+  if (Value table = getPages())
+    return shapeOf(table)[1] * c[2];
+  return c[2];
+}
+
+bool AppendOp::isAppendedTo(Value value) {
+  return llvm::any_of(value.getUsers(), [&](Operation *user) {
+    auto append = dyn_cast<AppendOp>(user);
+    return append && append.getCache() == value;
+  });
+}
+
+LogicalResult AppendOp::verify() {
+  if (failed(verifyShape(*this, getRows(), 4, "rows")) ||
+      failed(verifyShape(*this, getCache(), 4, "cache")) ||
+      failed(
+          verifySameElementType(*this, getRows(), getCache(), "rows", "cache")))
+    return failure();
+  ArrayRef<int64_t> r = shapeOf(getRows()), c = shapeOf(getCache());
+  if (failed(verifyMaskOptions(*this, std::nullopt, getLengths(), r[0])))
+    return failure();
+  if (c[1] != r[1] || c[3] != r[3])
+    return emitOpError() << "rows and cache must have the same heads and "
+                            "head dimension: "
+                         << getRows().getType() << " vs "
+                         << getCache().getType();
+  if (Value table = getPages()) {
+    if (failed(verifyShape(*this, table, 2, "pages")))
+      return failure();
+    ArrayRef<int64_t> t = shapeOf(table);
+    if (t[0] != r[0])
+      return emitOpError() << "pages must have one row per batch (" << r[0]
+                           << "), got " << table.getType();
+    int64_t capacity;
+    if (llvm::MulOverflow(t[1], c[2], capacity))
+      return emitOpError() << "the cache's capacity (" << t[1] << " pages of "
+                           << c[2] << " tokens) overflows";
+  } else if (c[0] != r[0]) {
+    return emitOpError() << "rows and cache batch sizes differ: " << r[0]
+                         << " vs " << c[0];
+  }
+  if (r[2] > getCapacity())
+    return emitOpError() << "appends " << r[2]
+                         << " rows per sequence to a cache of capacity "
+                         << getCapacity();
   return success();
 }
 

@@ -399,6 +399,56 @@ def Attn_AttentionStatsOp : Attn_Op<"attention_stats",
   }];
 }
 
+def Attn_AppendOp : Attn_Op<"append",
+    [Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "Append new keys (or values) to a KV cache, in place";
+  let description = [{
+    Writes the T new rows of `rows` [B, Hkv, T, D] into the cache at each
+    sequence's last T positions, `[len[b] - T, len[b])`, and returns the
+    cache: `lengths` holds the tokens each sequence has after the append,
+    as the `lengths` of an `attn.attention ... cache` that reads the result
+    does. Row t of batch b goes to position p = len[b] - T + t; rows with
+    p < 0 (when len[b] < T) are not written, and the cache's other rows keep
+    their values. The cache is [B, Hkv, C, D] (capacity C), or with
+    `pages(%table : tensor<BxMxi32>)` a pool of pages [N, Hkv, P, D] whose
+    position p of batch b is row p mod P of page %table[b, p / P] (as
+    `attn.attention ... pages`). Lengths must lie in [0, capacity] and the
+    table's entries in [0, N): the CPU entry points check them first and
+    return ATTNC_STATUS_BAD_SIZE, writing nothing, otherwise.
+
+    The result is the cache's buffer: in a kernel, the cache must be an
+    argument of the kernel that nothing else reads, and the kernel writes
+    the new rows into the caller's memory (the generated header declares
+    that pointer non-const, "updated in place"); nothing else of the cache
+    is read or copied, whatever its capacity. Inference only:
+    attn-derive-backward rejects it (`--no-backward`).
+
+    ```mlir
+    %k1 = attn.append %knew, %k lengths(%len : tensor<2xi32>)
+        : tensor<2x2x1x64xbf16> into tensor<2x2x256x64xbf16>
+    %o, %lse = attn.attention %q, %k1, %v1 causal cache lengths(%len : tensor<2xi32>)
+        : ...
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$rows, Attn_FloatTensor:$cache,
+                   Attn_LengthsTensor:$lengths,
+                   Optional<Attn_LengthsTensor>:$pages);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $rows `,` $cache `lengths` `(` $lengths `:` type($lengths) `)`
+    (`pages` `(` $pages^ `:` type($pages) `)`)?
+    attr-dict `:` type($rows) `into` type($cache)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The positions the cache holds per sequence: C, or M P when paged.
+    int64_t getCapacity();
+    /// Whether `value` is the cache of some attn.append (whose buffer the
+    /// kernel then writes).
+    static bool isAppendedTo(mlir::Value value);
+  }];
+}
+
 def Attn_CombineOp : Attn_Op<"combine", [Pure, AttrSizedOperandSegments]> {
   let summary = "Exact merge of partial attention results (O, LSE) over disjoint keys";
   let description = [{

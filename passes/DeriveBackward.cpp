@@ -35,6 +35,11 @@ LogicalResult checkDifferentiable(func::FuncOp func) {
         return failure();
       continue;
     }
+    if (isa<AppendOp>(op))
+      return op.emitOpError()
+             << "writes into a KV cache, which has no gradient (appends are "
+                "for inference)"
+             << kNoBackwardHint;
     if (auto attention = dyn_cast<AttentionOp>(op);
         attention && attention.getPages())
       return op.emitOpError()

@@ -81,7 +81,11 @@ llvm::DenseMap<unsigned, int64_t> attnc::cacheInputBounds(func::FuncOp func) {
         bound(table, shapeOf(a.getKey())[0] - 1);
     } else if (auto g = dyn_cast<attn::AttentionGradOp>(op); g && g.getCache())
       bound(g.getLengths(), attn::keyCountOf(g));
-    else if (auto m = dyn_cast<attn::MaskOp>(op); m && m.getCache())
+    else if (auto a = dyn_cast<attn::AppendOp>(op)) {
+      bound(a.getLengths(), a.getCapacity());
+      if (Value table = a.getPages())
+        bound(table, shapeOf(a.getCache())[0] - 1);
+    } else if (auto m = dyn_cast<attn::MaskOp>(op); m && m.getCache())
       bound(m.getLengths(), shapeOf(m.getScores())[3]);
   });
   return bounds;

@@ -28,9 +28,9 @@ enum class EntryPoints { All, Forward, Backward };
 void buildGraphPipeline(mlir::OpPassManager &pm, bool fuse, bool backward);
 
 /// The arguments of `func` that give the lengths of a `cache` op in it
-/// (attn.attention, attn.attention_grad, attn.mask) or the block table of
-/// a paged one, by argument number, each with the largest value its
-/// entries may hold: the least capacity (Skv) of those caches, or the last
+/// (attn.attention, attn.attention_grad, attn.mask, attn.append) or the
+/// block table of a paged one, by argument number, each with the largest value
+/// its entries may hold: the least capacity (Skv) of those caches, or the last
 /// page, N - 1 (attn-mark-length-bounds marks them; attnc run, bench and
 /// explain draw random entries within them).
 llvm::DenseMap<unsigned, int64_t> cacheInputBounds(mlir::func::FuncOp func);

@@ -74,7 +74,8 @@ def AttnMarkLengthBounds : Pass<"attn-mark-length-bounds", "mlir::ModuleOp"> {
   let summary = "Mark the lengths and block tables of KV caches with their bounds";
   let description = [{
     Every function argument that gives the `lengths` of a `cache` op
-    (attn.attention, attn.attention_grad, attn.mask), or is passed on to
+    (attn.attention, attn.attention_grad, attn.mask) or of attn.append
+    (capacity: C, or M P paged), or is passed on to
     one that does (`@f` calling `@f_fwd`), gets `attn.max_value = Skv`
     (the cache's capacity; the least of them when several caches share
     it); one that gives a paged cache's block table (`pages`) gets

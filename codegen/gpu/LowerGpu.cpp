@@ -23,6 +23,14 @@ namespace {
 
 struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
   void runOnOperation() override {
+    // Its loops of row copies would run on the host, over device buffers.
+    WalkResult appends = getOperation().walk([](attnc::attn::AppendOp op) {
+      op.emitOpError("is not supported on GPU targets yet: append on the "
+                     "host, or compile for the CPU");
+      return WalkResult::interrupt();
+    });
+    if (appends.wasInterrupted())
+      return signalPassFailure();
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       if (isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp>(op))

@@ -679,6 +679,177 @@ TEST(JitTest, CacheLengthsPastTheCapacityReturnBadSize) {
   }
 }
 
+/// Decoding through kernels that append their own keys and values
+/// (attn.append) to a KV cache, contiguous or paged: a prefill chunk, then
+/// one token at a time, two sequences of different lengths in one batch.
+/// Every output matches the float64 reference's full causal attention
+/// over the final sequences, and the cache then holds exactly each
+/// sequence's keys and values where the layout puts them (bitwise),
+/// nothing else of it written.
+TEST(JitTest, AppendedStepsMatchOneFullAttention) {
+  const int64_t B = 2, H = 4, Hkv = 2, D = 32, cap = 40, chunk = 7;
+  const int64_t page = 8, pages = 11, perSeq = cap / page;
+  const int64_t total[B] = {30, 19};
+  // Sequence b's page m: a shuffled table over a pool with spare pages.
+  const std::vector<int32_t> table = {3, 9, 0, 6, 10, 2, 8, 5, 1, 4};
+  for (bool paged : {false, true}) {
+    SCOPED_TRACE(paged ? "paged" : "contiguous");
+    auto t = [](int64_t a, int64_t h, int64_t s) {
+      return "tensor<" + std::to_string(a) + "x" + std::to_string(h) + "x" +
+             std::to_string(s) + "x32xf32>";
+    };
+    std::string cache = paged ? t(pages, Hkv, page) : t(B, Hkv, cap);
+    std::string tableArg = paged ? ", %table: tensor<2x5xi32>" : "";
+    std::string pagesOf = paged ? " pages(%table : tensor<2x5xi32>)" : "";
+    auto step = [&](const std::string &name, int64_t sq) {
+      std::string rows = t(B, Hkv, sq), q = t(B, H, sq);
+      std::string lse = "tensor<2x4x" + std::to_string(sq) + "xf32>";
+      auto append = [&](const char *to, const char *from, const char *in) {
+        return std::string("  ") + to + " = attn.append " + from + ", " + in +
+               " lengths(%len : tensor<2xi32>)" + pagesOf + " : " + rows +
+               " into " + cache + "\n";
+      };
+      return "func.func @" + name + "(%q: " + q + ", %kn: " + rows +
+             ", %vn: " + rows + ", %k: " + cache + ", %v: " + cache +
+             ", %len: tensor<2xi32>" + tableArg + ") -> (" + q + ", " + lse +
+             ") {\n" + append("%k1", "%kn", "%k") + append("%v1", "%vn", "%v") +
+             "  %o, %lse = attn.attention %q, %k1, %v1 causal cache "
+             "lengths(%len : tensor<2xi32>)" +
+             pagesOf + " : " + q + ", " + cache + ", " + cache + " -> " + q +
+             ", " + lse + "\n  return %o, %lse : " + q + ", " + lse + "\n}\n";
+    };
+    jit::Options options = testOptions();
+    options.backward = false;
+    std::string error;
+    auto module = jit::Module::compile(
+        step("prefill", chunk) + step("decode", 1), options, &error);
+    ASSERT_TRUE(module) << error;
+
+    // Each sequence's tokens: q [H, T, D], k and v [Hkv, T, D].
+    std::vector<std::vector<double>> qs(B), ks(B), vs(B), expected(B);
+    for (int64_t b = 0; b < B; ++b) {
+      qs[b].resize(H * total[b] * D);
+      ks[b].resize(Hkv * total[b] * D);
+      vs[b].resize(Hkv * total[b] * D);
+      ref::fillRandom(qs[b].data(), qs[b].size(), 10 + b);
+      ref::fillRandom(ks[b].data(), ks[b].size(), 20 + b);
+      ref::fillRandom(vs[b].data(), vs[b].size(), 30 + b);
+      ref::MaskSpec m;
+      m.causal = true;
+      std::vector<double> lse(H * total[b]);
+      expected[b].resize(qs[b].size());
+      ref::attentionForward({1, H, Hkv, total[b], total[b], D, D},
+                            double(float(ref::defaultScale(D))), m, {},
+                            qs[b].data(), ks[b].data(), vs[b].data(),
+                            expected[b].data(), lse.data());
+    }
+    // Where position p of sequence b, head g, lies in the cache.
+    auto at = [&](int64_t b, int64_t g, int64_t p) {
+      if (!paged)
+        return ((b * Hkv + g) * cap + p) * D;
+      return ((table[b * perSeq + p / page] * Hkv + g) * page + p % page) * D;
+    };
+    const float untouched = 7.0f;
+    std::vector<float> kc(paged ? pages * Hkv * page * D : B * Hkv * cap * D,
+                          untouched),
+        vc(kc.size(), untouched);
+    std::vector<int32_t> len(B, 0);
+    double worst = 0;
+    int64_t compared = 0;
+    // Runs `name` on tokens [from, from + n) of every sequence that has them
+    // (their keys and values as the new rows) and compares its outputs.
+    auto advance = [&](const char *name, int64_t from, int64_t n) {
+      std::vector<float> q(B * H * n * D, 0.0f), o(q.size()), lse(B * H * n),
+          kn(B * Hkv * n * D, 0.0f), vn(kn.size(), 0.0f);
+      for (int64_t b = 0; b < B; ++b) {
+        int64_t have = std::min(n, std::max<int64_t>(0, total[b] - from));
+        len[b] = int32_t(std::min(from + have, total[b]));
+        // A finished sequence appends nothing (its length stays, its
+        // last n rows are written again with what they hold).
+        for (int64_t g = 0; g < Hkv; ++g)
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t d = 0; d < D; ++d) {
+              int64_t p = len[b] - n + i;
+              if (p < 0)
+                continue;
+              kn[((b * Hkv + g) * n + i) * D + d] =
+                  float(ks[b][(g * total[b] + p) * D + d]);
+              vn[((b * Hkv + g) * n + i) * D + d] =
+                  float(vs[b][(g * total[b] + p) * D + d]);
+            }
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t d = 0; d < D; ++d) {
+              int64_t p = std::max<int64_t>(0, len[b] - n + i);
+              q[((b * H + h) * n + i) * D + d] =
+                  float(qs[b][(h * total[b] + p) * D + d]);
+            }
+      }
+      std::vector<void *> args = {q.data(),  kn.data(),  vn.data(), kc.data(),
+                                  vc.data(), len.data(), o.data(),  lse.data()};
+      if (paged)
+        args.insert(args.begin() + 6, const_cast<int32_t *>(table.data()));
+      jit::Result r = module->callUnchecked(name, args);
+      ASSERT_TRUE(r.ok()) << r.error;
+      for (int64_t b = 0; b < B; ++b) {
+        if (from >= total[b])
+          continue;
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t d = 0; d < D; ++d) {
+              double e = expected[b][(h * total[b] + from + i) * D + d];
+              double a = o[((b * H + h) * n + i) * D + d];
+              worst = std::max(worst, std::fabs(a - e) / (1 + std::fabs(e)));
+              ++compared;
+            }
+      }
+    };
+    advance("prefill", 0, chunk);
+    for (int64_t from = chunk; from < std::max(total[0], total[1]); ++from)
+      advance("decode", from, 1);
+    EXPECT_EQ(compared, H * D * (total[0] + total[1]));
+    EXPECT_LT(worst, 1e-5);
+    // The cache: each sequence's keys and values, and the rest untouched.
+    std::vector<float> kExpected(kc.size(), untouched),
+        vExpected(vc.size(), untouched);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t g = 0; g < Hkv; ++g)
+        for (int64_t p = 0; p < total[b]; ++p)
+          for (int64_t d = 0; d < D; ++d) {
+            kExpected[at(b, g, p) + d] =
+                float(ks[b][(g * total[b] + p) * D + d]);
+            vExpected[at(b, g, p) + d] =
+                float(vs[b][(g * total[b] + p) * D + d]);
+          }
+    EXPECT_EQ(kc, kExpected);
+    EXPECT_EQ(vc, vExpected);
+
+    // A length past the capacity (or a table entry outside the pool)
+    // returns ATTNC_STATUS_BAD_SIZE and writes nothing: neither the cache
+    // nor the output.
+    std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> bad = {
+        {{5, int32_t(cap + 1)}, table}, {{-1, 3}, table}};
+    if (paged) {
+      std::vector<int32_t> outside = table;
+      outside[7] = int32_t(pages);
+      bad.push_back({{5, 3}, outside});
+    }
+    for (auto &[lengths, entries] : bad) {
+      std::vector<float> q(B * H * D, 0.5f), o(q.size(), untouched), lse(B * H),
+          kn(B * Hkv * D, 0.25f), before = kc;
+      std::vector<void *> args = {q.data(),  kn.data(), kn.data(),
+                                  kc.data(), vc.data(), lengths.data(),
+                                  o.data(),  lse.data()};
+      if (paged)
+        args.insert(args.begin() + 6, entries.data());
+      jit::Result r = module->callUnchecked("decode", args);
+      EXPECT_EQ(r.status, ATTNC_STATUS_BAD_SIZE);
+      EXPECT_EQ(kc, before);
+      EXPECT_EQ(o, std::vector<float>(o.size(), untouched));
+    }
+  }
+}
+
 TEST(JitTest, CombineOfSplitCallsMatchesOneCall) {
   auto t = [](int64_t h, int64_t s, int64_t d) {
     return "tensor<1x" + std::to_string(h) + "x" + std::to_string(s) + "x" +

@@ -3,6 +3,7 @@
 #include "tools/reference/Reference.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -603,6 +604,29 @@ std::vector<double> gatherPages(int64_t N, int64_t Hkv, int64_t P, int64_t D,
                     out.begin() + ((b * Hkv + g) * M * P + m * P) * D);
     }
   return out;
+}
+
+void appendRows(const int64_t dims[7], const double *rows,
+                const int64_t *lengths, const int64_t *table, double *cache) {
+  auto [B, Hkv, T, D, C, N, M] = std::array<int64_t, 7>{
+      dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6]};
+  int64_t capacity = table ? M * C : C;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      int64_t p = lengths[b] - T + t;
+      if (p < 0 || p >= capacity)
+        continue;
+      // (page, row) of position p: the cache row's start per head g.
+      int64_t page = b, row = p;
+      if (table) {
+        page = table[b * M + p / C], row = p % C;
+        if (page < 0 || page >= N)
+          continue;
+      }
+      for (int64_t g = 0; g < Hkv; ++g)
+        std::copy_n(rows + ((b * Hkv + g) * T + t) * D, D,
+                    cache + ((page * Hkv + g) * C + row) * D);
+    }
 }
 
 void combinePartials(int64_t rows, int64_t cols,

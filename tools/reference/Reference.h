@@ -214,6 +214,15 @@ std::vector<double> gatherPages(int64_t N, int64_t Hkv, int64_t P, int64_t D,
                                 int64_t B, int64_t M, const double *pool,
                                 const int64_t *table);
 
+/// attn.append: rows [B, Hkv, T, D] written into `cache` at positions
+/// len[b] - T + t (those in [0, capacity)); the cache is [B, Hkv, C, D]
+/// (capacity C, `table` null) or a pool of pages [N, Hkv, P, D] with a
+/// block table [B, M] (capacity M P; position p is row p % P of page
+/// table[b, p / P], skipped when that entry is outside [0, N)). `dims` =
+/// {B, Hkv, T, D, C or P, N, M} (N and M 0 when not paged).
+void appendRows(const int64_t dims[7], const double *rows,
+                const int64_t *lengths, const int64_t *table, double *cache);
+
 /// out[b,h,s,d] = sum_e x[b,s,e] * w[e, h*D+d]; x [B,S,E], w [E,H*D],
 /// out [B,H,S,D].
 void projection(int64_t B, int64_t S, int64_t E, int64_t H, int64_t D,

@@ -67,7 +67,7 @@ public:
         .Case<attn::ProjectionOp, attn::MergeOp, attn::ScoresOp, attn::ScaleOp,
               attn::ScoreModOp, attn::MaskOp, attn::SoftmaxOp, attn::ApplyOp,
               attn::AttentionOp, attn::AttentionStatsOp, attn::DistillOp,
-              attn::CombineOp, arith::ConstantOp>(
+              attn::CombineOp, attn::AppendOp, arith::ConstantOp>(
             [&](auto concrete) { return evaluateOp(concrete); })
         .Default([](Operation *other) {
           return other->emitOpError("cannot be evaluated by attnc run");
@@ -327,6 +327,32 @@ private:
                          out.data.data(), lse.data.data());
     env[c.getOutput()] = std::move(out);
     env[c.getLse()] = std::move(lse);
+    return success();
+  }
+
+  LogicalResult evaluateOp(attn::AppendOp a) {
+    auto r = shapeOf(a.getRows()), c = shapeOf(a.getCache());
+    Value table = a.getPages();
+    auto integers = [&](Value v) {
+      std::vector<int64_t> out;
+      for (double x : env[v].data)
+        out.push_back(int64_t(x));
+      return out;
+    };
+    std::vector<int64_t> lengths = integers(a.getLengths()), entries;
+    if (table)
+      entries = integers(table);
+    int64_t dims[7] = {r[0],
+                       r[1],
+                       r[2],
+                       r[3],
+                       c[2],
+                       table ? c[0] : 0,
+                       table ? shapeOf(table)[1] : 0};
+    HostTensor cache = env[a.getCache()];
+    ref::appendRows(dims, env[a.getRows()].data.data(), lengths.data(),
+                    table ? entries.data() : nullptr, cache.data.data());
+    env[a.getResult()] = std::move(cache);
     return success();
   }
 
