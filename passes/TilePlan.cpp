@@ -31,26 +31,25 @@ int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
 }
 
 /// Whether the forward of `op` runs on AMX tiles on `target`: bf16 Q, K
-/// and V, D a multiple of 32 and Dv of 16 (whole tiles), and at least 4
-/// tiles of 16 query rows a head. The AMX path copies K and V whole into
-/// pairs per call, which only several query tiles amortize, where AVX-512
-/// packs one block at a time: a bf16 GQA decode step (B=4, H=32, Hkv=8,
-/// Sq=1, Skv=4096, D=128) ran in 37.6 ms on AMX, +64 MB, and 9.9 ms on
-/// AVX-512, +0.5 MB; at Sq=16 (Hkv=32, Skv=16384) AMX ran at 0.24x torch's
-/// SDPA with +1 GB.
-/// The backward too, with both D and Dv multiples of 32 (dP = dO V^T
-/// reduces over Dv in steps of 32). Not a paged cache's forward, which
-/// packs a block at a time.
+/// and V, D a multiple of 32 and Dv of 16 (whole tiles), and at least one
+/// tile of 16 query rows a head. A head of 8 query tiles or fewer (below)
+/// is one task, which pairs each key block into its scratch, as every task
+/// over a paged cache does; longer ones copy K and V whole into pairs once
+/// per call, shared by their tasks.
+/// (With a whole copy per call at every Sq, a bf16 GQA decode step, B=4,
+/// H=32, Hkv=8, Sq=1, Skv=4096, D=128, had run in 37.6 ms on AMX, +64 MB,
+/// and 9.9 ms on AVX-512, +0.5 MB; steps of fewer than 16 rows stay off
+/// AMX, whose tiles they would leave mostly empty.)
 bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
   // The statistics kernel's Q K^T too (bf16, at S=16384 its products
   // on FMAs were half its time).
   auto stats = dyn_cast<attn::AttentionStatsOp>(op);
-  if (!target.amx || (!fwd && !grad && !stats) || (fwd && fwd.getPages()))
+  if (!target.amx || (!fwd && !grad && !stats))
     return false;
   Value q = op->getOperand(0), k = op->getOperand(1);
-  if (shapeOf(q)[2] < 4 * attn::CpuPlanAttr::kAmxRows ||
+  if (shapeOf(q)[2] < (fwd ? 1 : 4) * attn::CpuPlanAttr::kAmxRows ||
       !elementTypeOf(q).isBF16() || !elementTypeOf(k).isBF16() ||
       shapeOf(q)[3] % 32 != 0)
     return false;
@@ -271,10 +270,9 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   int64_t headTiles = (sq + rows - 1) / rows;
   if (fwd && sq > 0 && headTiles <= 8)
     queryBlock = rows * headTiles;
-  // (AMX forwards keep whole per-call copies of K and V: no key splits.)
-  int64_t splits = grad          ? backwardSplits(grad, rows, keyBlock)
-                   : fwd && !amx ? forwardSplits(fwd, headTiles)
-                                 : 1;
+  int64_t splits = grad  ? backwardSplits(grad, rows, keyBlock)
+                   : fwd ? forwardSplits(fwd, headTiles)
+                         : 1;
   return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits,
                           dotBf16);
 }

@@ -93,7 +93,7 @@ FlashForward::Built FlashForward::build() {
           buffers.append({scratchBuffer({states, rows, D}, bf16),
                           scratchBuffer({rows, blockTiles * kCols}, bf16),
                           scratchBuffer({rows, Dv})});
-        if (packedBlocks && dot) {
+        if (packedBlocks && paired) {
           pairsScratch = buffers.size();
           buffers.append(
               {scratchBuffer({1, 1, 2 * blockTiles, D / 2, kCols}, bf16),
@@ -101,7 +101,7 @@ FlashForward::Built FlashForward::build() {
         } else if (packedBlocks) {
           buffers.push_back(scratchBuffer({1, 1, blockTiles, D, kCols}));
         }
-        if (packedBlocks && !dot && !valuesInPlace)
+        if (packedBlocks && !paired && !valuesInPlace)
           buffers.push_back(scratchBuffer(
               {1, 1, (Dv / kLanes + 1) / 2, blockTiles * kCols, 2 * kLanes}));
         if (entropy) {
@@ -264,7 +264,7 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
       // V's are never read, P V stops at the last key); V in place when
       // valuesInPlace.
       Value g = arith::DivUIOp::create(b, h0, idx(H / Hkv));
-      if (dot) {
+      if (paired) {
         // Their pairs (zeros past Skv).
         pairColumns(keys, scratch[pairsScratch], {idx(0), idx(0)}, bi, g, j0,
                     2 * blockTiles);
@@ -274,7 +274,7 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
         transposeTiles(keys, scratch[6], bi, g,
                        arith::DivUIOp::create(b, j0, idx(kCols)));
       }
-      if (!dot && !valuesInPlace)
+      if (!paired && !valuesInPlace)
         copyColumnChunks(
             values, bi, g, j0,
             arith::MinUIOp::create(b, idx(width),
@@ -499,23 +499,25 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   // The block's scores, tile by tile; a tile no row sees (past the end,
   // on the causal diagonal) is skipped: the masks drop its lanes.
   Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
-  // The dot products' K and V pairs: the per-call copies from the block's
-  // tile on, or (packedBlocks) the block's own from its first key.
+  // The AMX tiles' and dot products' K and V pairs: the per-call copies
+  // from the block's tile on, or (packedBlocks) the block's own from its
+  // first key.
   struct {
     Value k, v, bi, g, tile, end;
-  } dotKv = {kt, v, bi, g, tile0, qt.keys.end};
-  if (dot && packedBlocks)
-    dotKv = {scratch[pairsScratch],
-             scratch[pairsScratch + 1],
-             idx(0),
-             idx(0),
-             idx(0),
-             arith::SubIOp::create(b, qt.keys.end, j0)};
+  } kvPairs = {kt, v, bi, g, tile0, qt.keys.end};
+  if (paired && packedBlocks)
+    kvPairs = {scratch[pairsScratch],
+               scratch[pairsScratch + 1],
+               idx(0),
+               idx(0),
+               idx(0),
+               arith::SubIOp::create(b, qt.keys.end, j0)};
   if (amx)
-    amxScores(scratch[5], st.t, kt, bi, g, tile0, pBuf, blockTiles);
+    amxScores(scratch[5], st.t, kvPairs.k, kvPairs.bi, kvPairs.g, kvPairs.tile,
+              pBuf, blockTiles);
   else if (dot)
-    dotScores(scratch[5], st.t, dotKv.k, dotKv.bi, dotKv.g, dotKv.tile,
-              dotKv.end, pBuf);
+    dotScores(scratch[5], st.t, kvPairs.k, kvPairs.bi, kvPairs.g, kvPairs.tile,
+              kvPairs.end, pBuf);
   else
     loop(0, blockTiles, [&](Value t) {
       // A loop, not blockTiles copies of the product (JIT compile time).
@@ -683,11 +685,12 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
                               ValueRange{h, r});
   });
   if (amx) {
-    amxUpdate(scratch, oBuf, v, bi, g, tile0);
+    amxUpdate(scratch, oBuf, kvPairs.v, kvPairs.bi, kvPairs.g, kvPairs.tile);
     return;
   }
   if (dot) {
-    dotUpdate(scratch, oBuf, dotKv.v, dotKv.bi, dotKv.g, dotKv.tile, dotKv.end);
+    dotUpdate(scratch, oBuf, kvPairs.v, kvPairs.bi, kvPairs.g, kvPairs.tile,
+              kvPairs.end);
     return;
   }
   // Keys past the tile's have p = 0: no row sees them.

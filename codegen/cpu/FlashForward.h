@@ -40,8 +40,7 @@ public:
                                              : plan.getQueryBlock() / rows);
     if (foldHeads)
       groupTiles = qTiles;
-    packedBlocks =
-        !amx && !similarity && (qTiles <= groupTiles || op.getPages());
+    packedBlocks = !similarity && (qTiles <= groupTiles || op.getPages());
     kvSplits = packedBlocks && !entropy && !gk ? plan.getSplits() : 1;
     headsPerTask = similarity ? H
                    : packedBlocks && (B * Hkv >= kMinTasks || kvSplits > 1)
@@ -176,7 +175,7 @@ private:
   int64_t gq, gk;  // the pooled grid too, when gk > 0
   // Where the statistics' buffers are in a task's arguments and their
   // running sums in its scratch.
-  unsigned pairsScratch = 0; // dot with packedBlocks: the block's K, V pairs
+  unsigned pairsScratch = 0; // paired with packedBlocks: the block's pairs
   unsigned entropyArg = 0, entropyScratch = 0, poolArg = 0, poolScratch = 0,
            simArg = 0, simScratch = 0;
   bool amx; // the products on AMX tiles
@@ -207,9 +206,9 @@ private:
   // is cheaper than a pack per task (K's transpose gathers): at S = 2048,
   // D = 64 packing per task ran the forward ~15% slower. (Not with
   // similarity: a task's heads then read different KV heads' blocks.)
-  // With dot products a block's K and V are paired per task
-  // (pairColumns, pairKeys). A paged cache is always read so (the plan
-  // keeps it off AMX): its pages are never copied whole.
+  // With dot products or AMX tiles a block's K and V are paired per task
+  // (pairColumns, pairKeys: the layout of the per-call copies). A paged
+  // cache is always read so: its pages are never copied whole.
   bool packedBlocks;
   // Split-KV (the plan's splits, with packed blocks and no statistics):
   // each query block's keys in kvSplits ranges of equal whole key blocks,

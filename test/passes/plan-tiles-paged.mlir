@@ -1,11 +1,11 @@
 // RUN: attnc-opt %s -attn-plan-tiles="vector-bits=512 dot-bf16=true amx=true" | FileCheck %s
 
-// A paged cache never takes AMX tiles (its kernel packs a key block at a
-// time): a 64-row bf16 chunk on an AMX CPU takes f32 FMAs (the AVX-512
-// BF16 dot products run at half their rate there), a decoding step the dot
-// products, as over a contiguous cache, whose 64-row chunk takes AMX tiles.
+// A paged cache takes AMX tiles as a contiguous one does (its kernel pairs
+// a key block at a time, through the table): a 64-row bf16 chunk on an AMX
+// CPU, while a decoding step takes the dot products (below 16 rows; they
+// run at half the FMAs' rate there, but repay themselves below 4 rows).
 // CHECK-LABEL: func.func @paged_bf16
-// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 11, query_block = 66, key_block = 256>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>}
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 2, query_block = 2, key_block = 256, dot_bf16 = true>}
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>}
 func.func @paged_bf16(%q: tensor<1x2x64x64xbf16>, %q1: tensor<1x2x1x64xbf16>, %k: tensor<8x1x64x64xbf16>,
