@@ -188,6 +188,32 @@ struct Workgroup {
           ValueRange{r, c});
     });
   }
+  /// dst[r][c] = key row r0 + r of K or V (src) for (bi, head), zeros from
+  /// `limit` on (a cache's rows past a batch's length may hold anything,
+  /// NaN included, and P V multiplies them by p = 0): src is [B, Hkv,
+  /// extent, width], or with a block table `table` [B, M] a pool of pages
+  /// [N, Hkv, P, width] whose row j of batch bi is row j % P of page
+  /// table[bi, j / P] (an entry outside [0, N) reads page 0).
+  void stageKeys(Value src, Value table, Value bi, Value head, Value r0,
+                 int64_t rows, int64_t width, int64_t extent, Value limit,
+                 Value dst) {
+    ArrayRef<int64_t> shape = cast<MemRefType>(src.getType()).getShape();
+    forEachElement(rows, width, [&](Value r, Value c) {
+      Value row = g.add(r0, r);
+      Value at = g.minu(row, g.idx(extent - 1));
+      SmallVector<Value> index = {bi, head, at, c};
+      if (table) {
+        Value entry = memref::LoadOp::create(
+            g.b, table, ValueRange{bi, g.divu(at, g.idx(shape[2]))});
+        Value page = arith::IndexCastOp::create(g.b, g.b.getIndexType(), entry);
+        page = g.select(g.ult(page, g.idx(shape[0])), page, g.idx(0));
+        index = {page, head, g.remu(at, g.idx(shape[2])), c};
+      }
+      Value v = g.load(src, index);
+      memref::StoreOp::create(g.b, g.select(g.ult(row, limit), v, g.cst(0.0f)),
+                              dst, ValueRange{r, c});
+    });
+  }
   /// Writes map(tile[r][c], r) to dst[bi, head, r0 + r, c] for the rows
   /// before `extent`, in dst's element type.
   void storeRows(Value tile, int64_t rows, int64_t cols, Value dst, Value bi,
@@ -236,7 +262,7 @@ template <typename OpTy> struct FlashShape {
     auto q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
          v = shapeOf(op.getValue());
     B = q[0], H = q[1], Sq = q[2], D = q[3];
-    Hkv = k[1], Skv = k[2], Dv = v[3];
+    Hkv = k[1], Skv = attn::keyCountOf(op), Dv = v[3];
     Bq = plan.getQueryBlock(), Bk = plan.getKeyBlock();
     W = plan.getWorkgroupSize();
     scale = op.getEffectiveScale();
@@ -327,8 +353,7 @@ void launch(ImplicitLocOpBuilder &b, int64_t x, int64_t y, int64_t threads,
 
 } // namespace
 
-// A paged cache takes the unfused lowering (its pages gathered) for now.
-bool canLowerToFlashGpu(attn::AttentionOp op) { return !op.getPages(); }
+bool canLowerToFlashGpu(attn::AttentionOp) { return true; }
 
 bool canLowerToFlashGpu(attn::AttentionGradOp op) {
   // Float captures' per-key partial gradients must fit in 64 MiB.
@@ -351,7 +376,8 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
   FlashShape<attn::AttentionOp> s(op, plan);
   GpuBuilder g(b);
   Value q = bufferOf(b, op.getQuery()), k = bufferOf(b, op.getKey()),
-        v = bufferOf(b, op.getValue()), lengths = bufferOf(b, op.getLengths());
+        v = bufferOf(b, op.getValue()), lengths = bufferOf(b, op.getLengths()),
+        table = bufferOf(b, op.getPages());
   Value out = allocLike(b, op.getOutput().getType());
   Value lse = allocLike(b, op.getLse().getType());
   int64_t Bq = s.Bq, Bk = s.Bk, D = s.D, Dv = s.Dv;
@@ -386,8 +412,10 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
         g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
           Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
                                         /*existsOnly=*/true);
-          wg.stageRows(k, blk.bi, blk.kvh, j0, Bk, D, s.Skv, ks);
-          wg.stageRows(v, blk.bi, blk.kvh, j0, Bk, Dv, s.Skv, vs);
+          wg.stageKeys(k, table, blk.bi, blk.kvh, j0, Bk, D, s.Skv, blk.limit,
+                       ks);
+          wg.stageKeys(v, table, blk.bi, blk.kvh, j0, Bk, Dv, s.Skv, blk.limit,
+                       vs);
           g.barrier();
           // Scores and the online softmax: a subgroup per row.
           g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {

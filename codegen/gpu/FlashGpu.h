@@ -16,7 +16,8 @@
 
 namespace attnc {
 
-/// Whether the GPU flash kernels cover `op`: every attn.attention, and
+/// Whether the GPU flash kernels cover `op`: every attn.attention (a
+/// paged cache's pages read through its table), and
 /// every attn.attention_grad whose float score captures' per-key partial
 /// gradients fit in 64 MiB (others keep the unfused lowering).
 bool canLowerToFlashGpu(attn::AttentionOp op);
