@@ -31,15 +31,20 @@ int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
 }
 
 /// Whether the forward of `op` runs on AMX tiles on `target`: bf16 Q, K
-/// and V, D a multiple of 32 and Dv of 16 (whole tiles), and at least one
-/// tile of 16 query rows a head. A head of 8 query tiles or fewer (below)
-/// is one task, which pairs each key block into its scratch, as every task
-/// over a paged cache does; longer ones copy K and V whole into pairs once
-/// per call, shared by their tasks.
-/// (With a whole copy per call at every Sq, a bf16 GQA decode step, B=4,
-/// H=32, Hkv=8, Sq=1, Skv=4096, D=128, had run in 37.6 ms on AMX, +64 MB,
-/// and 9.9 ms on AVX-512, +0.5 MB; steps of fewer than 16 rows stay off
-/// AMX, whose tiles they would leave mostly empty.)
+/// and V, D a multiple of 32 and Dv of 16 (whole tiles), and at least 4
+/// query rows a head (the backward: 4 tiles of 16). A head of 8 query
+/// tiles or fewer (below) is one task, which pairs each key block into its
+/// scratch, as every task over a paged cache does; longer ones copy K and
+/// V whole into pairs once per call, shared by their tasks. (With a whole
+/// copy per call at every Sq, a bf16 GQA decode step, B=4, H=32, Hkv=8,
+/// Sq=1, Skv=4096, D=128, had run in 37.6 ms on AMX, +64 MB, and 9.9 ms on
+/// AVX-512, +0.5 MB.) Pairing per block, against the f32 FMAs that steps
+/// of 4 to 15 rows took before (B=4, H=32, Skv=4096, D=128, 2 threads, 9
+/// interleaved rounds, min): GQA (Hkv=8) Sq=4 13.4 -> 12.2 ms, Sq=8 20.5
+/// -> 12.4, Sq=16 32.4 -> 12.3; MHA Sq=4 26.5 -> 23.2, Sq=8 34.6 -> 26.0.
+/// Below 4 rows the dot products stay ahead (AMX: GQA Sq=1 6.6 -> 11.0
+/// ms, Sq=2 8.9 -> 11.1; MHA Sq=1 18.3 -> 23.3): a tile's 16 rows are then
+/// mostly empty.
 bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
@@ -49,7 +54,7 @@ bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   if (!target.amx || (!fwd && !grad && !stats))
     return false;
   Value q = op->getOperand(0), k = op->getOperand(1);
-  if (shapeOf(q)[2] < (fwd ? 1 : 4) * attn::CpuPlanAttr::kAmxRows ||
+  if (shapeOf(q)[2] < (fwd ? 4 : 4 * attn::CpuPlanAttr::kAmxRows) ||
       !elementTypeOf(q).isBF16() || !elementTypeOf(k).isBF16() ||
       shapeOf(q)[3] % 32 != 0)
     return false;

@@ -2,8 +2,8 @@
 
 // A paged cache takes AMX tiles as a contiguous one does (its kernel pairs
 // a key block at a time, through the table): a 64-row bf16 chunk on an AMX
-// CPU, while a decoding step takes the dot products (below 16 rows; they
-// run at half the FMAs' rate there, but repay themselves below 4 rows).
+// CPU, while a decoding step takes the dot products (below 4 rows, where
+// AMX's 16-row tiles would be mostly empty).
 // CHECK-LABEL: func.func @paged_bf16
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>}
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 2, query_block = 2, key_block = 256, dot_bf16 = true>}

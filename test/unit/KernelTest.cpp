@@ -870,8 +870,8 @@ TEST(KernelTest, FlashKernelTileBoundaries) {
 /// registers or not), K and V in bf16 pairs, with every mask kind,
 /// regions, grouped heads and Sq != Skv (on a host with AVX-512 BF16 and
 /// no AMX the same cases take the dot products, elsewhere the AVX-512
-/// path). AMX takes 16 query rows or more (TilePlan.cpp); the fewer rows
-/// here take the AVX-512 path (or, below 4, the dot products).
+/// path). AMX takes 4 query rows or more (TilePlan.cpp); the fewer rows
+/// here take the dot products.
 void runBf16TileShapes(const std::string &cpu) {
   std::mt19937_64 rng(57);
   auto pick = picker(rng);
@@ -912,7 +912,7 @@ void runBf16TileShapes(const std::string &cpu) {
     c.cpu = cpu;
     runCase(c, 1100 + n);
   }
-  // Steps and chunks of 16 to 128 query rows (8 tiles or fewer a head):
+  // Steps and chunks of 4 to 128 query rows (8 tiles or fewer a head):
   // one task per head or per KV head's group pairs each key block into its
   // scratch for the AMX tiles (or dot products), no per-call copy; caches
   // with lengths (0 included), windows, key splits (a single KV head over
@@ -922,7 +922,7 @@ void runBf16TileShapes(const std::string &cpu) {
     c.B = n < 4 ? 2 : 1;
     c.Hkv = n < 4 ? 4 : 1;
     c.H = c.Hkv * pick({1, 4});
-    c.Sq = pick({16, 20, 33, 64, 128});
+    c.Sq = pick({4, 9, 16, 33, 128});
     c.Skv = n < 4 ? pick({16, 77, 300}) : pick({2100, 3000});
     c.D = pick({32, 128});
     c.Dv = pick({16, 64});

@@ -206,7 +206,7 @@ void runCase(const PagedCase &c, uint64_t seed) {
   if (c.target != jit::Target::Cpu)
     return;
   // The same attention over the contiguous cache: the same kernel, the
-  // same results (bf16 chunks of 16 rows or more take AMX tiles over
+  // same results (bf16 chunks of 4 rows or more take AMX tiles over
   // either, where the CPU has them).
   auto contiguous = compile(c, false);
   ASSERT_TRUE(contiguous);
@@ -336,7 +336,7 @@ TEST(PagedCache, Vulkan) {
 /// output finite and equal to the reference's over zeros, for a paged
 /// cache (each sequence its own pages, the rest of the pool NaN too) and a
 /// contiguous one, on the f32 kernel, the AVX-512 BF16 dot products and
-/// (bf16 chunks of 16 rows or more, on CPUs with AMX) AMX tiles, and on the
+/// (bf16 chunks of 4 rows or more, on CPUs with AMX) AMX tiles, and on the
 /// Vulkan target's flash kernel.
 TEST(PagedCache, RowsPastTheLengthsMayHoldNaN) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
