@@ -525,6 +525,76 @@ TEST(JitTest, SuccessClearsAnEarlierError) {
 // Context-parallel ("ring") attention: the keys split across two calls on
 // separately compiled entry points, their (O, LSE) merged by an exported
 // attn.combine, equal one call over all the keys up to f32 rounding.
+/// Sequences of random tokens for decoding tests, one per batch entry:
+/// each one's q [H, T, D], k and v [Hkv, T, D], and the float64
+/// reference's full attention over it under `mask`; `compare` checks a
+/// step's outputs against that reference.
+struct DecodeSequences {
+  int64_t H, Hkv, D;
+  std::vector<int64_t> total;
+  std::vector<std::vector<double>> qs, ks, vs, expected;
+  double worst = 0; // the largest relative error compared
+  int64_t compared = 0;
+
+  DecodeSequences(int64_t H, int64_t Hkv, int64_t D,
+                  std::vector<int64_t> lengths, const ref::MaskSpec &mask)
+      : H(H), Hkv(Hkv), D(D), total(std::move(lengths)) {
+    size_t B = total.size();
+    qs.resize(B), ks.resize(B), vs.resize(B), expected.resize(B);
+    for (size_t b = 0; b < B; ++b) {
+      qs[b].resize(H * total[b] * D);
+      ks[b].resize(Hkv * total[b] * D);
+      vs[b].resize(Hkv * total[b] * D);
+      ref::fillRandom(qs[b].data(), qs[b].size(), 10 + b);
+      ref::fillRandom(ks[b].data(), ks[b].size(), 20 + b);
+      ref::fillRandom(vs[b].data(), vs[b].size(), 30 + b);
+      std::vector<double> lse(H * total[b]);
+      expected[b].resize(qs[b].size());
+      ref::attentionForward({1, H, Hkv, total[b], total[b], D, D},
+                            double(float(ref::defaultScale(D))), mask, {},
+                            qs[b].data(), ks[b].data(), vs[b].data(),
+                            expected[b].data(), lse.data());
+    }
+  }
+  /// Element (g, p, d) of sequence b's keys or values.
+  float key(int64_t b, int64_t g, int64_t p, int64_t d) const {
+    return float(ks[b][(g * total[b] + p) * D + d]);
+  }
+  float value(int64_t b, int64_t g, int64_t p, int64_t d) const {
+    return float(vs[b][(g * total[b] + p) * D + d]);
+  }
+  /// q [B, H, n, D]: each sequence's queries at positions [len - n, len)
+  /// (a negative position repeats the first).
+  std::vector<float> queries(const std::vector<int32_t> &len, int64_t n) const {
+    std::vector<float> q(total.size() * H * n * D);
+    for (size_t b = 0; b < total.size(); ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t d = 0; d < D; ++d) {
+            int64_t p = std::max<int64_t>(0, len[b] - n + i);
+            q[((b * H + h) * n + i) * D + d] =
+                float(qs[b][(h * total[b] + p) * D + d]);
+          }
+    return q;
+  }
+  /// o [B, H, n, D] against the reference's rows [from, from + n) of the
+  /// sequences that have them.
+  void compare(const std::vector<float> &o, int64_t from, int64_t n) {
+    for (size_t b = 0; b < total.size(); ++b) {
+      if (from >= total[b])
+        continue;
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t d = 0; d < D; ++d) {
+            double e = expected[b][(h * total[b] + from + i) * D + d];
+            double a = o[((b * H + h) * n + i) * D + d];
+            worst = std::max(worst, std::fabs(a - e) / (1 + std::fabs(e)));
+            ++compared;
+          }
+    }
+  }
+};
+
 /// A KV cache served by one compiled kernel per query count: a prefill
 /// chunk of 7 tokens, then decoding steps of one token, each appended to
 /// the cache (capacity 40) by the host before the call that reads it, with
@@ -558,58 +628,27 @@ TEST(JitTest, CacheStepsMatchOneFullAttention) {
                                        options, &error);
     ASSERT_TRUE(module) << error;
 
-    // Each sequence's tokens: q [H, T, D], k and v [Hkv, T, D].
-    std::vector<std::vector<double>> qs(B), ks(B), vs(B);
-    for (int64_t b = 0; b < B; ++b) {
-      qs[b].resize(H * total[b] * D);
-      ks[b].resize(Hkv * total[b] * D);
-      vs[b].resize(Hkv * total[b] * D);
-      ref::fillRandom(qs[b].data(), qs[b].size(), 10 + b);
-      ref::fillRandom(ks[b].data(), ks[b].size(), 20 + b);
-      ref::fillRandom(vs[b].data(), vs[b].size(), 30 + b);
-    }
-    // The reference: each sequence's full attention under the same mask.
-    std::vector<std::vector<double>> expected(B);
-    for (int64_t b = 0; b < B; ++b) {
-      ref::MaskSpec m;
-      m.causal = mask == "causal";
-      m.window = mask == "causal" ? 0 : 5;
-      std::vector<double> lse(H * total[b]);
-      expected[b].resize(qs[b].size());
-      ref::attentionForward({1, H, Hkv, total[b], total[b], D, D},
-                            double(float(ref::defaultScale(D))), m, {},
-                            qs[b].data(), ks[b].data(), vs[b].data(),
-                            expected[b].data(), lse.data());
-    }
-
+    ref::MaskSpec m;
+    m.causal = mask == "causal";
+    m.window = mask == "causal" ? 0 : 5;
+    DecodeSequences seqs(H, Hkv, D, {total[0], total[1]}, m);
     std::vector<float> kc(B * Hkv * cap * D, 0.0f), vc(kc.size(), 0.0f);
     std::vector<int32_t> len(B, 0);
-    double worst = 0;
-    int64_t compared = 0;
     // Appends tokens [from, from + n) of every sequence that has them, then
     // runs `name` over the last n positions of each and compares them.
     auto advance = [&](const char *name, int64_t from, int64_t n) {
-      std::vector<float> q(B * H * n * D, 0.0f), o(q.size()), lse(B * H * n);
       for (int64_t b = 0; b < B; ++b) {
         int64_t have = std::min(n, std::max<int64_t>(0, total[b] - from));
         for (int64_t g = 0; g < Hkv; ++g)
           for (int64_t p = from; p < from + have; ++p)
             for (int64_t d = 0; d < D; ++d) {
-              kc[((b * Hkv + g) * cap + p) * D + d] =
-                  float(ks[b][(g * total[b] + p) * D + d]);
-              vc[((b * Hkv + g) * cap + p) * D + d] =
-                  float(vs[b][(g * total[b] + p) * D + d]);
+              kc[((b * Hkv + g) * cap + p) * D + d] = seqs.key(b, g, p, d);
+              vc[((b * Hkv + g) * cap + p) * D + d] = seqs.value(b, g, p, d);
             }
         len[b] = int32_t(std::min(from + have, total[b]));
-        // A finished sequence's rows repeat its last queries (unchecked).
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t d = 0; d < D; ++d) {
-              int64_t p = std::max<int64_t>(0, len[b] - n + i);
-              q[((b * H + h) * n + i) * D + d] =
-                  float(qs[b][(h * total[b] + p) * D + d]);
-            }
       }
+      // (A finished sequence's rows repeat its last queries, unchecked.)
+      std::vector<float> q = seqs.queries(len, n), o(q.size()), lse(B * H * n);
       jit::Result r = module->call(
           name, {{q.data(), {B, H, n, D}},
                  {kc.data(), {B, Hkv, cap, D}},
@@ -618,24 +657,13 @@ TEST(JitTest, CacheStepsMatchOneFullAttention) {
                  {o.data(), {B, H, n, D}},
                  {lse.data(), {B, H, n}}});
       ASSERT_TRUE(r.ok()) << r.error;
-      for (int64_t b = 0; b < B; ++b) {
-        if (from >= total[b])
-          continue;
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t d = 0; d < D; ++d) {
-              double e = expected[b][(h * total[b] + from + i) * D + d];
-              double a = o[((b * H + h) * n + i) * D + d];
-              worst = std::max(worst, std::fabs(a - e) / (1 + std::fabs(e)));
-              ++compared;
-            }
-      }
+      seqs.compare(o, from, n);
     };
     advance("prefill", 0, chunk);
     for (int64_t from = chunk; from < std::max(total[0], total[1]); ++from)
       advance("decode", from, 1);
-    EXPECT_EQ(compared, H * D * (total[0] + total[1]));
-    EXPECT_LT(worst, 1e-5);
+    EXPECT_EQ(seqs.compared, H * D * (total[0] + total[1]));
+    EXPECT_LT(seqs.worst, 1e-5);
   }
 }
 
@@ -725,24 +753,9 @@ TEST(JitTest, AppendedStepsMatchOneFullAttention) {
         step("prefill", chunk) + step("decode", 1), options, &error);
     ASSERT_TRUE(module) << error;
 
-    // Each sequence's tokens: q [H, T, D], k and v [Hkv, T, D].
-    std::vector<std::vector<double>> qs(B), ks(B), vs(B), expected(B);
-    for (int64_t b = 0; b < B; ++b) {
-      qs[b].resize(H * total[b] * D);
-      ks[b].resize(Hkv * total[b] * D);
-      vs[b].resize(Hkv * total[b] * D);
-      ref::fillRandom(qs[b].data(), qs[b].size(), 10 + b);
-      ref::fillRandom(ks[b].data(), ks[b].size(), 20 + b);
-      ref::fillRandom(vs[b].data(), vs[b].size(), 30 + b);
-      ref::MaskSpec m;
-      m.causal = true;
-      std::vector<double> lse(H * total[b]);
-      expected[b].resize(qs[b].size());
-      ref::attentionForward({1, H, Hkv, total[b], total[b], D, D},
-                            double(float(ref::defaultScale(D))), m, {},
-                            qs[b].data(), ks[b].data(), vs[b].data(),
-                            expected[b].data(), lse.data());
-    }
+    ref::MaskSpec causal;
+    causal.causal = true;
+    DecodeSequences seqs(H, Hkv, D, {total[0], total[1]}, causal);
     // Where position p of sequence b, head g, lies in the cache.
     auto at = [&](int64_t b, int64_t g, int64_t p) {
       if (!paged)
@@ -754,13 +767,10 @@ TEST(JitTest, AppendedStepsMatchOneFullAttention) {
                           untouched),
         vc(kc.size(), untouched);
     std::vector<int32_t> len(B, 0);
-    double worst = 0;
-    int64_t compared = 0;
     // Runs `name` on tokens [from, from + n) of every sequence that has them
     // (their keys and values as the new rows) and compares its outputs.
     auto advance = [&](const char *name, int64_t from, int64_t n) {
-      std::vector<float> q(B * H * n * D, 0.0f), o(q.size()), lse(B * H * n),
-          kn(B * Hkv * n * D, 0.0f), vn(kn.size(), 0.0f);
+      std::vector<float> kn(B * Hkv * n * D, 0.0f), vn(kn.size(), 0.0f);
       for (int64_t b = 0; b < B; ++b) {
         int64_t have = std::min(n, std::max<int64_t>(0, total[b] - from));
         len[b] = int32_t(std::min(from + have, total[b]));
@@ -772,43 +782,24 @@ TEST(JitTest, AppendedStepsMatchOneFullAttention) {
               int64_t p = len[b] - n + i;
               if (p < 0)
                 continue;
-              kn[((b * Hkv + g) * n + i) * D + d] =
-                  float(ks[b][(g * total[b] + p) * D + d]);
-              vn[((b * Hkv + g) * n + i) * D + d] =
-                  float(vs[b][(g * total[b] + p) * D + d]);
-            }
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t d = 0; d < D; ++d) {
-              int64_t p = std::max<int64_t>(0, len[b] - n + i);
-              q[((b * H + h) * n + i) * D + d] =
-                  float(qs[b][(h * total[b] + p) * D + d]);
+              kn[((b * Hkv + g) * n + i) * D + d] = seqs.key(b, g, p, d);
+              vn[((b * Hkv + g) * n + i) * D + d] = seqs.value(b, g, p, d);
             }
       }
+      std::vector<float> q = seqs.queries(len, n), o(q.size()), lse(B * H * n);
       std::vector<void *> args = {q.data(),  kn.data(),  vn.data(), kc.data(),
                                   vc.data(), len.data(), o.data(),  lse.data()};
       if (paged)
         args.insert(args.begin() + 6, const_cast<int32_t *>(table.data()));
       jit::Result r = module->callUnchecked(name, args);
       ASSERT_TRUE(r.ok()) << r.error;
-      for (int64_t b = 0; b < B; ++b) {
-        if (from >= total[b])
-          continue;
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t d = 0; d < D; ++d) {
-              double e = expected[b][(h * total[b] + from + i) * D + d];
-              double a = o[((b * H + h) * n + i) * D + d];
-              worst = std::max(worst, std::fabs(a - e) / (1 + std::fabs(e)));
-              ++compared;
-            }
-      }
+      seqs.compare(o, from, n);
     };
     advance("prefill", 0, chunk);
     for (int64_t from = chunk; from < std::max(total[0], total[1]); ++from)
       advance("decode", from, 1);
-    EXPECT_EQ(compared, H * D * (total[0] + total[1]));
-    EXPECT_LT(worst, 1e-5);
+    EXPECT_EQ(seqs.compared, H * D * (total[0] + total[1]));
+    EXPECT_LT(seqs.worst, 1e-5);
     // The cache: each sequence's keys and values, and the rest untouched.
     std::vector<float> kExpected(kc.size(), untouched),
         vExpected(vc.size(), untouched);
@@ -816,10 +807,8 @@ TEST(JitTest, AppendedStepsMatchOneFullAttention) {
       for (int64_t g = 0; g < Hkv; ++g)
         for (int64_t p = 0; p < total[b]; ++p)
           for (int64_t d = 0; d < D; ++d) {
-            kExpected[at(b, g, p) + d] =
-                float(ks[b][(g * total[b] + p) * D + d]);
-            vExpected[at(b, g, p) + d] =
-                float(vs[b][(g * total[b] + p) * D + d]);
+            kExpected[at(b, g, p) + d] = seqs.key(b, g, p, d);
+            vExpected[at(b, g, p) + d] = seqs.value(b, g, p, d);
           }
     EXPECT_EQ(kc, kExpected);
     EXPECT_EQ(vc, vExpected);
