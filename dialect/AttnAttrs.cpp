@@ -40,8 +40,9 @@ LogicalResult CpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError()
            << "an AMX tile plan must have rows = " << kAmxRows << " (or "
            << 2 * kAmxRows
-           << " on attn.attention_grad) and a key_block, got rows = " << rows
-           << ", key_block = " << keyBlock;
+           << " on attn.attention and attn.attention_grad) and a key_block, "
+              "got rows = "
+           << rows << ", key_block = " << keyBlock;
   if (dotBf16 && (amx || rows > kMaxDotRows || keyBlock == 0))
     return emitError() << "a dot_bf16 tile plan must not be an AMX one and "
                           "must have rows <= "

@@ -35,15 +35,16 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
   let summary = "The tile plan of one op for the CPU kernels (attn-lower-cpu)";
   let description = [{
     - `rows`: query rows of a register block (the microkernels keep 2 rows
-      vectors of 16 floats per row as accumulators), 1 to 16 (32 for an
-      AMX backward);
+      vectors of 16 floats per row as accumulators), 1 to 16 (32 for AMX
+      forwards and backwards);
     - `query_block`: query rows per forward task, 1 to 16 register blocks
       that visit each key block together while it is in cache (0: none,
       for GEMMs);
     - `key_block`: keys per online-softmax step of the forward, or per
       dK/dV block of the backward, a multiple of 32 up to 256 (0: none);
     - `amx`: the forward, the statistics or the backward multiply on AMX
-      bf16 tiles (rows = 16; the backward's rows = 32: two tiles of rows,
+      bf16 tiles (rows = 16; a forward's may be 32, two tiles of rows that
+      share each K and V tile; the backward's are 32: two tiles of rows,
       one reduction step of its transposed products);
     - `dot_bf16`: the forward (where there is no AMX) or the backward
       (where it does not take AMX) multiplies with AVX-512 BF16 dot
@@ -66,7 +67,7 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
   }];
   let parameters = (ins
     AttrParameter<"int64_t",
-        "query rows of a register block, 1 to 16 (32: AMX backward)">:$rows,
+        "query rows of a register block, 1 to 16 (32: AMX)">:$rows,
     DefaultValuedParameter<"int64_t", "0",
         "query rows per forward task (0: none, for GEMMs)">:$query_block,
     DefaultValuedParameter<"int64_t", "0",

@@ -71,7 +71,8 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
     return op->emitError() << "only attn.attention, attn.attention_grad and "
                               "attn.attention_stats take an AMX tile plan";
   auto grad = dyn_cast<AttentionGradOp>(op);
-  if (cpu.getAmx() && (grad ? 2 : 1) * CpuPlanAttr::kAmxRows != cpu.getRows())
+  if (cpu.getAmx() && (grad || isa<AttentionStatsOp>(op)) &&
+      (grad ? 2 : 1) * CpuPlanAttr::kAmxRows != cpu.getRows())
     return op->emitError() << "an AMX tile plan of '" << op->getName()
                            << "' needs rows = "
                            << (grad ? 2 : 1) * CpuPlanAttr::kAmxRows << ", got "

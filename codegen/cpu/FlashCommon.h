@@ -276,6 +276,16 @@ protected:
   void amxScores(mlir::Value qRows, mlir::Value t, mlir::Value kp,
                  mlir::Value bi, mlir::Value g, mlir::Value tile,
                  mlir::Value pBuf, int64_t keyTiles);
+  /// The C tiles of 16 columns (keys, or V's columns) an AMX product
+  /// computes at a time for the plan's rows: as many as AMX's 8 tile
+  /// registers hold beside the rows' A tiles and a B tile (4 for a tile of
+  /// 16 rows, 2 for two).
+  int64_t amxTilesPerPass() const { return rows > kAmxRows ? 2 : 4; }
+  /// amxScores' products for the keyTiles 16-key tiles from `first` (of
+  /// the step) alone.
+  void amxScoreGroup(mlir::Value qRows, mlir::Value t, mlir::Value kp,
+                     mlir::Value bi, mlir::Value g, mlir::Value tile,
+                     mlir::Value pBuf, mlir::Value first, int64_t keyTiles);
 
   //===--------------------------------------------------------------------===//
   // AVX-512 BF16 dot products (DotProducts.cpp): vdpbf16ps adds the products

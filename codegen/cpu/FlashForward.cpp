@@ -104,6 +104,10 @@ FlashForward::Built FlashForward::build() {
         if (packedBlocks && !paired && !valuesInPlace)
           buffers.push_back(scratchBuffer(
               {1, 1, (Dv / kLanes + 1) / 2, blockTiles * kCols, 2 * kLanes}));
+        if (pipelined) {
+          pipeScratch = buffers.size();
+          buffers.push_back(scratchBuffer({rows, blockTiles * kCols}));
+        }
         if (entropy) {
           entropyScratch = buffers.size();
           buffers.push_back(scratchBuffer({states, rows}));
@@ -280,6 +284,15 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
             arith::MinUIOp::create(b, idx(width),
                                    arith::SubIOp::create(b, idx(Skv), j0)),
             scratch[7], {idx(0), idx(0)});
+    }
+    if (pipelined) {
+      loop(0, headsPerTask, [&](Value hh) {
+        Value h = arith::AddIOp::create(b, h0, hh);
+        pipelinedKeyBlocks(
+            args, scratch, bi, hh, h, count,
+            [&](Value t) { return tileOf(h, t); }, j0);
+      });
+      return;
     }
     if (!similarity) {
       forTiles([&](Value h, Value t, Value state) {
@@ -489,7 +502,7 @@ Value FlashForward::pairOf(Value h, Value g) {
 
 void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
                             const TileState &st, const QueryTile &qt, Value bi,
-                            Value h, Value j0) {
+                            Value h, Value j0, const Pipeline *pipe) {
   Value kt = args[1], v = args[2];
   Value pBuf = scratch[1], alphaBuf = scratch[4];
   Value oBuf = st.oBuf, maxBuf = st.maxBuf, sumBuf = st.sumBuf,
@@ -499,20 +512,10 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   // The block's scores, tile by tile; a tile no row sees (past the end,
   // on the causal diagonal) is skipped: the masks drop its lanes.
   Value tile0 = arith::DivUIOp::create(b, j0, idx(kCols));
-  // The AMX tiles' and dot products' K and V pairs: the per-call copies
-  // from the block's tile on, or (packedBlocks) the block's own from its
-  // first key.
-  struct {
-    Value k, v, bi, g, tile, end;
-  } kvPairs = {kt, v, bi, g, tile0, qt.keys.end};
-  if (paired && packedBlocks)
-    kvPairs = {scratch[pairsScratch],
-               scratch[pairsScratch + 1],
-               idx(0),
-               idx(0),
-               idx(0),
-               arith::SubIOp::create(b, qt.keys.end, j0)};
-  if (amx)
+  KeyPairs kvPairs = keyPairsOf(args, scratch, qt, bi, j0);
+  if (pipe)
+    pBuf = pipe->scores;
+  else if (amx)
     amxScores(scratch[5], st.t, kvPairs.k, kvPairs.bi, kvPairs.g, kvPairs.tile,
               pBuf, blockTiles);
   else if (dot)
@@ -683,6 +686,26 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     if (similarity)
       memref::StoreOp::create(b, alpha, scratch[simScratch + 1],
                               ValueRange{h, r});
+    if (pipe) {
+      // The next tile's Q K^T, a C tile of each tile of rows every few rows.
+      int64_t passes = 2 * blockTiles,
+              every = std::max<int64_t>(1, rows / passes);
+      Value pass = arith::DivUIOp::create(b, r, idx(every));
+      Value now = arith::AndIOp::create(
+          b, pipe->next,
+          arith::AndIOp::create(
+              b,
+              arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                    arith::RemUIOp::create(b, r, idx(every)),
+                                    idx(0)),
+              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, pass,
+                                    idx(passes))));
+      auto ifOp = scf::IfOp::create(b, now, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      amxScoreGroup(scratch[5], pipe->nextState, kvPairs.k, kvPairs.bi,
+                    kvPairs.g, kvPairs.tile, pipe->nextScores, pass, 1);
+    }
   });
   if (amx) {
     amxUpdate(scratch, oBuf, kvPairs.v, kvPairs.bi, kvPairs.g, kvPairs.tile);
@@ -704,6 +727,74 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   else
     rowsTimesKeys(oBuf, pBuf, packedBlocks ? sourceOf(args, 2) : v, bi, g, j0,
                   valid, alphaBuf, kPrefetchRows);
+}
+
+FlashForward::KeyPairs FlashForward::keyPairsOf(ArrayRef<Value> args,
+                                                ArrayRef<Value> scratch,
+                                                const QueryTile &qt, Value bi,
+                                                Value j0) {
+  // The AMX tiles' and dot products' K and V pairs: the per-call copies
+  // from the block's tile on, or (packedBlocks) the block's own from its
+  // first key.
+  if (paired && packedBlocks)
+    return {scratch[pairsScratch],
+            scratch[pairsScratch + 1],
+            idx(0),
+            idx(0),
+            idx(0),
+            arith::SubIOp::create(b, qt.keys.end, j0)};
+  return {
+      args[1],    args[2], bi, qt.g, arith::DivUIOp::create(b, j0, idx(kCols)),
+      qt.keys.end};
+}
+
+void FlashForward::pipelinedKeyBlocks(ArrayRef<Value> args,
+                                      ArrayRef<Value> scratch, Value bi,
+                                      Value hh, Value h, Value count,
+                                      function_ref<QueryTile(Value)> tileOf,
+                                      Value j0) {
+  // Tile t's scores in the first buffer when t is even, else the second.
+  auto scoresOf = [&](Value t) {
+    Value even =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                              arith::RemUIOp::create(b, t, idx(2)), idx(0));
+    return arith::SelectOp::create(b, even, scratch[1], scratch[pipeScratch])
+        .getResult();
+  };
+  auto sees = [&](Value t) {
+    return masks.seesKeyBlock(b, tileOf(t).keys, j0);
+  };
+  auto scoresFor = [&](Value t) {
+    KeyPairs kp = keyPairsOf(args, scratch, tileOf(t), bi, j0);
+    amxScores(scratch[5], stateIndex(hh, t), kp.k, kp.bi, kp.g, kp.tile,
+              scoresOf(t), blockTiles);
+  };
+  auto ifThen = [&](Value cond, function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  };
+  ifThen(sees(idx(0)), [&] { scoresFor(idx(0)); });
+  loop(idx(0), count, 1, [&](Value t) {
+    QueryTile qt = tileOf(t);
+    Value next = arith::AddIOp::create(b, t, idx(1));
+    Value nextSees = arith::AndIOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, next, count),
+        sees(next));
+    auto ifOp = scf::IfOp::create(b, masks.seesKeyBlock(b, qt.keys, j0),
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Pipeline pipe = {scoresOf(t), nextSees, stateIndex(hh, next),
+                     scoresOf(next)};
+    keyBlock(args, scratch, stateOf(scratch, stateIndex(hh, t)), qt, bi, h, j0,
+             &pipe);
+    // A tile that does not see the block leaves the next tile's scores to
+    // be computed here.
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    ifThen(nextSees, [&] { scoresFor(next); });
+  });
 }
 
 void FlashForward::mergeSplits(Value partO, Value partL, Value o, Value l) {

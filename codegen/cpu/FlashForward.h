@@ -41,6 +41,7 @@ public:
     if (foldHeads)
       groupTiles = qTiles;
     packedBlocks = !similarity && (qTiles <= groupTiles || op.getPages());
+    pipelined = amx && !similarity && rows > kAmxRows && groupTiles > 1;
     kvSplits = packedBlocks && !entropy && !gk ? plan.getSplits() : 1;
     headsPerTask = similarity ? H
                    : packedBlocks && (B * Hkv >= kMinTasks || kvSplits > 1)
@@ -100,10 +101,36 @@ private:
 
   /// One step of the online softmax: query tile `qt` (state `st`) over the
   /// keys [j0, j0 + width).
+  /// Where a key block's products read K and V: the per-call pairs from
+  /// the block's tile on, or (packedBlocks) the block's own from its first
+  /// key (bi, g and tile then 0), and the keys the tile sees from there.
+  struct KeyPairs {
+    mlir::Value k, v, bi, g, tile, end;
+  };
+  KeyPairs keyPairsOf(mlir::ArrayRef<mlir::Value> args,
+                      mlir::ArrayRef<mlir::Value> scratch, const QueryTile &qt,
+                      mlir::Value bi, mlir::Value j0);
+
+  /// With pipelined: the scores buffer of this tile's step (computed
+  /// before), and the next tile's state and scores buffer, whose Q K^T the
+  /// step computes between its softmax rows where `next` holds.
+  struct Pipeline {
+    mlir::Value scores, next, nextState, nextScores;
+  };
+
   void keyBlock(mlir::ArrayRef<mlir::Value> args,
                 mlir::ArrayRef<mlir::Value> scratch, const TileState &st,
                 const QueryTile &qt, mlir::Value bi, mlir::Value h,
-                mlir::Value j0);
+                mlir::Value j0, const Pipeline *pipe = nullptr);
+
+  /// The key block j0 for each of the task's query tiles of head hh,
+  /// pipelined: tile t's softmax rows interleaved with tile t + 1's Q K^T
+  /// (the scores double-buffered).
+  void pipelinedKeyBlocks(mlir::ArrayRef<mlir::Value> args,
+                          mlir::ArrayRef<mlir::Value> scratch, mlir::Value bi,
+                          mlir::Value hh, mlir::Value h, mlir::Value count,
+                          mlir::function_ref<QueryTile(mlir::Value)> tileOf,
+                          mlir::Value j0);
 
   //===--------------------------------------------------------------------===//
   // AMX: the products on 16 x 16 f32 tiles, bf16 operands with pairs of
@@ -176,9 +203,17 @@ private:
   // Where the statistics' buffers are in a task's arguments and their
   // running sums in its scratch.
   unsigned pairsScratch = 0; // paired with packedBlocks: the block's pairs
+  unsigned pipeScratch = 0;  // with pipelined: the second scores buffer
   unsigned entropyArg = 0, entropyScratch = 0, poolArg = 0, poolScratch = 0,
            simArg = 0, simScratch = 0;
   bool amx; // the products on AMX tiles
+  // On AMX with two tiles of rows and several query tiles a task: a tile's
+  // softmax rows for a key block are interleaved with the next tile's
+  // Q K^T, a C tile of each tile of rows every few rows, so that the tile
+  // unit works while the vector units do (out-of-order execution overlaps
+  // them only within a few hundred instructions, less than a tile's
+  // softmax).
+  bool pipelined;
   bool dot; // the products as AVX-512 BF16 dot products (FlashForwardDot.cpp)
   // Either: Q, K, V and P in bf16, K and V copied into pairs per call.
   bool paired;

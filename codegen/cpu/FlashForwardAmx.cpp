@@ -109,41 +109,51 @@ void FlashCommon::amxProducts(
 
 void FlashCommon::amxScores(Value qRows, Value t, Value kp, Value bi, Value g,
                             Value tile, Value pBuf, int64_t keyTiles) {
-  // Up to 4 C tiles at a time (64 keys), in sub-steps over the step.
+  for (int64_t first = 0; first < 2 * keyTiles; first += amxTilesPerPass())
+    amxScoreGroup(qRows, t, kp, bi, g, tile, pBuf, idx(first),
+                  std::min(amxTilesPerPass(), 2 * keyTiles - first));
+}
+
+void FlashCommon::amxScoreGroup(Value qRows, Value t, Value kp, Value bi,
+                                Value g, Value tile, Value pBuf, Value first,
+                                int64_t keyTiles) {
+  // Each K tile loaded once for the tiles of rows, which share it.
   Value t16 = arith::MulIOp::create(b, tile, idx(2));
-  for (int64_t first = 0; first < 2 * keyTiles; first += 4)
-    amxProducts(
-        qRows,
-        [&](Value k, int64_t) {
-          return SmallVector<Value>{t, idx(0),
-                                    arith::MulIOp::create(b, k, idx(32))};
-        },
-        kp,
-        [&](Value k, int64_t n) {
-          return SmallVector<Value>{
-              bi, g, arith::AddIOp::create(b, t16, idx(first + n)),
-              arith::MulIOp::create(b, k, idx(16)), idx(0)};
-        },
-        pBuf,
-        [&](int64_t, int64_t n) {
-          return SmallVector<Value>{idx(0), idx(16 * (first + n))};
-        },
-        1, std::min<int64_t>(4, 2 * keyTiles - first), idx(0), idx(D / 32),
-        /*accumulate=*/false);
+  Value at = arith::AddIOp::create(b, t16, first);
+  Value col = arith::MulIOp::create(b, first, idx(kAmxRows));
+  amxProducts(
+      qRows,
+      [&](Value k, int64_t m) {
+        return SmallVector<Value>{t, idx(kAmxRows * m),
+                                  arith::MulIOp::create(b, k, idx(32))};
+      },
+      kp,
+      [&](Value k, int64_t n) {
+        return SmallVector<Value>{bi, g, arith::AddIOp::create(b, at, idx(n)),
+                                  arith::MulIOp::create(b, k, idx(16)), idx(0)};
+      },
+      pBuf,
+      [&](int64_t m, int64_t n) {
+        return SmallVector<Value>{idx(kAmxRows * m),
+                                  arith::AddIOp::create(b, col, idx(16 * n))};
+      },
+      rows / kAmxRows, keyTiles, idx(0), idx(D / 32),
+      /*accumulate=*/false);
 }
 
 void FlashForward::amxUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp,
                              Value bi, Value g, Value tile) {
   Value alphaBuf = scratch[4], pPairs = scratch[6], pv = scratch[7];
-  // Up to 4 column tiles at a time, each P tile loaded once for them: 4
-  // independent chains of tdpbf16ps. One column tile after another (P's
-  // tiles reloaded per column tile, or held when 2 fit) made each a
-  // dependent chain of blockTiles products.
-  for (int64_t c0 = 0; c0 < Dv; c0 += 4 * kAmxRows)
+  // As many column tiles at a time as the tile registers hold, each P tile
+  // loaded once for them: independent chains of tdpbf16ps. One column tile
+  // after another (P's tiles reloaded per column tile, or held when 2 fit)
+  // made each a dependent chain of blockTiles products.
+  int64_t perPass = amxTilesPerPass();
+  for (int64_t c0 = 0; c0 < Dv; c0 += perPass * kAmxRows)
     amxProducts(
         pPairs,
-        [&](Value k, int64_t) {
-          return SmallVector<Value>{idx(0),
+        [&](Value k, int64_t m) {
+          return SmallVector<Value>{idx(kAmxRows * m),
                                     arith::MulIOp::create(b, k, idx(kCols))};
         },
         vp,
@@ -152,10 +162,11 @@ void FlashForward::amxUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp,
                                     idx(0), idx(2 * (c0 + kAmxRows * n))};
         },
         pv,
-        [&](int64_t, int64_t n) {
-          return SmallVector<Value>{idx(0), idx(c0 + kAmxRows * n)};
+        [&](int64_t m, int64_t n) {
+          return SmallVector<Value>{idx(kAmxRows * m), idx(c0 + kAmxRows * n)};
         },
-        1, std::min<int64_t>(4, (Dv - c0) / kAmxRows), idx(0), idx(blockTiles),
+        rows / kAmxRows, std::min<int64_t>(perPass, (Dv - c0) / kAmxRows),
+        idx(0), idx(blockTiles),
         /*accumulate=*/false);
   loop(0, rows, [&](Value r) {
     Value alpha = splat(memref::LoadOp::create(b, alphaBuf, r));

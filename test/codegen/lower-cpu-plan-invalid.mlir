@@ -60,7 +60,7 @@ func.func @gpu_plan(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, tensor
 // -----
 
 func.func @amx_rows(%q: tensor<1x2x40x32xbf16>) -> (tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>) {
-  // expected-error @+1 {{an AMX tile plan must have rows = 16 (or 32 on attn.attention_grad) and a key_block, got rows = 8, key_block = 32}}
+  // expected-error @+1 {{an AMX tile plan must have rows = 16 (or 32 on attn.attention and attn.attention_grad) and a key_block, got rows = 8, key_block = 32}}
   %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 8, key_block = 32, amx = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
   return %o, %lse : tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
 }
@@ -75,10 +75,10 @@ func.func @missing_blocks(%q: tensor<1x2x40x16xf32>) -> (tensor<1x2x40x16xf32>, 
 
 // -----
 
-func.func @amx_forward_rows(%q: tensor<1x2x40x32xbf16>) -> (tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>) {
-  // expected-error @+1 {{an AMX tile plan of 'attn.attention' needs rows = 16, got 32}}
-  %o, %lse = attn.attention %q, %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 32, query_block = 32, key_block = 32, amx = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16> -> tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
-  return %o, %lse : tensor<1x2x40x32xbf16>, tensor<1x2x40xf32>
+func.func @amx_stats_rows(%q: tensor<1x2x40x32xbf16>, %l: tensor<1x2x40xf32>) -> tensor<1x2x40xf32> {
+  // expected-error @+1 {{an AMX tile plan of 'attn.attention_stats' needs rows = 16, got 32}}
+  %h = attn.attention_stats %q, %q, %l {attn.tile_plan = #attn.cpu_plan<rows = 32, query_block = 32, key_block = 32, amx = true>} : tensor<1x2x40x32xbf16>, tensor<1x2x40x32xbf16>, tensor<1x2x40xf32> -> entropy tensor<1x2x40xf32>
+  return %h : tensor<1x2x40xf32>
 }
 
 // -----

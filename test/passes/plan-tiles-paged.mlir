@@ -5,9 +5,9 @@
 // CPU, while a decoding step takes the dot products (below 4 rows, where
 // AMX's 16-row tiles would be mostly empty).
 // CHECK-LABEL: func.func @paged_bf16
-// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 32, query_block = 64, key_block = 256, amx = true>}
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 2, query_block = 2, key_block = 256, dot_bf16 = true>}
-// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 16, query_block = 64, key_block = 256, amx = true>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 32, query_block = 64, key_block = 256, amx = true>}
 func.func @paged_bf16(%q: tensor<1x2x64x64xbf16>, %q1: tensor<1x2x1x64xbf16>, %k: tensor<8x1x64x64xbf16>,
                       %kc: tensor<1x1x512x64xbf16>, %len: tensor<1xi32>, %t: tensor<1x8xi32>)
     -> (tensor<1x2x64x64xbf16>, tensor<1x2x1x64xbf16>, tensor<1x2x64x64xbf16>) {

@@ -935,6 +935,29 @@ void runBf16TileShapes(const std::string &cpu) {
     c.cpu = cpu;
     runCase(c, 1150 + n);
   }
+  // Prefills of several query tiles a task and several tasks a head: on AMX
+  // tiles of 32 rows, each tile's softmax interleaved with the next tile's
+  // Q K^T, from the per-call copies of K and V; the last case's task of
+  // tiles 2 and 3 has a key block (256-511) that tile 2 (positions 209 to
+  // 240) does not see and tile 3 does.
+  for (int n = 0; n < 5; ++n) {
+    AttentionCase c;
+    c.B = 1;
+    c.Hkv = pick({1, 2, 4});
+    c.H = 4;
+    c.Sq = n == 4 ? 400 : pick({400, 450});
+    c.Skv = n == 4 ? 545 : pick({300, 513});
+    c.cache = n == 4;
+    c.D = pick({64, 128});
+    c.Dv = pick({32, 48, 64});
+    c.dtype = "bf16";
+    c.causal = n % 2 == 0;
+    c.window = n == 1 ? 90 : 0;
+    c.lengths = n == 2;
+    c.scoreMod = n == 3 ? ScoreModKind::Alibi : ScoreModKind::None;
+    c.cpu = cpu;
+    runCase(c, 1170 + n);
+  }
 }
 
 TEST(KernelTest, Bf16ForwardTileShapes) { runBf16TileShapes("native"); }
