@@ -285,12 +285,15 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
                                    arith::SubIOp::create(b, idx(Skv), j0)),
             scratch[7], {idx(0), idx(0)});
     }
-    if (pipelined) {
+    if (pipelined && !similarity) {
       loop(0, headsPerTask, [&](Value hh) {
         Value h = arith::AddIOp::create(b, h0, hh);
         pipelinedKeyBlocks(
-            args, scratch, bi, hh, h, count,
-            [&](Value t) { return tileOf(h, t); }, j0);
+            args, scratch, bi, count,
+            [&](Value t) {
+              return Step{tileOf(h, t), h, stateIndex(hh, t)};
+            },
+            j0);
       });
       return;
     }
@@ -311,10 +314,18 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
       auto ifOp = scf::IfOp::create(b, sees, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      loop(0, H, [&](Value h) {
-        keyBlock(args, scratch, stateOf(scratch, stateIndex(h, t)),
-                 tileOf(h, t), bi, h, j0);
-      });
+      if (pipelined)
+        pipelinedKeyBlocks(
+            args, scratch, bi, idx(H),
+            [&](Value h) {
+              return Step{tileOf(h, t), h, stateIndex(h, t)};
+            },
+            j0);
+      else
+        loop(0, H, [&](Value h) {
+          keyBlock(args, scratch, stateOf(scratch, stateIndex(h, t)),
+                   tileOf(h, t), bi, h, j0);
+        });
       similarityStep(scratch, t);
     });
   });
@@ -703,8 +714,9 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
       auto ifOp = scf::IfOp::create(b, now, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      amxScoreGroup(scratch[5], pipe->nextState, kvPairs.k, kvPairs.bi,
-                    kvPairs.g, kvPairs.tile, pipe->nextScores, pass, 1);
+      const KeyPairs &kp = pipe->nextPairs;
+      amxScoreGroup(scratch[5], pipe->nextState, kp.k, kp.bi, kp.g, kp.tile,
+                    pipe->nextScores, pass, 1);
     }
   });
   if (amx) {
@@ -750,24 +762,24 @@ FlashForward::KeyPairs FlashForward::keyPairsOf(ArrayRef<Value> args,
 
 void FlashForward::pipelinedKeyBlocks(ArrayRef<Value> args,
                                       ArrayRef<Value> scratch, Value bi,
-                                      Value hh, Value h, Value count,
-                                      function_ref<QueryTile(Value)> tileOf,
+                                      Value count,
+                                      function_ref<Step(Value)> stepOf,
                                       Value j0) {
-  // Tile t's scores in the first buffer when t is even, else the second.
-  auto scoresOf = [&](Value t) {
+  // Step n's scores in the first buffer when n is even, else the second.
+  auto scoresOf = [&](Value n) {
     Value even =
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                              arith::RemUIOp::create(b, t, idx(2)), idx(0));
+                              arith::RemUIOp::create(b, n, idx(2)), idx(0));
     return arith::SelectOp::create(b, even, scratch[1], scratch[pipeScratch])
         .getResult();
   };
-  auto sees = [&](Value t) {
-    return masks.seesKeyBlock(b, tileOf(t).keys, j0);
+  auto sees = [&](const Step &step) {
+    return masks.seesKeyBlock(b, step.qt.keys, j0);
   };
-  auto scoresFor = [&](Value t) {
-    KeyPairs kp = keyPairsOf(args, scratch, tileOf(t), bi, j0);
-    amxScores(scratch[5], stateIndex(hh, t), kp.k, kp.bi, kp.g, kp.tile,
-              scoresOf(t), blockTiles);
+  auto scoresFor = [&](Value n, const Step &step) {
+    KeyPairs kp = keyPairsOf(args, scratch, step.qt, bi, j0);
+    amxScores(scratch[5], step.state, kp.k, kp.bi, kp.g, kp.tile, scoresOf(n),
+              blockTiles);
   };
   auto ifThen = [&](Value cond, function_ref<void()> body) {
     auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
@@ -775,25 +787,27 @@ void FlashForward::pipelinedKeyBlocks(ArrayRef<Value> args,
     b.setInsertionPointToStart(ifOp.thenBlock());
     body();
   };
-  ifThen(sees(idx(0)), [&] { scoresFor(idx(0)); });
-  loop(idx(0), count, 1, [&](Value t) {
-    QueryTile qt = tileOf(t);
-    Value next = arith::AddIOp::create(b, t, idx(1));
+  Step first = stepOf(idx(0));
+  ifThen(sees(first), [&] { scoresFor(idx(0), first); });
+  loop(idx(0), count, 1, [&](Value n) {
+    Step step = stepOf(n);
+    Value next = arith::AddIOp::create(b, n, idx(1));
+    Step nextStep = stepOf(next);
     Value nextSees = arith::AndIOp::create(
         b, arith::CmpIOp::create(b, arith::CmpIPredicate::ult, next, count),
-        sees(next));
-    auto ifOp = scf::IfOp::create(b, masks.seesKeyBlock(b, qt.keys, j0),
-                                  /*withElseRegion=*/true);
+        sees(nextStep));
+    auto ifOp = scf::IfOp::create(b, sees(step), /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Pipeline pipe = {scoresOf(t), nextSees, stateIndex(hh, next),
+    Pipeline pipe = {scoresOf(n), nextSees, nextStep.state,
+                     keyPairsOf(args, scratch, nextStep.qt, bi, j0),
                      scoresOf(next)};
-    keyBlock(args, scratch, stateOf(scratch, stateIndex(hh, t)), qt, bi, h, j0,
-             &pipe);
-    // A tile that does not see the block leaves the next tile's scores to
-    // be computed here.
+    keyBlock(args, scratch, stateOf(scratch, step.state), step.qt, bi, step.h,
+             j0, &pipe);
+    // A step whose tile does not see the block leaves the next step's
+    // scores to be computed here.
     b.setInsertionPointToStart(ifOp.elseBlock());
-    ifThen(nextSees, [&] { scoresFor(next); });
+    ifThen(nextSees, [&] { scoresFor(next, nextStep); });
   });
 }
 

@@ -41,7 +41,7 @@ public:
     if (foldHeads)
       groupTiles = qTiles;
     packedBlocks = !similarity && (qTiles <= groupTiles || op.getPages());
-    pipelined = amx && !similarity && rows > kAmxRows && groupTiles > 1;
+    pipelined = amx && rows > kAmxRows && (similarity ? H : groupTiles) > 1;
     kvSplits = packedBlocks && !entropy && !gk ? plan.getSplits() : 1;
     headsPerTask = similarity ? H
                    : packedBlocks && (B * Hkv >= kMinTasks || kvSplits > 1)
@@ -111,11 +111,13 @@ private:
                       mlir::ArrayRef<mlir::Value> scratch, const QueryTile &qt,
                       mlir::Value bi, mlir::Value j0);
 
-  /// With pipelined: the scores buffer of this tile's step (computed
-  /// before), and the next tile's state and scores buffer, whose Q K^T the
+  /// With pipelined: the scores buffer of this step (computed before), and
+  /// the next step's state, key pairs and scores buffer, whose Q K^T the
   /// step computes between its softmax rows where `next` holds.
   struct Pipeline {
-    mlir::Value scores, next, nextState, nextScores;
+    mlir::Value scores, next, nextState;
+    KeyPairs nextPairs;
+    mlir::Value nextScores;
   };
 
   void keyBlock(mlir::ArrayRef<mlir::Value> args,
@@ -123,13 +125,19 @@ private:
                 const QueryTile &qt, mlir::Value bi, mlir::Value h,
                 mlir::Value j0, const Pipeline *pipe = nullptr);
 
-  /// The key block j0 for each of the task's query tiles of head hh,
-  /// pipelined: tile t's softmax rows interleaved with tile t + 1's Q K^T
-  /// (the scores double-buffered).
+  /// One of a sequence of key-block steps: a query tile of a head, and
+  /// its state's index.
+  struct Step {
+    QueryTile qt;
+    mlir::Value h, state;
+  };
+  /// The key block j0 for steps 0 to count - 1 (a head's query tiles, or
+  /// with similarity a query tile's heads), pipelined: step n's softmax
+  /// rows interleaved with step n + 1's Q K^T (the scores double-buffered).
   void pipelinedKeyBlocks(mlir::ArrayRef<mlir::Value> args,
                           mlir::ArrayRef<mlir::Value> scratch, mlir::Value bi,
-                          mlir::Value hh, mlir::Value h, mlir::Value count,
-                          mlir::function_ref<QueryTile(mlir::Value)> tileOf,
+                          mlir::Value count,
+                          mlir::function_ref<Step(mlir::Value)> stepOf,
                           mlir::Value j0);
 
   //===--------------------------------------------------------------------===//
@@ -207,12 +215,12 @@ private:
   unsigned entropyArg = 0, entropyScratch = 0, poolArg = 0, poolScratch = 0,
            simArg = 0, simScratch = 0;
   bool amx; // the products on AMX tiles
-  // On AMX with two tiles of rows and several query tiles a task: a tile's
-  // softmax rows for a key block are interleaved with the next tile's
-  // Q K^T, a C tile of each tile of rows every few rows, so that the tile
-  // unit works while the vector units do (out-of-order execution overlaps
-  // them only within a few hundred instructions, less than a tile's
-  // softmax).
+  // On AMX with two tiles of rows and several query tiles a task (with
+  // similarity: several heads): a tile's softmax rows for a key block are
+  // interleaved with the next tile's (head's) Q K^T, a C tile of each tile
+  // of rows every few rows, so that the tile unit works while the vector
+  // units do (out-of-order execution overlaps them only within a few
+  // hundred instructions, less than a tile's softmax).
   bool pipelined;
   bool dot; // the products as AVX-512 BF16 dot products (FlashForwardDot.cpp)
   // Either: Q, K, V and P in bf16, K and V copied into pairs per call.
