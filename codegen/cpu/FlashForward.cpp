@@ -711,12 +711,11 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
                                     idx(0)),
               arith::CmpIOp::create(b, arith::CmpIPredicate::ult, pass,
                                     idx(passes))));
-      auto ifOp = scf::IfOp::create(b, now, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      const KeyPairs &kp = pipe->nextPairs;
-      amxScoreGroup(scratch[5], pipe->nextState, kp.k, kp.bi, kp.g, kp.tile,
-                    pipe->nextScores, pass, 1);
+      ifThen(now, [&] {
+        const KeyPairs &kp = pipe->nextPairs;
+        amxScoreGroup(scratch[5], pipe->nextState, kp.k, kp.bi, kp.g, kp.tile,
+                      pipe->nextScores, pass, 1);
+      });
     }
   });
   if (amx) {
@@ -780,12 +779,6 @@ void FlashForward::pipelinedKeyBlocks(ArrayRef<Value> args,
     KeyPairs kp = keyPairsOf(args, scratch, step.qt, bi, j0);
     amxScores(scratch[5], step.state, kp.k, kp.bi, kp.g, kp.tile, scoresOf(n),
               blockTiles);
-  };
-  auto ifThen = [&](Value cond, function_ref<void()> body) {
-    auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    body();
   };
   Step first = stepOf(idx(0));
   ifThen(sees(first), [&] { scoresFor(idx(0), first); });

@@ -117,6 +117,13 @@ void KernelBuilder::loop(int64_t lo, int64_t hi,
   loop(idx(lo), idx(hi), 1, body);
 }
 
+void KernelBuilder::ifThen(Value cond, function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  body();
+}
+
 scf::ForOp KernelBuilder::loop(Value lo, Value hi, int64_t step,
                                function_ref<void(Value)> body) {
   auto forOp = scf::ForOp::create(b, lo, hi, idx(step));

@@ -86,6 +86,8 @@ public:
   void loop(int64_t lo, int64_t hi, llvm::function_ref<void(mlir::Value)> body);
   mlir::scf::ForOp loop(mlir::Value lo, mlir::Value hi, int64_t step,
                         llvm::function_ref<void(mlir::Value)> body);
+  /// if (cond) body(), no results.
+  void ifThen(mlir::Value cond, llvm::function_ref<void()> body);
   /// A loop of scalar copies that LLVM's loop vectorizer leaves alone (loop
   /// metadata): for the strided copies of transposes and packing it made
   /// gathers and scatters, 4 times the code and 11% of the JIT's work, and

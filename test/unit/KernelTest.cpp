@@ -1036,6 +1036,24 @@ TEST(KernelTest, SplitKeys) {
     c.scoreMod = ScoreModKind(rng() % 4);
     runCase(c, 1800 + n);
   }
+  // bf16 chunks of 100 query rows of MQA: on AMX, tiles of 32 rows, each
+  // task's four heads' tiles pipelined over its split of the keys.
+  for (int n = 0; n < 2; ++n) {
+    AttentionCase c;
+    c.B = 1;
+    c.Hkv = 1;
+    c.H = 4;
+    c.Sq = 100;
+    c.Skv = 4100;
+    c.D = 64;
+    c.Dv = 32;
+    c.dtype = "bf16";
+    c.causal = n == 0;
+    c.cache = n == 0;
+    c.lengths = n == 0;
+    c.scoreMod = n == 1 ? ScoreModKind::Alibi : ScoreModKind::None;
+    runCase(c, 1810 + n);
+  }
 }
 
 /// A KV cache's rows past each sequence's length may hold anything (its
