@@ -36,6 +36,20 @@ func.func @one_key_per_row(%q: tensor<1x1x16x48xf32>, %k: tensor<1x1x2x48xf32>, 
   return %o : tensor<1x1x16x48xf32>
 }
 
+// The same degenerate gradients in a plain spec, which is also checked
+// element by element against ref::attentionBackward: the float64 dQ and dK
+// are exactly 0 and the kernel's are rounding noise (the AMX backward's dP
+// tiles against Delta's vector sums); each is judged against 1e-3 of the
+// largest exact gradient too, as the directional check is (a relative
+// error against their own zero read 1e+23).
+// CHECK: @one_key_plain: compiled
+// CHECK: gradient  d_q          {{(0\.00e\+00|[0-9.]+e-(0[4-9]|1[0-9])) +(0\.00e\+00|[0-9.]+e-(0[5-9]|1[0-9]))}}
+// CHECK: gradient  d_k          {{(0\.00e\+00|[0-9.]+e-(0[4-9]|1[0-9])) +(0\.00e\+00|[0-9.]+e-(0[5-9]|1[0-9]))}}
+func.func @one_key_plain(%q: tensor<1x2x64x32xbf16>, %k: tensor<1x1x1x32xbf16>, %v: tensor<1x1x1x32xbf16>) -> tensor<1x2x64x32xbf16> {
+  %o, %lse = attn.attention %q, %k, %v : tensor<1x2x64x32xbf16>, tensor<1x1x1x32xbf16>, tensor<1x1x1x32xbf16> -> tensor<1x2x64x32xbf16>, tensor<1x2x64xf32>
+  return %o : tensor<1x2x64x32xbf16>
+}
+
 // An f16 capture's gradient in the fused backward (its adjoints are f16,
 // the partial sums f32: this failed to compile).
 // CHECK: @f16_capture: compiled

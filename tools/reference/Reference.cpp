@@ -770,8 +770,8 @@ void mergeBackward(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
 namespace {
 
 template <typename T>
-double maxRelativeErrorImpl(const T *actual, const double *expected,
-                            size_t n) {
+double maxRelativeErrorImpl(const T *actual, const double *expected, size_t n,
+                            double floor) {
   double maxDiff = 0.0, maxRef = 0.0;
   for (size_t i = 0; i < n; ++i) {
     const double a = static_cast<double>(actual[i]);
@@ -790,7 +790,7 @@ double maxRelativeErrorImpl(const T *actual, const double *expected,
   for (size_t i = 0; i < n; ++i)
     if (std::isfinite(expected[i]))
       maxRef = std::max(maxRef, std::fabs(expected[i]));
-  return maxDiff / std::max(maxRef, 1e-30);
+  return maxDiff / std::max({maxRef, floor, 1e-30});
 }
 
 uint32_t floatBits(float f) {
@@ -807,14 +807,14 @@ float bitsToFloat(uint32_t u) {
 
 } // namespace
 
-double maxRelativeError(const float *actual, const double *expected,
-                        size_t n) {
-  return maxRelativeErrorImpl(actual, expected, n);
+double maxRelativeError(const float *actual, const double *expected, size_t n,
+                        double floor) {
+  return maxRelativeErrorImpl(actual, expected, n, floor);
 }
 
-double maxRelativeError(const double *actual, const double *expected,
-                        size_t n) {
-  return maxRelativeErrorImpl(actual, expected, n);
+double maxRelativeError(const double *actual, const double *expected, size_t n,
+                        double floor) {
+  return maxRelativeErrorImpl(actual, expected, n, floor);
 }
 
 void fillRandom(double *data, size_t n, uint64_t seed, double lo, double hi) {

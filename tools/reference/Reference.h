@@ -244,14 +244,15 @@ void mergeBackward(int64_t B, int64_t H, int64_t S, int64_t Dv, int64_t E,
                    const double *o, const double *wo, const double *dY,
                    double *dO, double *dWo);
 
-/// max_i |a_i - b_i| / max(max_i |b_i|, 1e-30): a normwise relative error,
+/// max_i |a_i - b_i| / max(max_i |b_i|, floor): a normwise relative error,
 /// robust near zero entries. Returns +inf if any difference is NaN so that
 /// tolerance checks fail; equal infinities, and NaN where `expected` has
-/// NaN, count as exact.
-double maxRelativeError(const float *actual, const double *expected,
-                        size_t n);
-double maxRelativeError(const double *actual, const double *expected,
-                        size_t n);
+/// NaN, count as exact. `floor` judges an `expected` that is zero (or
+/// nearly) by another scale, such as the largest of several gradients.
+double maxRelativeError(const float *actual, const double *expected, size_t n,
+                        double floor = 1e-30);
+double maxRelativeError(const double *actual, const double *expected, size_t n,
+                        double floor = 1e-30);
 
 /// Deterministic fill, uniform in [lo, hi), identical across standard
 /// libraries (only the mt19937_64 bit stream is relied upon).
