@@ -269,9 +269,9 @@ protected:
       int64_t mTiles, int64_t nTiles, mlir::Value k0, mlir::Value k1,
       bool accumulate);
 
-  /// pBuf[16, 32 keyTiles] = the query rows qRows[t] (bf16, [., 16, D])
-  /// times the keys from 32-key tile `tile` (paired, kp): 2 keyTiles
-  /// 16 x 16 tiles, 4 at a time (with A and B: AMX has 8 tile registers),
+  /// pBuf[rows, 32 keyTiles] = the query rows qRows[t] (bf16, [., rows,
+  /// D]) times the keys from 32-key tile `tile` (paired, kp): 2 keyTiles
+  /// 16 x 16 tiles for each tile of 16 rows, amxTilesPerPass() at a time,
   /// D / 32 products each. Unscaled scores.
   void amxScores(mlir::Value qRows, mlir::Value t, mlir::Value kp,
                  mlir::Value bi, mlir::Value g, mlir::Value tile,

@@ -99,8 +99,6 @@ private:
   void mergeSplits(mlir::Value partO, mlir::Value partL, mlir::Value o,
                    mlir::Value l);
 
-  /// One step of the online softmax: query tile `qt` (state `st`) over the
-  /// keys [j0, j0 + width).
   /// Where a key block's products read K and V: the per-call pairs from
   /// the block's tile on, or (packedBlocks) the block's own from its first
   /// key (bi, g and tile then 0), and the keys the tile sees from there.
@@ -120,6 +118,8 @@ private:
     mlir::Value nextScores;
   };
 
+  /// One step of the online softmax: query tile `qt` (state `st`) over the
+  /// keys [j0, j0 + width).
   void keyBlock(mlir::ArrayRef<mlir::Value> args,
                 mlir::ArrayRef<mlir::Value> scratch, const TileState &st,
                 const QueryTile &qt, mlir::Value bi, mlir::Value h,
