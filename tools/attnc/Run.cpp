@@ -261,8 +261,9 @@ public:
       "|float64|, against the\n"
       "  spec's float64 interpreter (outputs) or its float64 backward "
       "(gradients of a spec that\n"
-      "  returns the O of one attn.attention without regions; n/a for the "
-      "others)\n";
+      "  returns the O of one attn.attention without regions, dividing by "
+      "at least 1e-3 of the\n"
+      "  largest gradient element; n/a for the others)\n";
   static constexpr llvm::StringLiteral kDirectionalLegend =
       "directional FD: relative error of <gradient, u> against a central "
       "finite difference of the\n"
