@@ -217,6 +217,16 @@ func.func @unsigned_window(%q: tensor<1x1x20x16xf32>, %k: tensor<1x1x20x16xf32>,
 // OVERFLOW: gradient  d_q          {{(n/a|[0-9.]+e[-+][0-9]+) +}}{{[0-9.]+e-(0[5-9]|1[0-9])}}
 // OVERFLOW: check passed
 
+// A score_mod bias of up to 8000: the f32 kernel's scores are each off by
+// up to 2^-24 |s|, 5e-4 here, which moves O by up to 2 2^-24 max|s| of V's
+// scale; O read 1.29e-4 against f32's 1e-4 and FAILED a correct kernel.
+// Outputs are now allowed 4 2^-24 max|s| too (the largest score the
+// reference's score_mod took or gave), 1.9e-3 here, far below a wrong
+// kernel's errors.
+// RUN: attnc run %S/Inputs/large_bias.mlir --check --no-backward --seed=3 | FileCheck %s --check-prefix=LARGE
+// LARGE: forward   o            {{[0-9.]+e-0[4-9]$}}
+// LARGE: check passed
+
 // An adjoint that underflows to 0 before a derivative that overflows
 // (SiLU of t = s - (i - j) on far keys): 0, not 0 * inf = NaN, in the flash
 // kernels and the unfused lowering.

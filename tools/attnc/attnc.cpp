@@ -140,7 +140,8 @@ cl::SubCommand runCommand(
     "directional finite-difference check (along one random direction: not "
     "a per-element error; the output explains both). The reference "
     "evaluates attn.projection, merge, scores, scale, score_mod, mask, "
-    "softmax, apply, attention, attention_stats, combine and distill, and "
+    "softmax, apply, attention, attention_stats, combine, distill and append, "
+    "and "
     "arith.constant (gradient ops are checked through @f_bwd, not "
     "evaluated). Compiled kernels are cached in $ATTNC_CACHE_DIR, else "
     "$XDG_CACHE_HOME/attnc, else ~/.cache/attnc");
@@ -151,7 +152,9 @@ cl::opt<bool> runCheck("check",
                        cl::desc("Exit non-zero when an error exceeds the "
                                 "tolerance of its dtype (f32 1e-4, f16 5e-3, "
                                 "bf16 3e-2) or, if larger, that of the "
-                                "narrowest float type in the spec, or for a "
+                                "narrowest float type in the spec, for an "
+                                "output 4 * 2^-24 of the largest |score| a "
+                                "score_mod takes or gives, or for a "
                                 "directional check 4x its rounding noise "
                                 "measured by a second run on moved inputs"),
                        cl::sub(runCommand), cl::cat(attncCategory));

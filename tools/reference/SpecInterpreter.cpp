@@ -74,6 +74,10 @@ public:
         });
   }
 
+  /// The largest finite |score| a score_mod took or gave (fused or as
+  /// attn.score_mod): the scale of the scores' f32 rounding in a kernel.
+  double largestScore() const { return largest; }
+
   /// Rounds the f16/bf16 results of `op` as the spec stores them.
   void roundResults(Operation &op) {
     for (Value result : op.getResults())
@@ -169,9 +173,12 @@ private:
     for (int64_t b = 0; b < shape[0]; ++b)
       for (int64_t h = 0; h < shape[1]; ++h)
         for (int64_t i = 0; i < shape[2]; ++i)
-          for (int64_t j = 0; j < shape[3]; ++j, ++n)
+          for (int64_t j = 0; j < shape[3]; ++j, ++n) {
+            noteScore(out.data[n]);
             out.data[n] = (*region)->evaluate(
                 {out.data[n], double(b), double(h), double(i), double(j)});
+            noteScore(out.data[n]);
+          }
     env[s.getResult()] = std::move(out);
     return success();
   }
@@ -251,6 +258,14 @@ private:
     FailureOr<ref::ScoreMod> mod = scoreModOf(a, holder);
     if (failed(mask) || failed(mod))
       return failure();
+    if (mod->apply)
+      mod->apply = [this, apply = mod->apply](double s, int64_t b, int64_t h,
+                                              int64_t i, int64_t j) {
+        double r = apply(s, b, h, i, j);
+        noteScore(s);
+        noteScore(r);
+        return r;
+      };
     HostTensor out = zeros({q[0], q[1], q[2], v[3]}),
                lse = zeros({q[0], q[1], q[2]});
     ref::attentionForward(
@@ -424,17 +439,26 @@ private:
 
   DenseMap<Value, HostTensor> env;
   bool rounding; // regions round f16/bf16 results (interpretSpec)
+  double largest = 0; // largestScore()
+
+  void noteScore(double x) {
+    if (std::isfinite(x))
+      largest = std::max(largest, std::fabs(x));
+  }
 };
 
 } // namespace
 
 FailureOr<std::vector<HostTensor>>
 interpretSpec(func::FuncOp func, const std::vector<HostTensor> &inputs,
-              bool roundResults) {
+              bool roundResults, double *largestScore) {
   FunctionInterpreter interpreter(func, inputs, roundResults);
   for (Operation &op : func.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op))
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (largestScore)
+        *largestScore = interpreter.largestScore();
       return interpreter.valuesOf(ret.getOperands());
+    }
     if (failed(interpreter.evaluate(op)))
       return failure();
     if (roundResults)

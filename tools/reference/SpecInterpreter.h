@@ -27,10 +27,11 @@ struct HostTensor {
 /// float64 on `inputs`. With `roundResults`, each op's f16/bf16 results
 /// are rounded to their type, as the spec stores them (a projection's bf16
 /// Q); without, the function is smooth (for central differences). Emits a
-/// located error for an op it cannot evaluate.
+/// located error for an op it cannot evaluate. `largestScore`, when given,
+/// receives the largest finite |score| a score_mod took or gave.
 mlir::FailureOr<std::vector<HostTensor>>
 interpretSpec(mlir::func::FuncOp func, const std::vector<HostTensor> &inputs,
-              bool roundResults = false);
+              bool roundResults = false, double *largestScore = nullptr);
 
 /// One attn.attention op as the float64 reference evaluates it on given
 /// inputs: its Q, K and V (the ops before it interpreted as interpretSpec
