@@ -153,8 +153,68 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     populateMathPolynomialApproximationPatterns(patterns, [&](StringRef name) {
       return name != math::RsqrtOp::getOperationName() || vectorBits >= 256;
     });
-    if (failed(applyOpPatternsGreedily(exps, std::move(patterns))))
+    FrozenRewritePatternSet frozen(std::move(patterns));
+    // Vector divisions run on one divider unit at about a tenth of the FMA
+    // rate (vdivps: 16 lanes in ~10 cycles on the Xeon): a softcap's
+    // s / cap and tanh's rational approximation cost more than the rest of
+    // its softmax step together. Where a division's operands are finite by
+    // construction, i.e. tanh's (its x clamped to +-7.99, its denominator a
+    // polynomial >= 4.9e-3), `arcp ninf` lets LLVM's x86 back end take a
+    // reciprocal estimate with one Newton step (vrcp14ps and two FMAs, ~1
+    // ulp) instead. So tanh is expanded first, and its new divisions
+    // marked; the other approximations keep theirs.
+    auto vectorDivisions = [&] {
+      llvm::DenseSet<Operation *> divisions;
+      getOperation().walk([&](arith::DivFOp div) {
+        if (isa<VectorType>(div.getType()))
+          divisions.insert(div);
+      });
+      return divisions;
+    };
+    llvm::DenseSet<Operation *> before = vectorDivisions();
+    SmallVector<Operation *> tanhs, others;
+    for (Operation *op : exps)
+      (isa<math::TanhOp>(op) && isa<VectorType>(op->getResult(0).getType())
+           ? tanhs
+           : others)
+          .push_back(op);
+    if (failed(applyOpPatternsGreedily(tanhs, frozen)))
       return signalPassFailure();
+    for (Operation *op : vectorDivisions())
+      if (!before.contains(op))
+        cast<arith::DivFOp>(op).setFastmath(arith::FastMathFlags::arcp |
+                                            arith::FastMathFlags::ninf);
+    if (failed(applyOpPatternsGreedily(others, frozen)))
+      return signalPassFailure();
+    // A region's division by a constant (a softcap's s / cap, its
+    // gradient's ds / cap): `arcp` lets LLVM multiply by the reciprocal
+    // (within an ulp of the quotient; infinities and NaN as the division
+    // gives them) where 1 / c is a normal float.
+    for (Operation *op : before) {
+      auto div = cast<arith::DivFOp>(op);
+      std::optional<APFloat> divisor = splatConstant(div.getRhs());
+      if (!divisor)
+        continue;
+      APFloat reciprocal(divisor->getSemantics(), 1);
+      reciprocal.divide(*divisor, APFloat::rmNearestTiesToEven);
+      if (reciprocal.isNormal())
+        div.setFastmath(div.getFastmath() | arith::FastMathFlags::arcp);
+    }
+  }
+
+  /// The float every lane of `v` holds, when it is a constant: a splat
+  /// arith.constant or the broadcast of a scalar one (widened regions).
+  static std::optional<APFloat> splatConstant(Value v) {
+    if (auto broadcast = v.getDefiningOp<vector::BroadcastOp>())
+      v = broadcast.getSource();
+    Attribute value;
+    if (!matchPattern(v, m_Constant(&value)))
+      return std::nullopt;
+    if (auto splat = dyn_cast<SplatElementsAttr>(value))
+      value = splat.getSplatValue<Attribute>();
+    if (auto scalar = dyn_cast<FloatAttr>(value))
+      return scalar.getValue();
+    return std::nullopt;
   }
 };
 

@@ -237,3 +237,32 @@ func.func @layer(%x: tensor<2x16x24xf32>, %w1: tensor<24x40xf32>, %w2: tensor<24
   %b = attn.projection %x, %w2 : tensor<2x16x24xf32>, tensor<24x40xf32> -> tensor<2x5x16x8xf32>
   return %a, %b : tensor<2x5x16x8xf32>, tensor<2x5x16x8xf32>
 }
+
+// -----
+
+// Vector divisions: tanh's (its operands finite by construction) may take a
+// reciprocal estimate (arcp ninf), a division by a constant whose
+// reciprocal is a normal float the reciprocal's product (arcp); a division
+// by a capture or by a constant 0 stays exact.
+// CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK: arith.divf %{{.*}}, %{{.*}} fastmath<arcp> : vector<16xf32>
+// CHECK: arith.divf %{{.*}}, %{{.*}} fastmath<ninf,arcp> : vector<16xf32>
+// CHECK: %[[W:.*]] = vector.broadcast %{{.*}} : f32 to vector<16xf32>
+// CHECK-NEXT: arith.divf %{{.*}}, %[[W]] : vector<16xf32>
+// CHECK: %[[ZERO:.*]] = vector.broadcast %{{.*}} : f32 to vector<16xf32>
+// CHECK-NEXT: arith.divf %{{.*}}, %[[ZERO]] : vector<16xf32>
+// CHECK-LABEL: func.func @divisions
+func.func @divisions(%q: tensor<1x2x40x16xf32>, %t: tensor<2xf32>) -> tensor<1x2x40x16xf32> {
+  %o, %l = attn.attention %q, %q, %q score_captures(%t : tensor<2xf32>) : tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32> -> tensor<1x2x40x16xf32>, tensor<1x2x40xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %c: tensor<2xf32>):
+    %cap = arith.constant 30.0 : f32
+    %x = arith.divf %s, %cap : f32
+    %y = math.tanh %x : f32
+    %w = tensor.extract %c[%h] : tensor<2xf32>
+    %z = arith.divf %y, %w : f32
+    %zero = arith.constant 0.0 : f32
+    %n = arith.divf %z, %zero : f32
+    attn.yield %n : f32
+  }
+  return %o : tensor<1x2x40x16xf32>
+}
