@@ -573,16 +573,16 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     for (int64_t w = 0; w < n; ++w) {
       Value x =
           vector::LoadOp::create(b, vec, pBuf, ValueRange{r, idx(w * kLanes)});
-      // (base2: unscaled.)
+      // (foldScale: unscaled.)
       Scores sc = scoresOf(args.slice(captureBase, captures.size()), x, in[w],
                            bi, h, range.row, j0, w,
-                           /*prescaled=*/!paired || base2);
+                           /*prescaled=*/!paired || foldScale);
       s.push_back(arith::SelectOp::create(b, sc.keep, sc.modified, negInf));
     }
     Value blockMax =
         maxOfLanes(tree(s, [&](Value x, Value y) { return maxOf(x, y); }));
     // (The scale is positive: the scaled max is the max scaled.)
-    if (base2)
+    if (foldScale)
       blockMax = arith::MulFOp::create(b, blockMax, f(scale));
     Value mOld = memref::LoadOp::create(b, maxBuf, r);
     Value m = maxOf(mOld, blockMax);
@@ -598,7 +598,7 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     // the A tile's rows on AMX (and pairs for the dot products).
     SmallVector<Value> p, terms;
     constexpr double kLog2e = 1.4426950408889634;
-    Value log2eScale = splat(f(scale * kLog2e)),
+    Value log2eScale = splat(f((foldScale ? scale : 1.0) * kLog2e)),
           negShift = splat(arith::MulFOp::create(b, safe, f(-kLog2e)));
     for (int64_t w = 0; w < n; ++w) {
       Value shifted;

@@ -25,7 +25,8 @@ public:
         entropy(stats.entropy), similarity(stats.similarity), gq(stats.gq),
         gk(stats.gk), amx(plan.getAmx()), dot(plan.getDotBf16()),
         paired(amx || dot),
-        base2(paired && scalefExp && scoreMod.empty() && scale > 0),
+        base2(paired && scalefExp && !hasFloatScoreCaptures(op)),
+        foldScale(base2 && scoreMod.empty() && scale > 0),
         bf16(b.getBF16Type()), blockTiles(plan.getKeyBlock() / kCols),
         foldHeads(Sq == 1 && H > Hkv && rows > 1 && !amx && !entropy && !gk &&
                   !similarity && scoreMod.empty() && maskMod.empty()) {
@@ -49,6 +50,13 @@ public:
                        : 1;
     valuesInPlace = packedBlocks && elementTypeOf(op.getValue()).isF32() &&
                     headsPerTask * Sq <= kMaxRowsForValuesInPlace;
+  }
+
+  /// Whether the score_mod captures a float tensor (which has a gradient).
+  static bool hasFloatScoreCaptures(attn::AttentionOp op) {
+    return llvm::any_of(op.getScoreCaptures(), [](mlir::Value capture) {
+      return mlir::isa<mlir::FloatType>(elementTypeOf(capture));
+    });
   }
 
   /// O and LSE (tensors), the buffer of the LSE, and the statistics'
@@ -225,11 +233,16 @@ private:
   bool dot; // the products as AVX-512 BF16 dot products (FlashForwardDot.cpp)
   // Either: Q, K, V and P in bf16, K and V copied into pairs per call.
   bool paired;
-  // Paired without a score_mod: P = 2^((S - m) scale log2 e) from the
-  // unscaled products, one FMA, and 2^t to bf16's needs
-  // (buildExp2ScalefForBf16): 10 instructions a vector where the scale,
-  // the shift and exp took 14.
+  // Paired: P = 2^((S' - m) log2 e), one FMA and 2^t to bf16's needs
+  // (buildExp2ScalefForBf16, 8 instructions where exp takes 12). Not with
+  // float score captures: their gradients (an ALiBi slope's, summed over
+  // j - i up to Skv) amplify the LSE's error, and 2^t's 4e-6 made a slope's
+  // gradient over 4500 keys 6% wrong (KernelTest.SplitKeys).
   bool base2;
+  // base2 without a score_mod (and a positive scale): the scale folded into
+  // that FMA, from the unscaled products: 10 instructions a vector where
+  // the scale, the shift and exp took 14.
+  bool foldScale;
   mlir::Type bf16;
   int64_t blockTiles; // 32-key tiles per online-softmax step
   // A decoding step (Sq = 1) of GQA without regions or statistics: the
