@@ -172,20 +172,6 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       return divisions;
     };
     llvm::DenseSet<Operation *> before = vectorDivisions();
-    SmallVector<Operation *> tanhs, others;
-    for (Operation *op : exps)
-      (isa<math::TanhOp>(op) && isa<VectorType>(op->getResult(0).getType())
-           ? tanhs
-           : others)
-          .push_back(op);
-    if (failed(applyOpPatternsGreedily(tanhs, frozen)))
-      return signalPassFailure();
-    for (Operation *op : vectorDivisions())
-      if (!before.contains(op))
-        cast<arith::DivFOp>(op).setFastmath(arith::FastMathFlags::arcp |
-                                            arith::FastMathFlags::ninf);
-    if (failed(applyOpPatternsGreedily(others, frozen)))
-      return signalPassFailure();
     // A region's division by a constant (a softcap's s / cap, its
     // gradient's ds / cap): `arcp` lets LLVM multiply by the reciprocal
     // (within an ulp of the quotient; infinities and NaN as the division
@@ -200,6 +186,20 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
       if (reciprocal.isNormal())
         div.setFastmath(div.getFastmath() | arith::FastMathFlags::arcp);
     }
+    SmallVector<Operation *> tanhs, others;
+    for (Operation *op : exps)
+      (isa<math::TanhOp>(op) && isa<VectorType>(op->getResult(0).getType())
+           ? tanhs
+           : others)
+          .push_back(op);
+    if (failed(applyOpPatternsGreedily(tanhs, frozen)))
+      return signalPassFailure();
+    for (Operation *op : vectorDivisions())
+      if (!before.contains(op))
+        cast<arith::DivFOp>(op).setFastmath(arith::FastMathFlags::arcp |
+                                            arith::FastMathFlags::ninf);
+    if (failed(applyOpPatternsGreedily(others, frozen)))
+      return signalPassFailure();
   }
 
   /// The float every lane of `v` holds, when it is a constant: a splat
