@@ -142,6 +142,16 @@ FailureOr<Spec> Compiler::lower(llvm::SourceMgr &sourceMgr,
   FailureOr<Spec> spec = parseSpec(sourceMgr, context);
   if (failed(spec))
     return failure();
+  if (options.target != CompileTarget::Cpu)
+    for (const KernelSignature &kernel : spec->kernels)
+      if (llvm::any_of(kernel.args,
+                       [](const KernelArg &arg) { return arg.batched; }))
+        return spec->module->lookupSymbol(kernel.name)->emitError()
+               << "@" << kernel.name
+               << " takes a dynamic batch (`?`), which only the CPU target "
+                  "compiles for now: give the batch statically for "
+               << (options.target == CompileTarget::Cuda ? "--target=cuda"
+                                                         : "--target=vulkan");
   AttncPipelineOptions pipeline;
   fillPipelineOptions(pipeline);
   // attnc-pipeline in its two stages: the derived kernels' signatures are
@@ -151,8 +161,8 @@ FailureOr<Spec> Compiler::lower(llvm::SourceMgr &sourceMgr,
   buildGraphStage(graph, pipeline);
   if (failed(graph.run(*spec->module)))
     return failure();
-  if (options.backward)
-    appendDerivedSignatures(*spec);
+  if (options.backward && failed(appendDerivedSignatures(*spec)))
+    return failure();
   PassManager target(&context);
   target.enableVerifier(options.verifyEachPass);
   buildTargetStage(target, pipeline);

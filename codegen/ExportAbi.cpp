@@ -20,6 +20,7 @@ using namespace mlir;
 namespace {
 
 constexpr llvm::StringLiteral kImplPrefix = "__attnc_impl_";
+constexpr llvm::StringLiteral kCheckPrefix = "__attnc_check_";
 
 struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
   using Base::Base;
@@ -68,7 +69,8 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
   /// past its attn.max_value,
   /// as an i1 built at b over the entry's arguments (the marks are taken
   /// off `impl`); null when none is marked.
-  Value anyLengthOutOfBounds(OpBuilder &b, func::FuncOp impl, Block *block) {
+  Value anyLengthOutOfBounds(OpBuilder &b, func::FuncOp impl, Block *block,
+                             bool keepMarks = false) {
     Location loc = impl.getLoc();
     StringRef name = attnc::attn::AttnDialect::MaxValueAttrHelper::getNameStr();
     Value any;
@@ -77,7 +79,8 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
       if (!bound)
         continue;
       // Checked here, it has nothing to tell LLVM.
-      impl.removeArgAttr(i, name);
+      if (!keepMarks)
+        impl.removeArgAttr(i, name);
       // (Every entry, as one dimension: a block table is [B, M].)
       Value arg = block->getArgument(i);
       auto type = cast<MemRefType>(arg.getType());
@@ -118,12 +121,17 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
 
   /// int64_t f_saved_bytes(void) and f_workspace_bytes(void) for a derived
   /// @f_fwd: the bytes of what f_fwd saves for f_bwd, and of the workspace
-  /// a caller must provide (0: kernels allocate their own scratch).
+  /// a caller must provide (0: kernels allocate their own scratch). With a
+  /// dynamic batch they take it, int64_t f_saved_bytes(int64_t batch)
+  /// (0 for a negative one).
   LogicalResult exportSizeQueries(func::FuncOp fwd, int64_t savedBytes) {
     StringRef name = fwd.getSymName();
     name.consume_front(kImplPrefix);
+    auto entry = getOperation().lookupSymbol<func::FuncOp>(name);
     if (!name.consume_back("_fwd"))
       return success();
+    bool batched = entry && entry->hasAttr(attnc::attn::AttnDialect::
+                                               BatchSlicesAttrHelper::getNameStr());
     OpBuilder b(&getContext());
     b.setInsertionPointAfter(fwd);
     for (auto [suffix, value] :
@@ -133,17 +141,78 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
       if (SymbolTable::lookupSymbolIn(getOperation(), query))
         return fwd.emitError() << "cannot export the size query @" << query
                                << ": a symbol of that name exists";
+      SmallVector<Type> inputs;
+      if (batched)
+        inputs.push_back(b.getI64Type());
       auto fn = func::FuncOp::create(
           b, fwd.getLoc(), query,
-          FunctionType::get(&getContext(), {}, {b.getI64Type()}));
+          FunctionType::get(&getContext(), inputs, {b.getI64Type()}));
       OpBuilder body = OpBuilder::atBlockBegin(fn.addEntryBlock());
-      func::ReturnOp::create(
-          body, fwd.getLoc(),
-          ValueRange{arith::ConstantOp::create(body, fwd.getLoc(),
-                                               body.getI64IntegerAttr(value))
-                         .getResult()});
+      Location loc = fwd.getLoc();
+      Value bytes =
+          arith::ConstantOp::create(body, loc, body.getI64IntegerAttr(value));
+      if (batched)
+        bytes = arith::MulIOp::create(
+            body, loc, bytes,
+            arith::MaxSIOp::create(
+                body, loc, fn.getArgument(0),
+                arith::ConstantOp::create(body, loc,
+                                          body.getI64IntegerAttr(0))));
+      func::ReturnOp::create(body, loc, bytes);
     }
     return success();
+  }
+
+  /// Whether some buffer argument of `block` is null (an i1 built at b):
+  /// every memref, and of the pointers only the first (the GPU runtime's
+  /// context; a null stream is the default stream).
+  Value anyNullArgument(OpBuilder &b, Location loc, Block *block) {
+    Value anyNull = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    for (Value arg : block->getArguments()) {
+      if (isa<LLVM::LLVMPointerType>(arg.getType())) {
+        if (arg != block->getArgument(0))
+          continue;
+        Value null = LLVM::ZeroOp::create(b, loc, arg.getType());
+        anyNull = arith::OrIOp::create(
+            b, loc, anyNull,
+            LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, arg, null));
+        continue;
+      }
+      Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arg);
+      Value isNull =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ptr, zero);
+      anyNull = arith::OrIOp::create(b, loc, anyNull, isNull);
+    }
+    return anyNull;
+  }
+
+  /// For a kernel with a dynamic batch: @__attnc_check_f(buffers...) -> i32,
+  /// what @f checks before it writes anything (null buffers, lengths out of
+  /// bounds) as its status, which attn-batch-entries runs on every batch
+  /// entry before the first one is computed.
+  void exportCheck(func::FuncOp impl, func::FuncOp entry) {
+    Location loc = impl.getLoc();
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(entry);
+    auto check = func::FuncOp::create(
+        b, loc, (kCheckPrefix + entry.getSymName()).str(),
+        FunctionType::get(&getContext(), entry.getArgumentTypes(),
+                          {b.getI32Type()}));
+    check.setPrivate();
+    setInternalLinkage(check);
+    Block *block = check.addEntryBlock();
+    b.setInsertionPointToStart(block);
+    auto status = [&](int32_t code) {
+      return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(code));
+    };
+    Value code = status(ATTNC_STATUS_OK);
+    if (Value bad = anyLengthOutOfBounds(b, impl, block, /*keepMarks=*/true))
+      code = arith::SelectOp::create(b, loc, bad,
+                                     status(ATTNC_STATUS_BAD_SIZE), code);
+    code = arith::SelectOp::create(b, loc, anyNullArgument(b, loc, block),
+                                   status(ATTNC_STATUS_NULL_ARGUMENT), code);
+    func::ReturnOp::create(b, loc, code);
   }
 
   /// Keeps a function out of the object's exported symbols.
@@ -231,6 +300,20 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
       entry.setArgAttr(i, noalias, UnitAttr::get(ctx));
       impl.setArgAttr(i, noalias, UnitAttr::get(ctx));
     }
+    // A kernel of one batch entry: attn-batch-entries loops over them.
+    StringRef slices =
+        attnc::attn::AttnDialect::BatchSlicesAttrHelper::getNameStr();
+    if (Attribute attr = impl->removeAttr(slices)) {
+      if (cast<DenseI64ArrayAttr>(attr).size() != type.getNumInputs())
+        return impl.emitError() << "'" << slices
+                                << "' must give one size per buffer";
+      entry->setAttr(slices, attr);
+      StringRef inTurn =
+          attnc::attn::AttnDialect::BatchInTurnAttrHelper::getNameStr();
+      if (Attribute unit = impl->removeAttr(inTurn))
+        entry->setAttr(inTurn, unit);
+      exportCheck(impl, entry);
+    }
 
     Block *block = entry.addEntryBlock();
     b.setInsertionPointToStart(block);
@@ -257,24 +340,7 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
     b.setInsertionPointToStart(inFrame.thenBlock());
     scf::YieldOp::create(b, loc, status(b, ATTNC_STATUS_OUT_OF_MEMORY));
     b.setInsertionPointToStart(inFrame.elseBlock());
-    Value anyNull = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    for (Value arg : block->getArguments()) {
-      if (isa<LLVM::LLVMPointerType>(arg.getType())) {
-        // Only the context: a null stream is the default stream.
-        if (arg != block->getArgument(0))
-          continue;
-        Value null = LLVM::ZeroOp::create(b, loc, arg.getType());
-        anyNull = arith::OrIOp::create(
-            b, loc, anyNull,
-            LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, arg, null));
-        continue;
-      }
-      Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arg);
-      Value isNull =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ptr, zero);
-      anyNull = arith::OrIOp::create(b, loc, anyNull, isNull);
-    }
+    Value anyNull = anyNullArgument(b, loc, block);
     // Calls the implementation and yields its status at nb.
     auto runImpl = [&](OpBuilder &nb) {
       if (finish) {

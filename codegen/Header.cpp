@@ -47,12 +47,24 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
      << "#include <stdint.h>\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   for (const KernelSignature &kernel : kernels) {
+    bool batched = llvm::any_of(
+        kernel.args, [](const KernelArg &arg) { return arg.batched; });
+    // The batch size's parameter, named apart from the tensors.
+    std::string batch = "batch";
+    for (int k = 1; llvm::any_of(kernel.args, [&](const KernelArg &arg) {
+           return arg.name == batch;
+         });
+         ++k)
+      batch = "batch_" + std::to_string(k);
     os << "/* " << kernel.name << ": every "
        << (cuda ? "device pointer" : "pointer")
        << " is a contiguous row-major tensor; buffers must not overlap.\n";
     for (const KernelArg &arg : kernel.args) {
       os << " *   " << arg.name << ": [";
-      llvm::interleave(arg.shape, os, ",");
+      if (arg.batched)
+        os << batch << (arg.shape.size() > 1 ? "," : "");
+      llvm::interleave(llvm::ArrayRef(arg.shape).drop_front(arg.batched ? 1 : 0),
+                       os, ",");
       os << "] " << arg.dtype
          << (arg.dtype == "f16" || arg.dtype == "bf16" ? " (bits)" : "")
          << (arg.isOutput         ? ", output"
@@ -64,6 +76,11 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
         os << ": " << arg.description;
       os << "\n";
     }
+    if (batched)
+      os << " *   " << batch
+         << ": the batch size (the spec's `?`); the kernel computes each "
+            "batch entry in turn,\n *     and returns 2 "
+            "(ATTNC_STATUS_BAD_SIZE) for a negative one\n";
     os << " * Returns 0 (ATTNC_STATUS_OK), or 1 (ATTNC_STATUS_NULL_ARGUMENT)"
        << " without writing\n * anything when a pointer is null"
        << (vulkan ? "; else the first error of the device's work (it "
@@ -90,6 +107,8 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
                << cTypeOf(arg.dtype) << " *" << arg.name;
         },
         ", ");
+    if (batched)
+      os << (kernel.args.empty() ? "" : ", ") << "int64_t " << batch;
     os << ");\n\n";
     // A derived forward comes with its size queries.
     llvm::StringRef base = kernel.name;
@@ -97,8 +116,10 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
       os << "/* Bytes of the saved state " << kernel.name << " writes for "
          << base << "_bwd, and of\n * the workspace a caller must provide (0: "
          << "kernels allocate their own scratch). */\n"
-         << "int64_t " << base << "_saved_bytes(void);\n"
-         << "int64_t " << base << "_workspace_bytes(void);\n\n";
+         << "int64_t " << base << "_saved_bytes("
+         << (batched ? "int64_t batch" : "void") << ");\n"
+         << "int64_t " << base << "_workspace_bytes("
+         << (batched ? "int64_t batch" : "void") << ");\n\n";
   }
   os << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
 }

@@ -97,6 +97,24 @@ def AttnLowerParallelCalls : Pass<"attn-lower-parallel-calls", "mlir::ModuleOp">
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def AttnBatchEntries : Pass<"attn-batch-entries", "mlir::ModuleOp"> {
+  let summary = "Loop the entry points of a dynamic batch over its entries";
+  let description = [{
+    In the LLVM dialect, after attn-export-abi and the conversion to LLVM:
+    an entry point @f(ptr...) -> i32 marked `attn.batch_slices` (the bytes
+    of one batch entry of each buffer, 0 for one without the batch: a
+    kernel compiled for one entry of a spec's `?` batch) becomes the
+    internal @__attnc_slice_f, and a new @f(ptr..., i64 batch) -> i32
+    returns ATTNC_STATUS_BAD_SIZE for a negative batch and OK for 0;
+    otherwise it runs @__attnc_check_f (attn-export-abi: null buffers,
+    lengths out of bounds) on every entry's slices first, so that a bad
+    entry returns its status before anything is written, then calls
+    @__attnc_slice_f on each entry's slices in turn (buffer + b * bytes),
+    returning the first status that is not OK.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def AttnElideResultCopies : Pass<"attn-elide-result-copies", "mlir::ModuleOp"> {
   let summary = "Write results that come from calls straight into out-params";
   let description = [{

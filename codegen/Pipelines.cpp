@@ -136,6 +136,9 @@ void buildCpuToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
   AttnLowerParallelCallsOptions parallelCalls;
   parallelCalls.threads = options.threads;
+  // Entry points of a dynamic batch loop over its entries (on the thread
+  // pool where there are enough of them).
+  pm.addPass(createAttnBatchEntries());
   pm.addPass(createAttnLowerParallelCalls(parallelCalls));
   // Folds the descriptor insert/extractvalue chains and duplicate constants
   // of the conversions (readable --emit=mlir and -O0 IR; LLVM's passes do

@@ -1,5 +1,6 @@
 // Parsing and validating a spec (see Spec.h).
 #include "codegen/Spec.h"
+#include "codegen/DynamicBatch.h"
 #include "codegen/SourceGuards.h"
 
 #include "dialect/AttnOps.h"
@@ -134,8 +135,9 @@ LogicalResult checkKernelType(Location loc, Type type, const Twine &what,
       tensor ? dtypeOf(tensor.getElementType()) : std::nullopt;
   if (!tensor || !tensor.hasStaticShape() || !dtype)
     return emitError(loc) << what
-                          << " must be a statically shaped tensor of f32, "
-                             "f16, bf16, i32 or i64, got "
+                          << " must be a ranked tensor of f32, f16, bf16, "
+                             "i32 or i64 (static sizes, the first may be `?`: "
+                             "a dynamic batch), got "
                           << type;
   arg.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
   arg.dtype = *dtype;
@@ -278,10 +280,11 @@ LogicalResult checkNoRecursion(ModuleOp module) {
 }
 
 /// The spec's module: the parsed one, or its top-level ops wrapped in one
-/// as the parser would; verified.
+/// as the parser would; its dynamic batch made `batch`, then verified.
 FailureOr<OwningOpRef<ModuleOp>> parseModule(llvm::SourceMgr &sourceMgr,
                                              MLIRContext &context,
-                                             AsmParserState &asmState) {
+                                             AsmParserState &asmState,
+                                             int64_t batch) {
   const llvm::MemoryBuffer *buffer =
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
   auto locationOf = [&](const char *at) -> Location {
@@ -325,8 +328,16 @@ FailureOr<OwningOpRef<ModuleOp>> parseModule(llvm::SourceMgr &sourceMgr,
     module = cast<ModuleOp>(block->front());
     (*module)->remove();
   }
-  if (failed(verify(*module)))
+  FailureOr<bool> batched = specializeBatch(*module, batch);
+  if (failed(batched))
     return failure();
+  if (failed(verify(*module))) {
+    if (*batched)
+      emitRemark(module->getLoc())
+          << "the spec's dynamic batch (`?`) was checked as a batch of "
+          << batch << ": every tensor with the batch needs `?` first";
+    return failure();
+  }
   return module;
 }
 
@@ -371,6 +382,11 @@ FailureOr<KernelSignature> kernelSignature(func::FuncOp func,
   };
   const AsmParserState::BlockDefinition *blockDef =
       asmState.getBlockDef(&func.getBody().front());
+  ArrayRef<int64_t> slices;
+  if (auto attr = func->getAttrOfType<DenseI64ArrayAttr>(
+          attn::AttnDialect::BatchSlicesAttrHelper::getNameStr()))
+    slices = attr.asArrayRef();
+  auto batched = [&](size_t n) { return n < slices.size() && slices[n]; };
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     KernelArg arg;
     if (failed(checkKernelType(func.getArgument(i).getLoc(), type,
@@ -378,6 +394,7 @@ FailureOr<KernelSignature> kernelSignature(func::FuncOp func,
                                arg)))
       return failure();
     arg.updatedInPlace = attn::AppendOp::isAppendedTo(func.getArgument(i));
+    arg.batched = batched(i);
     std::string fallback = "arg" + std::to_string(i);
     arg.name = fallback;
     if (blockDef && i < blockDef->arguments.size())
@@ -393,6 +410,7 @@ FailureOr<KernelSignature> kernelSignature(func::FuncOp func,
                                "result " + Twine(i) + " of @" + kernel.name,
                                arg)))
       return failure();
+    arg.batched = batched(func.getNumArguments() + i);
     std::string fallback = "result" + std::to_string(i);
     arg.name = fallback;
     Value returned = ret.getOperand(i);
@@ -414,10 +432,11 @@ FailureOr<KernelSignature> kernelSignature(func::FuncOp func,
 
 } // namespace
 
-FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
+FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr, MLIRContext &context,
+                          int64_t batch) {
   AsmParserState asmState;
   FailureOr<OwningOpRef<ModuleOp>> module =
-      parseModule(sourceMgr, context, asmState);
+      parseModule(sourceMgr, context, asmState, batch);
   if (failed(module) || failed(checkNoRecursion(**module)))
     return failure();
   Spec spec;
@@ -500,7 +519,35 @@ static std::string describeSaved(func::FuncOp fwd, Value value) {
   return "";
 }
 
-void appendDerivedSignatures(Spec &spec) {
+bool hasDynamicBatch(const Spec &spec) {
+  for (const KernelSignature &kernel : spec.kernels)
+    for (const KernelArg &arg : kernel.args)
+      if (arg.batched)
+        return true;
+  return false;
+}
+
+/// Marks `func` with attn.batch_slices for the batched arguments of
+/// `kernel` (its entry point's), and attn.batch_in_turn where integer inputs
+/// have the batch.
+static void markBatchSlices(func::FuncOp func, const KernelSignature &kernel) {
+  SmallVector<Type> types(func.getArgumentTypes());
+  llvm::append_range(types, func.getResultTypes());
+  SmallVector<int64_t> slices;
+  for (auto [arg, type] : llvm::zip_equal(kernel.args, types))
+    slices.push_back(arg.batched ? batchSliceBytes(type) : 0);
+  func->setAttr(attn::AttnDialect::BatchSlicesAttrHelper::getNameStr(),
+                DenseI64ArrayAttr::get(func.getContext(), slices));
+  // (As specializeBatch marks @f.)
+  if (llvm::any_of(kernel.args, [](const KernelArg &arg) {
+        return arg.batched && !arg.isOutput &&
+               (arg.dtype == "i32" || arg.dtype == "i64");
+      }))
+    func->setAttr(attn::AttnDialect::BatchInTurnAttrHelper::getNameStr(),
+                  UnitAttr::get(func.getContext()));
+}
+
+LogicalResult appendDerivedSignatures(Spec &spec) {
   ModuleOp module = *spec.module;
   auto argOf = [](Type type, std::string name, bool isOutput) {
     KernelArg arg;
@@ -517,6 +564,8 @@ void appendDerivedSignatures(Spec &spec) {
     auto bwd = module.lookupSymbol<func::FuncOp>(kernel.name + "_bwd");
     if (!fwd || !bwd)
       continue;
+    bool batched = llvm::any_of(kernel.args,
+                                [](const KernelArg &arg) { return arg.batched; });
     std::vector<KernelArg> inputs, results;
     for (const KernelArg &arg : kernel.args)
       (arg.isOutput ? results : inputs).push_back(arg);
@@ -550,6 +599,8 @@ void appendDerivedSignatures(Spec &spec) {
           argOf(fwdResults[k], savedName(k - results.size()), true));
       forward.args.back().description =
           describeSaved(fwd, fwdReturn.getOperand(k));
+      // (Projections' results, O and LSE: each has the batch.)
+      forward.args.back().batched = batched;
       savedDescriptions.push_back(forward.args.back().description);
     }
 
@@ -557,27 +608,50 @@ void appendDerivedSignatures(Spec &spec) {
     KernelSignature backward{bwd.getSymName().str(), {}};
     TypeRange bwdInputs = bwd.getArgumentTypes();
     size_t next = 0;
-    for (const KernelArg &arg : inputs)
+    for (const KernelArg &arg : inputs) {
       backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));
-    for (const KernelArg &arg : results)
+      backward.args.back().batched = arg.batched;
+    }
+    for (const KernelArg &arg : results) {
       backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));
+      backward.args.back().batched = arg.batched;
+    }
     for (size_t k = 0; k + results.size() < fwdResults.size(); ++k) {
       backward.args.push_back(argOf(bwdInputs[next++], savedName(k), false));
       backward.args.back().description = savedDescriptions[k];
+      backward.args.back().batched = batched;
     }
     for (auto [k, arg] : llvm::enumerate(results))
-      if (arg.dtype != "i32" && arg.dtype != "i64")
+      if (arg.dtype != "i32" && arg.dtype != "i64") {
         backward.args.push_back(
             argOf(bwdInputs[next++], resultGradNames[k], false));
+        backward.args.back().batched = arg.batched;
+      }
     size_t output = 0;
     for (auto [k, arg] : llvm::enumerate(inputs))
-      if (arg.dtype != "i32" && arg.dtype != "i64")
+      if (arg.dtype != "i32" && arg.dtype != "i64") {
+        if (batched && !arg.batched) {
+          auto func = module.lookupSymbol<func::FuncOp>(kernel.name);
+          return emitError(func ? func.getArgument(k).getLoc() : bwd.getLoc())
+                 << "the gradient of '" << arg.name
+                 << "' sums over the dynamic batch (`?`), which a kernel run "
+                    "one batch entry at a time cannot compute: give the batch "
+                    "statically, or compile without the backward "
+                    "(--no-backward)";
+        }
         backward.args.push_back(argOf(bwd.getResultTypes()[output++],
                                       inputGradNames[k], true));
+        backward.args.back().batched = arg.batched;
+      }
+    if (batched) {
+      markBatchSlices(fwd, forward);
+      markBatchSlices(bwd, backward);
+    }
     derived.push_back(std::move(forward));
     derived.push_back(std::move(backward));
   }
   llvm::append_range(spec.kernels, derived);
+  return success();
 }
 
 std::string cTypeOf(const std::string &dtype) {

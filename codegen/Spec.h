@@ -23,6 +23,10 @@ struct KernelArg {
   bool isOutput = false;
   /// An input the kernel writes into (the cache of an attn.append).
   bool updatedInPlace = false;
+  /// Its first dimension is the spec's dynamic batch (`?`): `shape` is one
+  /// batch entry's (a first dimension of the batch the spec was parsed
+  /// for), and the entry point takes the batch size after the tensors.
+  bool batched = false;
   /// What the argument holds, for the header's comment; set for the saved
   /// values of @f_fwd/@f_bwd ("the LSE of attention #0 (spec.mlir:6)").
   std::string description;
@@ -43,14 +47,21 @@ struct Spec {
 /// Parses the main buffer of `sourceMgr`, verifies it and checks that every
 /// public function is a valid kernel (static tensors of supported types,
 /// C-identifier names, only spec-level ops). Diagnostics go to the context's
-/// handler. Argument names come from the SSA names in the source.
+/// handler. Argument names come from the SSA names in the source. A dynamic
+/// batch (`?` first dimensions, DynamicBatch.h) becomes `batch`: 1 for the
+/// compiler, the caller's size for a reference evaluation.
 mlir::FailureOr<Spec> parseSpec(llvm::SourceMgr &sourceMgr,
-                                mlir::MLIRContext &context);
+                                mlir::MLIRContext &context, int64_t batch = 1);
+
+/// Whether some kernel of `spec` takes a dynamic batch.
+bool hasDynamicBatch(const Spec &spec);
 
 /// After attn-derive-backward: appends the signatures of every kernel's
 /// @f_fwd and @f_bwd to `spec.kernels`, named after @f's arguments: saved
 /// values are saved<k> (each with its description), gradients d_<name>.
-void appendDerivedSignatures(Spec &spec);
+/// With a dynamic batch, marks @f_fwd and @f_bwd with attn.batch_slices;
+/// fails (located) where a gradient has no batch dimension.
+mlir::LogicalResult appendDerivedSignatures(Spec &spec);
 
 /// The C type of a dtype ("float", "uint16_t", ...).
 std::string cTypeOf(const std::string &dtype);

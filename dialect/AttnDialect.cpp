@@ -125,7 +125,8 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
   if (name == UsesAmxAttrHelper::getNameStr())
     return expect(isa<UnitAttr>(attr.getValue()) && isa<ModuleOp>(op),
                   "a unit attribute of a module");
-  if (name == ParallelTasksAttrHelper::getNameStr())
+  if (name == ParallelTasksAttrHelper::getNameStr() ||
+      name == BatchInTurnAttrHelper::getNameStr())
     return expect(isa<UnitAttr>(attr.getValue()) &&
                       isa<FunctionOpInterface>(op),
                   "a unit attribute of a function");
@@ -135,6 +136,13 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
                       bytes.getValue().isNonNegative() &&
                       isa<FunctionOpInterface>(op),
                   "a non-negative i64 of a function");
+  }
+  if (name == BatchSlicesAttrHelper::getNameStr()) {
+    auto bytes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    return expect(bytes && isa<FunctionOpInterface>(op) &&
+                      llvm::all_of(bytes.asArrayRef(),
+                                   [](int64_t n) { return n >= 0; }),
+                  "an array of non-negative i64 on a function");
   }
   return op->emitError() << "unknown attn attribute '" << name << "'";
 }

@@ -45,13 +45,24 @@ def Attn_Dialect : Dialect {
   // - max_value: on a function argument, the largest value its entries may
   //   hold: the capacity of the KV cache whose lengths it gives, or a paged
   //   cache's last page for its block table (attn-mark-length-bounds;
-  //   attn-export-abi checks them), verified by verifyRegionArgAttribute.
+  //   attn-export-abi checks them), verified by verifyRegionArgAttribute;
+  // - batch_slices: on a kernel whose spec gave its batch as `?` (compiled
+  //   for one batch entry, see codegen/DynamicBatch.h), the bytes of one
+  //   batch entry of each argument in the entry point's order (inputs, then
+  //   results), 0 for one without a batch dimension: attn-export-abi carries
+  //   it to the entry point, attn-batch-entries loops over the entries;
+  // - batch_in_turn: beside it, where the entries' work depends on integer
+  //   inputs (lengths, ids, block tables), so that running whole entries on
+  //   threads of their own could leave threads idle: one entry after the
+  //   other, each on every thread.
   let discardableAttrs = (ins
     "::attnc::attn::TilePlanAttrInterface":$tile_plan,
     "::mlir::UnitAttr":$uses_amx,
     "::mlir::UnitAttr":$parallel_tasks,
     "::mlir::IntegerAttr":$saved_bytes,
-    "::mlir::IntegerAttr":$max_value
+    "::mlir::IntegerAttr":$max_value,
+    "::mlir::DenseI64ArrayAttr":$batch_slices,
+    "::mlir::UnitAttr":$batch_in_turn
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;

@@ -40,18 +40,33 @@ const char *dtypeName(DType dtype) {
   return "?";
 }
 
-int64_t TensorSpec::numElements() const {
+int64_t TensorSpec::numElements(int64_t batch) const {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    n *= d == kDynamicBatch ? batch : d;
   return n;
 }
 
-int64_t TensorSpec::numBytes() const {
+int64_t TensorSpec::numBytes(int64_t batch) const {
   int64_t size = dtype == DType::F32 || dtype == DType::I32 ? 4
                  : dtype == DType::I64                      ? 8
                                                             : 2;
-  return numElements() * size;
+  return numElements(batch) * size;
+}
+
+bool EntryPoint::batched() const {
+  for (const TensorSpec &arg : args)
+    if (arg.batched())
+      return true;
+  return false;
+}
+
+EntryPoint EntryPoint::atBatch(int64_t batch) const {
+  EntryPoint result = *this;
+  for (TensorSpec &arg : result.args)
+    if (arg.batched())
+      arg.shape[0] = batch;
+  return result;
 }
 
 namespace {
@@ -434,7 +449,8 @@ Result Module::callUnchecked(std::string_view name,
   size_t runtimeArgs = impl->target == Target::Vulkan ? 1
                        : impl->target == Target::Cuda ? 2
                                                       : 0;
-  size_t expected = entry->args.size() + runtimeArgs;
+  size_t expected =
+      entry->args.size() + runtimeArgs + (entry->batched() ? 1 : 0);
   if (buffers.size() != expected) {
     result.error =
         "'" + entry->name + "' takes " + std::to_string(expected) +
@@ -443,7 +459,9 @@ Result Module::callUnchecked(std::string_view name,
          : impl->target == Target::Cuda
              ? " arguments (the context, the stream, then a device pointer "
                "per tensor)"
-             : " tensors") +
+             : entry->batched() ? " arguments (a buffer per tensor, then "
+                                  "the batch size)"
+                                : " tensors") +
         ", got " + std::to_string(buffers.size());
     return result;
   }
@@ -473,15 +491,30 @@ Result Module::call(std::string_view name,
                    std::to_string(tensors.size());
     return result;
   }
+  // The batch: the first batched tensor's first dimension.
+  int64_t batch = 0;
+  for (size_t k = 0; k < tensors.size(); ++k)
+    if (entry->args[k].batched() && !tensors[k].shape.empty()) {
+      batch = tensors[k].shape[0];
+      break;
+    }
   std::vector<void *> buffers;
   for (size_t k = 0; k < tensors.size(); ++k) {
     const TensorSpec &spec = entry->args[k];
     const TensorRef &tensor = tensors[k];
     std::string where = "'" + entry->name + "' argument " + std::to_string(k) +
                         " (" + spec.name + ")";
-    if (tensor.shape != spec.shape)
-      result.error = where + " must have shape " + shapeString(spec.shape) +
-                     ", got " + shapeString(tensor.shape);
+    std::vector<int64_t> shape = spec.shape;
+    if (spec.batched())
+      shape[0] = batch;
+    if (tensor.shape != shape)
+      result.error =
+          where + " must have shape " + shapeString(shape) +
+          (spec.batched() ? " (its first dimension the batch, " +
+                                std::to_string(batch) +
+                                " as the first batched tensor gives it)"
+                          : "") +
+          ", got " + shapeString(tensor.shape);
     else if (tensor.dtype != spec.dtype)
       result.error = where + " must be " + dtypeName(spec.dtype) + ", got " +
                      dtypeName(tensor.dtype);
@@ -493,6 +526,8 @@ Result Module::call(std::string_view name,
   }
   if (impl->target != Target::Cpu)
     return callOnDevice(*entry, buffers);
+  if (entry->batched())
+    buffers.push_back(reinterpret_cast<void *>(intptr_t(batch)));
   return callUnchecked(name, buffers);
 }
 

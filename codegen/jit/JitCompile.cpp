@@ -36,9 +36,12 @@ std::vector<EntryPoint> toEntryPoints(const std::vector<KernelSignature> &ks) {
   std::vector<EntryPoint> result;
   for (const KernelSignature &kernel : ks) {
     EntryPoint entry{kernel.name, {}};
-    for (const KernelArg &arg : kernel.args)
+    for (const KernelArg &arg : kernel.args) {
       entry.args.push_back(
           {arg.name, arg.shape, *parseDType(arg.dtype), arg.isOutput});
+      if (arg.batched)
+        entry.args.back().shape[0] = kDynamicBatch;
+    }
     result.push_back(std::move(entry));
   }
   return result;

@@ -168,3 +168,33 @@ module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
     return
   }
 }
+
+// -----
+
+// A kernel of one batch entry (a spec's dynamic batch): the entry point
+// takes attn.batch_slices for attn-batch-entries, and @__attnc_check_f
+// returns what the entry point checks before writing anything, NULL_ARGUMENT
+// (1) over BAD_SIZE (2) over OK, so that every entry can be checked first.
+// CHECK-LABEL: func.func @batched
+// CHECK-SAME: attributes {attn.batch_slices = array<i64: 16, 4, 0>}
+// CHECK: func.call @__attnc_impl_batched
+// CHECK-LABEL: func.func private @__attnc_check_batched
+// CHECK-SAME: (%[[A:.*]]: memref<1x4xf32>, %[[LEN:.*]]: memref<1xi32>, %[[W:.*]]: memref<4xf32>) -> i32
+// CHECK-SAME: attributes {llvm.linkage = #llvm.linkage<internal>}
+// CHECK: %[[OK:.*]] = arith.constant 0 : i32
+// CHECK: memref.load %[[LEN]]
+// CHECK: %[[CAP:.*]] = arith.constant 8 : i64
+// CHECK: %[[BADSIZE:.*]] = arith.constant 2 : i32
+// CHECK: %[[S1:.*]] = arith.select %{{.*}}, %[[BADSIZE]], %[[OK]] : i32
+// CHECK: memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[LEN]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[W]]
+// CHECK: %[[NULL:.*]] = arith.constant 1 : i32
+// CHECK: %[[S2:.*]] = arith.select %{{.*}}, %[[NULL]], %[[S1]] : i32
+// CHECK: return %[[S2]] : i32
+module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @batched(%a: memref<1x4xf32>, %len: memref<1xi32> {attn.max_value = 8 : i64},
+                     %w: memref<4xf32>) attributes {attn.batch_slices = array<i64: 16, 4, 0>} {
+    return
+  }
+}

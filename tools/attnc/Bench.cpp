@@ -370,11 +370,21 @@ int32_t timeKernels(const jit::Module &module, const BenchOptions &options,
       status |= module.callUnchecked(name, arguments.pointers).status;
     });
   };
-  Arguments f = makeArguments(*module.find(m.kernel), rng, options, bounds);
+  // An entry point of a dynamic batch takes its size after the tensors.
+  auto argumentsOf = [&](const std::string &name) {
+    const jit::EntryPoint &entry = *module.find(name);
+    Arguments arguments =
+        makeArguments(entry.atBatch(options.batch), rng, options, bounds);
+    if (entry.batched())
+      arguments.pointers.push_back(
+          reinterpret_cast<void *>(intptr_t(options.batch)));
+    return arguments;
+  };
+  Arguments f = argumentsOf(m.kernel);
   m.forward = time(m.kernel, f);
   if (m.haveBackward) {
-    Arguments fwd = makeArguments(*module.find(m.kernel + "_fwd"), rng, options, bounds);
-    Arguments bwd = makeArguments(*module.find(m.kernel + "_bwd"), rng, options, bounds);
+    Arguments fwd = argumentsOf(m.kernel + "_fwd");
+    Arguments bwd = argumentsOf(m.kernel + "_bwd");
     m.fwd = time(m.kernel + "_fwd", fwd);
     m.bwd = time(m.kernel + "_bwd", bwd);
   }
@@ -465,7 +475,7 @@ int benchSpec(const std::string &path, const BenchOptions &options,
     return 1;
   }
   LoadedSpec loaded(std::move(*file), errs);
-  mlir::FailureOr<Spec> spec = loaded.parse();
+  mlir::FailureOr<Spec> spec = loaded.parseAtBatch(options.batch, errs);
   if (mlir::failed(spec))
     return 1;
   m.kernel = spec->kernels.front().name;

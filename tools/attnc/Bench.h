@@ -17,6 +17,7 @@ struct BenchOptions {
   int reps = 10;
   bool json = false;
   bool backward = true;
+  int64_t batch = 0; // a dynamic batch's size (--batch; 0: not given)
   /// Integer inputs given one value each instead of random ones (NAME=N:
   /// e.g. the key lengths of a cache), by the spec's argument names.
   std::vector<std::pair<std::string, int64_t>> fills;

@@ -27,6 +27,28 @@ public:
 
   /// Parses, verifies and validates the spec (see parseSpec).
   mlir::FailureOr<Spec> parse() { return parseSpec(sourceMgr, context); }
+
+  /// parse() for a tool's --batch N (0: not given): a spec whose batch is
+  /// dynamic (`?`) needs it and is specialized to N for the reference; a
+  /// static one takes none.
+  mlir::FailureOr<Spec> parseAtBatch(int64_t batch, llvm::raw_ostream &errs) {
+    if (batch < 0) {
+      errs << "attnc: error: --batch must be >= 0\n";
+      return mlir::failure();
+    }
+    mlir::FailureOr<Spec> spec =
+        parseSpec(sourceMgr, context, std::max<int64_t>(batch, 1));
+    if (mlir::failed(spec))
+      return mlir::failure();
+    if (hasDynamicBatch(*spec) != (batch > 0)) {
+      errs << (batch > 0 ? "attnc: error: --batch: the spec has no dynamic "
+                           "batch (no `?` first dimension)\n"
+                         : "attnc: error: the spec's batch is dynamic "
+                           "(`?`): give its size with --batch N\n");
+      return mlir::failure();
+    }
+    return spec;
+  }
   mlir::MLIRContext &getContext() { return context; }
 
 private:

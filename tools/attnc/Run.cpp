@@ -245,7 +245,8 @@ public:
               "score of +inf or NaN\n";
       return mlir::success();
     }
-    return checkGradients(func, entry, *fwd, *bwd, buffers, inputs);
+    return checkGradients(func, entry, fwd->atBatch(options.batch),
+                          bwd->atBatch(options.batch), buffers, inputs);
   }
 
   bool passed() const { return allOk; }
@@ -563,7 +564,7 @@ int runSpec(const std::string &path, const RunOptions &options,
 
   // The spec as the float64 reference sees it.
   LoadedSpec loaded(std::move(*file), errs);
-  mlir::FailureOr<Spec> spec = loaded.parse();
+  mlir::FailureOr<Spec> spec = loaded.parseAtBatch(options.batch, errs);
   if (mlir::failed(spec) || mlir::failed(inlineCalls(loaded, *spec)))
     return 1;
 
@@ -595,7 +596,7 @@ int runSpec(const std::string &path, const RunOptions &options,
          << (module->fromDiskCache() ? " ms (disk cache)" : " ms") << "\n"
          << (options.backward ? KernelChecker::kHeader
                               : KernelChecker::kForwardHeader);
-    if (mlir::failed(checker.check(func, *entry)))
+    if (mlir::failed(checker.check(func, entry->atBatch(options.batch))))
       return 1;
   }
   outs << KernelChecker::kElementwiseLegend;

@@ -17,6 +17,7 @@ struct RunOptions {
   bool backward = true; // also check <f>_bwd
   uint64_t seed = 1;
   jit::Target target = jit::Target::Cpu; // what the kernels run on (--target)
+  int64_t batch = 0; // a dynamic batch's size (--batch; 0: not given)
 };
 
 /// Returns the process exit code; diagnostics go to `errs`.

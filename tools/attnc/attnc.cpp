@@ -207,6 +207,13 @@ cl::opt<bool> benchNoBackward("no-backward",
                               cl::desc("Time the forward only"),
                               cl::sub(benchCommand), cl::cat(attncCategory));
 
+cl::opt<int64_t> batchSize(
+    "batch",
+    cl::desc("The batch size of a spec whose batch is dynamic (`?` first "
+             "dimensions; required for one, refused for a static one)"),
+    cl::value_desc("N"), cl::init(0), cl::sub(runCommand),
+    cl::sub(benchCommand), cl::cat(attncCategory));
+
 cl::SubCommand explainCommand(
     "explain",
     "Draw what the compiler decided for a spec and what its attention does: "
@@ -387,6 +394,7 @@ int main(int argc, char **argv) {
                                                   : attnc::jit::Target::Cpu;
     options.backward = !runNoBackward;
     options.seed = runSeed;
+    options.batch = batchSize;
     return attnc::runSpec(runInput, options, outs(), errs());
   }
   if (benchCommand) {
@@ -395,6 +403,7 @@ int main(int argc, char **argv) {
     options.reps = benchReps;
     options.json = benchJson;
     options.backward = !benchNoBackward;
+    options.batch = batchSize;
     for (const std::string &flag : benchFills) {
       auto [name, text] = llvm::StringRef(flag).split('=');
       int64_t value;

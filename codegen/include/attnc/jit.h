@@ -26,20 +26,34 @@ enum class DType { F32, F16, BF16, I32, I64 };
 /// The name of a dtype as specs write it ("f32", "bf16", ...).
 const char *dtypeName(DType dtype);
 
+/// The first dimension of a tensor whose spec gave it as `?`: the dynamic
+/// batch, one size for every such tensor of a call.
+constexpr int64_t kDynamicBatch = -1;
+
 /// One tensor argument of an entry point.
 struct TensorSpec {
   std::string name;
-  std::vector<int64_t> shape; // row-major, contiguous
+  /// Row-major, contiguous; shape[0] is kDynamicBatch for a batched tensor.
+  std::vector<int64_t> shape;
   DType dtype = DType::F32;
   bool isOutput = false;
-  int64_t numElements() const;
-  int64_t numBytes() const;
+  bool batched() const { return !shape.empty() && shape[0] == kDynamicBatch; }
+  /// The elements and bytes of the tensor at batch size `batch` (which
+  /// only batched tensors read).
+  int64_t numElements(int64_t batch = 1) const;
+  int64_t numBytes(int64_t batch = 1) const;
 };
 
 /// An exported entry point: inputs in order, then one output per result.
+/// With batched tensors, the C function takes the batch size (int64_t)
+/// after them.
 struct EntryPoint {
   std::string name;
   std::vector<TensorSpec> args;
+  bool batched() const;
+  /// This entry point's tensors at batch size `batch` (kDynamicBatch
+  /// replaced by it).
+  EntryPoint atBatch(int64_t batch) const;
 };
 
 /// A tensor passed to a checked call.
@@ -136,10 +150,13 @@ public:
   bool fromDiskCache() const;
 
   /// Calls an entry point with one tensor per argument, checking the count,
-  /// every shape and dtype, and that no pointer is null.
+  /// every shape and dtype, and that no pointer is null. A dynamic batch is
+  /// read from the batched tensors' first dimension (the same for all).
   Result call(std::string_view name,
               const std::vector<TensorRef> &tensors) const;
-  /// Calls an entry point with raw buffers; only the count is checked.
+  /// Calls an entry point with raw buffers; only the count is checked. An
+  /// entry point with a dynamic batch takes the batch size last, as
+  /// reinterpret_cast<void *>(intptr_t(batch)).
   /// For Target::Vulkan the raw arguments are the attnc_vk_context * first,
   /// then one attnc_vk_buffer * per tensor; for Target::Cuda the
   /// attnc_cuda_context *, the stream (null: the default stream), then one
