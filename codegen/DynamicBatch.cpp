@@ -1,6 +1,7 @@
 // A spec's dynamic batch (see DynamicBatch.h).
 #include "codegen/DynamicBatch.h"
 #include "dialect/AttnDialect.h"
+#include "dialect/AttnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -99,6 +100,15 @@ LogicalResult checkBatchedFunction(func::FuncOp func) {
   for (Operation &op : func.getBody().getOps()) {
     if (!llvm::any_of(op.getOperandTypes(), isBatchedType))
       continue;
+    // A paged cache's pool has no batch: where two sequences' tables name
+    // the same page, entry b would read it before entry b + 1 appends to
+    // it, where the spec appends every sequence's rows first.
+    if (isa<attn::AppendOp>(op) && !isBatchedType(op.getResult(0).getType()))
+      return op.emitError()
+             << "attn.append into a paged cache with a dynamic batch (`?`): "
+                "the kernel runs one batch entry at a time, so an entry "
+                "would not see what later entries append to pages they "
+                "share; give the batch statically";
     for (auto [k, type] : llvm::enumerate(op.getResultTypes()))
       if (isa<RankedTensorType>(type) && !isBatchedType(type))
         return op.emitError()
