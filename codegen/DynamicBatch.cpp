@@ -103,7 +103,8 @@ LogicalResult checkBatchedFunction(func::FuncOp func) {
     // A paged cache's pool has no batch: where two sequences' tables name
     // the same page, entry b would read it before entry b + 1 appends to
     // it, where the spec appends every sequence's rows first.
-    if (isa<attn::AppendOp>(op) && !isBatchedType(op.getResult(0).getType()))
+    if (isa<attn::AppendOp>(op) && op.getNumResults() == 1 &&
+        !isBatchedType(op.getResult(0).getType()))
       return op.emitError()
              << "attn.append into a paged cache with a dynamic batch (`?`): "
                 "the kernel runs one batch entry at a time, so an entry "

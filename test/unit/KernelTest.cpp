@@ -71,6 +71,8 @@ struct AttentionCase {
   // K and V rows past each batch's length hold NaN (a cache's unwritten
   // rows): no result may change (the reference sees zeros there).
   bool nanPastLengths = false;
+  // The batch written as `?` (codegen/DynamicBatch.h), B given at the call.
+  bool dynamicBatch = false;
 
   std::string describe() const {
     std::ostringstream os;
@@ -83,7 +85,8 @@ struct AttentionCase {
        << " affine-conjuncts=" << affineMask.size() << (fuse ? "" : " unfused")
        << " cpu=" << cpu << (target == jit::Target::Vulkan ? " vulkan" : "")
        << " scale=" << scale << " inputs x" << inputScale
-       << (nanPastLengths ? " NaN past the lengths" : "");
+       << (nanPastLengths ? " NaN past the lengths" : "")
+       << (dynamicBatch ? " dynamic batch" : "");
     return os.str();
   }
 };
@@ -91,13 +94,23 @@ struct AttentionCase {
 /// The spec of one case; arguments: q, k, v, [lengths], [score capture],
 /// [doc_q, doc_k]; results: O (and LSE for the fused form).
 std::string specFor(const AttentionCase &c) {
-  std::string qT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
-              kT = tensorType({c.B, c.Hkv, c.Skv, c.D}, c.dtype),
-              vT = tensorType({c.B, c.Hkv, c.Skv, c.Dv}, c.dtype),
-              oT = tensorType({c.B, c.H, c.Sq, c.Dv}, c.dtype),
-              lseT = tensorType({c.B, c.H, c.Sq}, "f32"),
-              sT = tensorType({c.B, c.H, c.Sq, c.Skv}, "f32"),
-              lenT = tensorType({c.B}, "i32"),
+  // A tensor with the batch first: "tensor<?x..." for a dynamic one.
+  auto batched = [&](std::initializer_list<int64_t> rest,
+                     const std::string &dtype) {
+    std::string type = tensorType(rest, dtype);
+    return "tensor<" +
+           (c.dynamicBatch ? std::string("?") : std::to_string(c.B)) + "x" +
+           type.substr(7);
+  };
+  std::string qT = batched({c.H, c.Sq, c.D}, c.dtype),
+              kT = batched({c.Hkv, c.Skv, c.D}, c.dtype),
+              vT = batched({c.Hkv, c.Skv, c.Dv}, c.dtype),
+              oT = batched({c.H, c.Sq, c.Dv}, c.dtype),
+              lseT = batched({c.H, c.Sq}, "f32"),
+              sT = batched({c.H, c.Sq, c.Skv}, "f32"),
+              lenT = "tensor<" +
+                     (c.dynamicBatch ? std::string("?") : std::to_string(c.B)) +
+                     "xi32>",
               docQT = tensorType({c.Sq}, "i32"),
               docKT = tensorType({c.Skv}, "i32");
   std::string capT;
@@ -310,12 +323,13 @@ double gradientError(const std::vector<double> &actual,
 /// Calls entry point `name` with one host buffer per tensor: a checked call,
 /// which on GPU targets also copies them to the device and back.
 jit::Result callHost(const jit::Module &module, const std::string &name,
-                     const std::vector<void *> &buffers) {
+                     const std::vector<void *> &buffers, int64_t batch) {
   std::vector<jit::TensorRef> tensors;
-  if (const jit::EntryPoint *entry = module.find(name))
-    for (size_t k = 0; k < entry->args.size() && k < buffers.size(); ++k)
-      tensors.push_back(
-          {buffers[k], entry->args[k].shape, entry->args[k].dtype});
+  if (const jit::EntryPoint *found = module.find(name)) {
+    jit::EntryPoint entry = found->atBatch(batch);
+    for (size_t k = 0; k < entry.args.size() && k < buffers.size(); ++k)
+      tensors.push_back({buffers[k], entry.args[k].shape, entry.args[k].dtype});
+  }
   return module.call(name, tensors);
 }
 
@@ -413,7 +427,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   args.push_back(o.data());
   if (returnsLse)
     args.push_back(lse.data());
-  auto status = callHost(*kernels, "kernel", args);
+  auto status = callHost(*kernels, "kernel", args, c.B);
   if (noVulkanDevice(status))
     GTEST_SKIP() << "no Vulkan device";
   ASSERT_TRUE(status.error.empty()) << status.error;
@@ -514,7 +528,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     fwdArgs.push_back(lse2.data());
   if (savesLse)
     fwdArgs.push_back(savedLse.data());
-  auto fwdStatus = callHost(*kernels, "kernel_fwd", fwdArgs);
+  auto fwdStatus = callHost(*kernels, "kernel_fwd", fwdArgs, c.B);
   ASSERT_TRUE(fwdStatus.error.empty()) << fwdStatus.error;
   ASSERT_EQ(fwdStatus.status, 0);
   EXPECT_EQ(o2.bytes, o.bytes);
@@ -539,7 +553,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     bwdArgs.push_back(grad->data());
   if (!capture.values.empty())
     bwdArgs.push_back(dCapture.data());
-  auto bwdStatus = callHost(*kernels, "kernel_bwd", bwdArgs);
+  auto bwdStatus = callHost(*kernels, "kernel_bwd", bwdArgs, c.B);
   ASSERT_TRUE(bwdStatus.error.empty()) << bwdStatus.error;
   ASSERT_EQ(bwdStatus.status, 0);
   for (Buffer *grad : {&dQ, &dK, &dV, &dCapture})
@@ -760,6 +774,27 @@ TEST(KernelTest, RandomSpecs) {
       runCase(c, 100 + n);
     }
   }
+}
+
+/// Random specs with a dynamic batch (`?`), compiled once and called at
+/// batches of 1, 3 and 5 (on 2 threads: 5 entries without lengths run on
+/// threads of their own, the others one after the other), forward and every
+/// gradient against the float64 reference. No score captures: their
+/// gradients sum over the batch, which a dynamic batch refuses.
+TEST(KernelTest, RandomSpecsWithADynamicBatch) {
+  std::mt19937_64 rng(20261204);
+  attnc_set_num_threads(2);
+  for (int n = 0; n < 12; ++n) {
+    AttentionCase c = randomCase(rng, n);
+    c.dynamicBatch = true;
+    const int64_t batches[] = {1, 3, 5};
+    c.B = batches[n % 3];
+    if (c.scoreMod == ScoreModKind::Alibi ||
+        c.scoreMod == ScoreModKind::BiasTable)
+      c.scoreMod = ScoreModKind::Softcap;
+    runCase(c, 300 + n);
+  }
+  attnc_set_num_threads(0);
 }
 
 /// The GPU kernels through Vulkan (lavapipe in the test suite): random
