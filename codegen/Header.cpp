@@ -78,8 +78,8 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
     }
     if (batched)
       os << " *   " << batch
-         << ": the batch size (the spec's `?`); the kernel computes each "
-            "batch entry in turn,\n *     and returns 2 "
+         << ": the batch size (the spec's `?`): every entry is computed as "
+            "the spec at a\n *     batch of 1 computes it; 2 "
             "(ATTNC_STATUS_BAD_SIZE) for a negative one\n";
     os << " * Returns 0 (ATTNC_STATUS_OK), or 1 (ATTNC_STATUS_NULL_ARGUMENT)"
        << " without writing\n * anything when a pointer is null"
