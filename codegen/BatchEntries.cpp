@@ -68,12 +68,15 @@ private:
       return args;
     }
     /// In `region`, from `from`: for (i = begin; i < end; ++i) { status =
-    /// callee(slices of i of ptrs); if (status) onFailure(status, next); },
-    /// where onFailure ends its block (it may branch to `next`, the loop's
-    /// next iteration); returns the loop's exit.
+    /// callee(slices of i of ptrs, as `adjust` changes them); if (status)
+    /// onFailure(status, next); afterEach(); }, where onFailure ends its
+    /// block (it may branch to `next`, the rest of the iteration); returns
+    /// the loop's exit.
     Block *forEachEntry(Region &region, Block *from, Value begin, Value end,
                         ValueRange ptrs, LLVM::LLVMFuncOp callee,
-                        function_ref<void(Value, Block *)> onFailure) {
+                        function_ref<void(Value, Block *)> onFailure,
+                        function_ref<void(SmallVectorImpl<Value> &)> adjust = {},
+                        function_ref<void()> afterEach = {}) {
       Type i64 = begin.getType();
       Block *head = b.createBlock(&region, {}, {i64}, {loc});
       Block *body = b.createBlock(&region);
@@ -89,9 +92,10 @@ private:
           LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, index, end),
           body, exit);
       b.setInsertionPointToEnd(body);
-      Value status =
-          LLVM::CallOp::create(b, loc, callee, slicesOf(ptrs, index))
-              .getResult();
+      SmallVector<Value> args = slicesOf(ptrs, index);
+      if (adjust)
+        adjust(args);
+      Value status = LLVM::CallOp::create(b, loc, callee, args).getResult();
       LLVM::CondBrOp::create(
           b, loc,
           LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, status,
@@ -100,6 +104,8 @@ private:
       b.setInsertionPointToEnd(failed);
       onFailure(status, latch);
       b.setInsertionPointToEnd(latch);
+      if (afterEach)
+        afterEach();
       LLVM::BrOp::create(
           b, loc,
           ValueRange{LLVM::AddOp::create(b, loc, index, constant(i64, 1))},
@@ -153,6 +159,13 @@ private:
     slice->removeAttr(name);
     bool inTurnOnly = bool(slice->removeAttr(
         attnc::attn::AttnDialect::BatchInTurnAttrHelper::getNameStr()));
+    auto sums = dyn_cast_or_null<DenseI64ArrayAttr>(slice->removeAttr(
+        attnc::attn::AttnDialect::BatchSumsAttrHelper::getNameStr()));
+    if (sums && (!slices || sums.size() != slices.size()))
+      return slice.emitError() << "'attn.batch_sums' needs one size per "
+                                  "pointer";
+    // (Sums are taken in entry order.)
+    inTurnOnly |= bool(sums);
     std::string entryName = slice.getSymName().str();
     auto check = getOperation().lookupSymbol<LLVM::LLVMFuncOp>(
         "__attnc_check_" + entryName);
@@ -242,11 +255,115 @@ private:
                          ValueRange{LLVM::LoadOp::create(b, loc, i32, slot)},
                          done);
     }
-    Block *computed =
-        bb.forEachEntry(region, inTurn, zero, batch, ptrs, slice, returnStatus);
+    if (!sums) {
+      Block *computed = bb.forEachEntry(region, inTurn, zero, batch, ptrs,
+                                        slice, returnStatus);
+      b.setInsertionPointToEnd(computed);
+      LLVM::BrOp::create(b, loc,
+                         ValueRange{bb.constant(i32, ATTNC_STATUS_OK)}, done);
+      return success();
+    }
+    return sumOverEntries(bb, region, inTurn, done, ptrs, zero, batch, slice,
+                          sums.asArrayRef(), entryName);
+  }
+
+  /// The entries in turn, from `from`, where outputs are summed over them
+  /// (`sums`: attn.batch_sums): each such output's entries are written to a
+  /// buffer of its own, added to an f32 accumulator (calloc'd: a batch of 0
+  /// gives zeros) by @__attnc_sum_f_k and stored by @__attnc_store_f_k
+  /// (attn-export-abi) after the last entry; branches to `done` with the
+  /// status.
+  LogicalResult sumOverEntries(Builder &bb, Region &region, Block *from,
+                               Block *done, ValueRange ptrs, Value zero,
+                               Value batch,
+                               LLVM::LLVMFuncOp slice, ArrayRef<int64_t> sums,
+                               StringRef entryName) {
+    OpBuilder &b = bb.b;
+    Location loc = bb.loc;
+    MLIRContext *ctx = &getContext();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+    auto declare = [&](StringRef name, Type result, ArrayRef<Type> params) {
+      if (auto fn = getOperation().lookupSymbol<LLVM::LLVMFuncOp>(name))
+        return fn;
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(getOperation().getBody());
+      return LLVM::LLVMFuncOp::create(
+          b, loc, name, LLVM::LLVMFunctionType::get(result, params));
+    };
+    LLVM::LLVMFuncOp calloc = declare("calloc", ptr, {i64, i64});
+    LLVM::LLVMFuncOp free =
+        declare("free", LLVM::LLVMVoidType::get(ctx), {ptr});
+    struct Sum {
+      unsigned arg;
+      LLVM::LLVMFuncOp add, store;
+      Value part, acc;
+    };
+    SmallVector<Sum> summed;
+    for (auto [k, bytes] : llvm::enumerate(sums)) {
+      if (!bytes)
+        continue;
+      std::string suffix = (entryName + "_" + Twine(k)).str();
+      auto add = getOperation().lookupSymbol<LLVM::LLVMFuncOp>(
+          "__attnc_sum_" + suffix);
+      auto store = getOperation().lookupSymbol<LLVM::LLVMFuncOp>(
+          "__attnc_store_" + suffix);
+      if (!add || !store)
+        return slice.emitError()
+               << "'attn.batch_sums' needs @__attnc_sum_" << suffix
+               << " and @__attnc_store_" << suffix;
+      summed.push_back({unsigned(k), add, store, Value(), Value()});
+    }
+    // The buffers, or OUT_OF_MEMORY; every way out frees them.
+    Block *release = b.createBlock(&region, {}, {i32}, {loc});
+    Block *loop = b.createBlock(&region);
+    b.setInsertionPointToEnd(from);
+    Value failed = LLVM::ConstantOp::create(b, loc, b.getI1Type(),
+                                            b.getBoolAttr(false));
+    Value null = LLVM::ZeroOp::create(b, loc, ptr);
+    for (Sum &sum : summed) {
+      for (Value *buffer : {&sum.part, &sum.acc}) {
+        *buffer = LLVM::CallOp::create(
+                      b, loc, calloc,
+                      ValueRange{bb.constant(i64, 1),
+                                 bb.constant(i64, sums[sum.arg])})
+                      .getResult();
+        failed = LLVM::OrOp::create(
+            b, loc, failed,
+            LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, *buffer,
+                                 null));
+      }
+    }
+    LLVM::CondBrOp::create(
+        b, loc, failed, release,
+        ValueRange{bb.constant(i32, ATTNC_STATUS_OUT_OF_MEMORY)}, loop,
+        ValueRange());
+    b.setInsertionPointToEnd(release);
+    for (Sum &sum : summed)
+      for (Value buffer : {sum.part, sum.acc})
+        LLVM::CallOp::create(b, loc, free, ValueRange{buffer});
+    LLVM::BrOp::create(b, loc, ValueRange{release->getArgument(0)}, done);
+
+    Block *computed = bb.forEachEntry(
+        region, loop, zero, batch, ptrs, slice,
+        [&](Value status, Block *) {
+          LLVM::BrOp::create(b, loc, ValueRange{status}, release);
+        },
+        [&](SmallVectorImpl<Value> &args) {
+          for (Sum &sum : summed)
+            args[sum.arg] = sum.part;
+        },
+        [&] {
+          for (Sum &sum : summed)
+            LLVM::CallOp::create(b, loc, sum.add,
+                                 ValueRange{sum.part, sum.acc});
+        });
     b.setInsertionPointToEnd(computed);
+    for (Sum &sum : summed)
+      LLVM::CallOp::create(b, loc, sum.store,
+                           ValueRange{sum.acc, ptrs[sum.arg]});
     LLVM::BrOp::create(b, loc, ValueRange{bb.constant(i32, ATTNC_STATUS_OK)},
-                       done);
+                       release);
     return success();
   }
 };

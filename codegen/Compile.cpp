@@ -161,8 +161,8 @@ FailureOr<Spec> Compiler::lower(llvm::SourceMgr &sourceMgr,
   buildGraphStage(graph, pipeline);
   if (failed(graph.run(*spec->module)))
     return failure();
-  if (options.backward && failed(appendDerivedSignatures(*spec)))
-    return failure();
+  if (options.backward)
+    appendDerivedSignatures(*spec);
   PassManager target(&context);
   target.enableVerifier(options.verifyEachPass);
   buildTargetStage(target, pipeline);

@@ -6,10 +6,12 @@
 // one-entry kernel on its slices of the batched tensors. Batch entries are
 // independent in every attn op (their tasks are split per entry anyway), so
 // the result is the static kernel's at every batch size, and one object
-// serves them all. What would couple the entries is rejected with a located
-// error: a result without the batch (a sum or mean over it), a region that
-// computes with its batch index beyond reading its own entry of a batched
-// capture, and gradients of unbatched inputs (their sums over the batch).
+// serves them all; the backward's gradients of inputs without the batch
+// are summed over the entries (attn.batch_sums). What would couple the
+// entries otherwise is rejected with a located error: a result without the
+// batch (a sum or mean over it), a region that computes with its batch
+// index beyond reading its own entry of a batched capture, and appends to a
+// paged cache (whose pages the entries may share).
 #ifndef ATTNC_CODEGEN_DYNAMICBATCH_H
 #define ATTNC_CODEGEN_DYNAMICBATCH_H
 

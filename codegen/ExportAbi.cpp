@@ -215,6 +215,81 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
     func::ReturnOp::create(b, loc, code);
   }
 
+  /// For output `k` of a kernel with a dynamic batch that is summed over
+  /// its entries (attn.batch_sums, `bytes` of f32): @__attnc_sum_f_k(part,
+  /// acc), acc += part in f32, and @__attnc_store_f_k(acc, out), out = acc
+  /// rounded to out's type, which attn-batch-entries calls around the
+  /// entries.
+  LogicalResult exportSumHelpers(func::FuncOp entry, unsigned k,
+                                 int64_t bytes) {
+    Location loc = entry.getLoc();
+    auto out = dyn_cast<MemRefType>(entry.getArgumentTypes()[k]);
+    Type f32 = Float32Type::get(&getContext());
+    if (!out || !isa<FloatType>(out.getElementType()) ||
+        out.getNumElements() * 4 != bytes)
+      return entry.emitError()
+             << "'" << attnc::attn::AttnDialect::BatchSumsAttrHelper::getNameStr()
+             << "' must give the bytes of an f32 copy of a float buffer";
+    int64_t n = out.getNumElements();
+    auto accType = MemRefType::get({n}, f32);
+    OpBuilder b(&getContext());
+    b.setInsertionPointAfter(entry);
+    // One dimension of n elements, as `memref` holds them.
+    auto flat = [&](Value memref) -> Value {
+      auto type = cast<MemRefType>(memref.getType());
+      if (type.getRank() == 1)
+        return memref;
+      if (type.getRank() == 0)
+        return memref::ExpandShapeOp::create(
+            b, loc, MemRefType::get({1}, type.getElementType()), memref,
+            ArrayRef<ReassociationIndices>{});
+      ReassociationIndices all =
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+      return memref::CollapseShapeOp::create(
+          b, loc, memref, ArrayRef<ReassociationIndices>{all});
+    };
+    auto helper = [&](StringRef prefix, TypeRange args,
+                      function_ref<void(Value, Value, Value)> body) {
+      OpBuilder::InsertionGuard guard(b);
+      auto fn = func::FuncOp::create(
+          b, loc, (prefix + entry.getSymName() + "_" + Twine(k)).str(),
+          FunctionType::get(&getContext(), args, {}));
+      fn.setPrivate();
+      setInternalLinkage(fn);
+      b.setInsertionPointToStart(fn.addEntryBlock());
+      Value from = flat(fn.getArgument(0)), to = flat(fn.getArgument(1));
+      scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                         arith::ConstantIndexOp::create(b, loc, n),
+                         arith::ConstantIndexOp::create(b, loc, 1),
+                         ValueRange(),
+                         [&](OpBuilder &nb, Location, Value e, ValueRange) {
+                           OpBuilder::InsertionGuard inner(b);
+                           b.setInsertionPoint(nb.getInsertionBlock(),
+                                               nb.getInsertionPoint());
+                           body(from, to, e);
+                           scf::YieldOp::create(b, loc);
+                         });
+      func::ReturnOp::create(b, loc);
+    };
+    helper("__attnc_sum_", {out, accType}, [&](Value part, Value acc, Value e) {
+      Value x = memref::LoadOp::create(b, loc, part, e);
+      if (x.getType() != f32)
+        x = arith::ExtFOp::create(b, loc, f32, x);
+      memref::StoreOp::create(
+          b, loc,
+          arith::AddFOp::create(b, loc, memref::LoadOp::create(b, loc, acc, e),
+                                x),
+          acc, e);
+    });
+    helper("__attnc_store_", {accType, out}, [&](Value acc, Value to, Value e) {
+      Value x = memref::LoadOp::create(b, loc, acc, e);
+      if (out.getElementType() != f32)
+        x = arith::TruncFOp::create(b, loc, out.getElementType(), x);
+      memref::StoreOp::create(b, loc, x, to, e);
+    });
+    return success();
+  }
+
   /// Keeps a function out of the object's exported symbols.
   static void setInternalLinkage(func::FuncOp func) {
     func->setAttr(
@@ -313,6 +388,18 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
       if (Attribute unit = impl->removeAttr(inTurn))
         entry->setAttr(inTurn, unit);
       exportCheck(impl, entry);
+      StringRef sums =
+          attnc::attn::AttnDialect::BatchSumsAttrHelper::getNameStr();
+      if (auto bytes = dyn_cast_or_null<DenseI64ArrayAttr>(
+              impl->removeAttr(sums))) {
+        if (bytes.size() != type.getNumInputs())
+          return impl.emitError()
+                 << "'" << sums << "' must give one size per buffer";
+        for (auto [k, n] : llvm::enumerate(bytes.asArrayRef()))
+          if (n && failed(exportSumHelpers(entry, k, n)))
+            return failure();
+        entry->setAttr(sums, bytes);
+      }
     }
 
     Block *block = entry.addEntryBlock();

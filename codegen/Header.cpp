@@ -67,10 +67,12 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
                        os, ",");
       os << "] " << arg.dtype
          << (arg.dtype == "f16" || arg.dtype == "bf16" ? " (bits)" : "")
-         << (arg.isOutput         ? ", output"
-             : arg.updatedInPlace ? ", input, updated in place (attn.append "
-                                    "writes each sequence's new rows)"
-                                  : ", input");
+         << (arg.summedOverBatch ? ", output, summed over the batch"
+             : arg.isOutput      ? ", output"
+             : arg.updatedInPlace
+                 ? ", input, updated in place (attn.append writes each "
+                   "sequence's new rows)"
+                 : ", input");
       // What a saved value is: e.g. "the LSE (...) of attention #0 (f.mlir:6)".
       if (!arg.description.empty())
         os << ": " << arg.description;

@@ -109,8 +109,15 @@ def AttnBatchEntries : Pass<"attn-batch-entries", "mlir::ModuleOp"> {
     otherwise it runs @__attnc_check_f (attn-export-abi: null buffers,
     lengths out of bounds) on every entry's slices first, so that a bad
     entry returns its status before anything is written, then calls
-    @__attnc_slice_f on each entry's slices in turn (buffer + b * bytes),
-    returning the first status that is not OK.
+    @__attnc_slice_f on each entry's slices (buffer + b * bytes): with at
+    least 2 entries per thread (attnc_num_threads) and neither
+    `attn.batch_in_turn` nor `attn.batch_sums`, as a task loop
+    @__attnc_entries_f (attn-lower-parallel-calls), an entry per task,
+    returning the largest status that is not OK; otherwise in turn,
+    returning the first. Outputs of `attn.batch_sums` (the bytes of an f32
+    accumulator) are written by each entry into a buffer of their own,
+    added up by @__attnc_sum_f_k and stored by @__attnc_store_f_k
+    (attn-export-abi) after the last entry.
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }

@@ -528,26 +528,36 @@ bool hasDynamicBatch(const Spec &spec) {
 }
 
 /// Marks `func` with attn.batch_slices for the batched arguments of
-/// `kernel` (its entry point's), and attn.batch_in_turn where integer inputs
-/// have the batch.
+/// `kernel` (its entry point's), attn.batch_sums for its outputs summed over
+/// the batch, and attn.batch_in_turn where integer inputs have the batch
+/// or outputs are summed.
 static void markBatchSlices(func::FuncOp func, const KernelSignature &kernel) {
   SmallVector<Type> types(func.getArgumentTypes());
   llvm::append_range(types, func.getResultTypes());
-  SmallVector<int64_t> slices;
-  for (auto [arg, type] : llvm::zip_equal(kernel.args, types))
+  SmallVector<int64_t> slices, sums;
+  for (auto [arg, type] : llvm::zip_equal(kernel.args, types)) {
     slices.push_back(arg.batched ? batchSliceBytes(type) : 0);
+    sums.push_back(arg.summedOverBatch
+                       ? 4 * cast<ShapedType>(type).getNumElements()
+                       : 0);
+  }
+  MLIRContext *ctx = func.getContext();
   func->setAttr(attn::AttnDialect::BatchSlicesAttrHelper::getNameStr(),
-                DenseI64ArrayAttr::get(func.getContext(), slices));
-  // (As specializeBatch marks @f.)
-  if (llvm::any_of(kernel.args, [](const KernelArg &arg) {
+                DenseI64ArrayAttr::get(ctx, slices));
+  bool summed = llvm::any_of(sums, [](int64_t n) { return n > 0; });
+  if (summed)
+    func->setAttr(attn::AttnDialect::BatchSumsAttrHelper::getNameStr(),
+                  DenseI64ArrayAttr::get(ctx, sums));
+  // (As specializeBatch marks @f; sums are taken in entry order.)
+  if (summed || llvm::any_of(kernel.args, [](const KernelArg &arg) {
         return arg.batched && !arg.isOutput &&
                (arg.dtype == "i32" || arg.dtype == "i64");
       }))
     func->setAttr(attn::AttnDialect::BatchInTurnAttrHelper::getNameStr(),
-                  UnitAttr::get(func.getContext()));
+                  UnitAttr::get(ctx));
 }
 
-LogicalResult appendDerivedSignatures(Spec &spec) {
+void appendDerivedSignatures(Spec &spec) {
   ModuleOp module = *spec.module;
   auto argOf = [](Type type, std::string name, bool isOutput) {
     KernelArg arg;
@@ -630,18 +640,10 @@ LogicalResult appendDerivedSignatures(Spec &spec) {
     size_t output = 0;
     for (auto [k, arg] : llvm::enumerate(inputs))
       if (arg.dtype != "i32" && arg.dtype != "i64") {
-        if (batched && !arg.batched) {
-          auto func = module.lookupSymbol<func::FuncOp>(kernel.name);
-          return emitError(func ? func.getArgument(k).getLoc() : bwd.getLoc())
-                 << "the gradient of '" << arg.name
-                 << "' sums over the dynamic batch (`?`), which a kernel run "
-                    "one batch entry at a time cannot compute: give the batch "
-                    "statically, or compile without the backward "
-                    "(--no-backward)";
-        }
         backward.args.push_back(argOf(bwd.getResultTypes()[output++],
                                       inputGradNames[k], true));
         backward.args.back().batched = arg.batched;
+        backward.args.back().summedOverBatch = batched && !arg.batched;
       }
     if (batched) {
       markBatchSlices(fwd, forward);
@@ -651,7 +653,6 @@ LogicalResult appendDerivedSignatures(Spec &spec) {
     derived.push_back(std::move(backward));
   }
   llvm::append_range(spec.kernels, derived);
-  return success();
 }
 
 std::string cTypeOf(const std::string &dtype) {

@@ -27,6 +27,9 @@ struct KernelArg {
   /// batch entry's (a first dimension of the batch the spec was parsed
   /// for), and the entry point takes the batch size after the tensors.
   bool batched = false;
+  /// An output without the batch of a kernel with one: the gradient of an
+  /// input without it, summed over the batch's entries.
+  bool summedOverBatch = false;
   /// What the argument holds, for the header's comment; set for the saved
   /// values of @f_fwd/@f_bwd ("the LSE of attention #0 (spec.mlir:6)").
   std::string description;
@@ -59,9 +62,10 @@ bool hasDynamicBatch(const Spec &spec);
 /// After attn-derive-backward: appends the signatures of every kernel's
 /// @f_fwd and @f_bwd to `spec.kernels`, named after @f's arguments: saved
 /// values are saved<k> (each with its description), gradients d_<name>.
-/// With a dynamic batch, marks @f_fwd and @f_bwd with attn.batch_slices;
-/// fails (located) where a gradient has no batch dimension.
-mlir::LogicalResult appendDerivedSignatures(Spec &spec);
+/// With a dynamic batch, marks @f_fwd and @f_bwd with attn.batch_slices
+/// (and @f_bwd's gradients of inputs without the batch, summed over it,
+/// with attn.batch_sums).
+void appendDerivedSignatures(Spec &spec);
 
 /// The C type of a dtype ("float", "uint16_t", ...).
 std::string cTypeOf(const std::string &dtype);

@@ -137,7 +137,8 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
                       isa<FunctionOpInterface>(op),
                   "a non-negative i64 of a function");
   }
-  if (name == BatchSlicesAttrHelper::getNameStr()) {
+  if (name == BatchSlicesAttrHelper::getNameStr() ||
+      name == BatchSumsAttrHelper::getNameStr()) {
     auto bytes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     return expect(bytes && isa<FunctionOpInterface>(op) &&
                       llvm::all_of(bytes.asArrayRef(),

@@ -51,6 +51,11 @@ def Attn_Dialect : Dialect {
   //   batch entry of each argument in the entry point's order (inputs, then
   //   results), 0 for one without a batch dimension: attn-export-abi carries
   //   it to the entry point, attn-batch-entries loops over the entries;
+  // - batch_sums: beside it, for the outputs without the batch of a kernel
+  //   with one (gradients of unbatched inputs: their sums over the batch),
+  //   the bytes of an f32 accumulator of each (0 for the other arguments):
+  //   attn-batch-entries sums the entries' values there, attn-export-abi
+  //   emits the helpers that add and store them;
   // - batch_in_turn: beside it, where the entries' work depends on integer
   //   inputs (lengths, ids, block tables), so that running whole entries on
   //   threads of their own could leave threads idle: one entry after the
@@ -62,6 +67,7 @@ def Attn_Dialect : Dialect {
     "::mlir::IntegerAttr":$saved_bytes,
     "::mlir::IntegerAttr":$max_value,
     "::mlir::DenseI64ArrayAttr":$batch_slices,
+    "::mlir::DenseI64ArrayAttr":$batch_sums,
     "::mlir::UnitAttr":$batch_in_turn
   );
   let hasOperationAttrVerify = 1;

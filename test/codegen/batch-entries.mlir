@@ -61,3 +61,39 @@ module {
     llvm.return %0 : i32
   }
 }
+
+// -----
+
+// An output summed over the entries (attn.batch_sums, 24 bytes of f32):
+// entries in turn only, each writing it into a calloc'd buffer of its own
+// that @__attnc_sum_f_1 adds to a calloc'd accumulator, which
+// @__attnc_store_f_1 stores into the caller's %w after the last entry; the
+// buffers are freed on every way out (OUT_OF_MEMORY, 3, when calloc fails).
+// CHECK-LABEL: llvm.func @s
+// CHECK-SAME: (%[[A:.*]]: !llvm.ptr, %[[W:.*]]: !llvm.ptr, %[[N:.*]]: i64) -> i32
+// CHECK-NOT: attnc_num_threads
+// CHECK: %[[PART:.*]] = llvm.call @calloc(
+// CHECK: %[[ACC:.*]] = llvm.call @calloc(
+// CHECK: llvm.mlir.constant(3 : i32)
+// CHECK: llvm.call @free(%[[PART]])
+// CHECK: llvm.call @free(%[[ACC]])
+// CHECK: llvm.call @__attnc_slice_s(%{{.*}}, %[[PART]])
+// CHECK: llvm.call @__attnc_sum_s_1(%[[PART]], %[[ACC]])
+// CHECK: llvm.call @__attnc_store_s_1(%[[ACC]], %[[W]])
+module {
+  llvm.func internal @__attnc_check_s(%a: !llvm.ptr, %w: !llvm.ptr) -> i32 {
+    %0 = llvm.mlir.constant(0 : i32) : i32
+    llvm.return %0 : i32
+  }
+  llvm.func internal @__attnc_sum_s_1(%part: !llvm.ptr, %acc: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func internal @__attnc_store_s_1(%acc: !llvm.ptr, %out: !llvm.ptr) {
+    llvm.return
+  }
+  llvm.func @s(%a: !llvm.ptr, %w: !llvm.ptr) -> i32
+      attributes {attn.batch_slices = array<i64: 16, 0>, attn.batch_sums = array<i64: 0, 24>} {
+    %0 = llvm.mlir.constant(0 : i32) : i32
+    llvm.return %0 : i32
+  }
+}

@@ -198,3 +198,30 @@ module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
     return
   }
 }
+
+// -----
+
+// An output summed over a dynamic batch's entries (attn.batch_sums: the
+// bytes of its f32 accumulator): @__attnc_sum_f_k adds an entry's values to
+// the accumulator in f32, @__attnc_store_f_k rounds it into the output.
+// CHECK-LABEL: func.func @summed
+// CHECK-SAME: attn.batch_sums = array<i64: 0, 24>
+// CHECK-LABEL: func.func private @__attnc_sum_summed_1
+// CHECK-SAME: (%[[PART:.*]]: memref<2x3xbf16>, %[[ACC:.*]]: memref<6xf32>)
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[PART]] {{\[\[}}0, 1{{\]\]}}
+// CHECK: scf.for %[[E:.*]] =
+// CHECK: %[[X:.*]] = memref.load %[[FLAT]][%[[E]]] : memref<6xbf16>
+// CHECK: %[[XF:.*]] = arith.extf %[[X]] : bf16 to f32
+// CHECK: %[[A:.*]] = memref.load %[[ACC]][%[[E]]] : memref<6xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[A]], %[[XF]] : f32
+// CHECK: memref.store %[[S]], %[[ACC]][%[[E]]]
+// CHECK-LABEL: func.func private @__attnc_store_summed_1
+// CHECK-SAME: (%[[ACC2:.*]]: memref<6xf32>, %[[OUT:.*]]: memref<2x3xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @summed(%a: memref<1x4xf32>, %w: memref<2x3xbf16>)
+      attributes {attn.batch_slices = array<i64: 16, 0>, attn.batch_sums = array<i64: 0, 24>,
+                  attn.batch_in_turn} {
+    return
+  }
+}

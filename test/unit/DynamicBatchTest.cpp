@@ -154,6 +154,75 @@ TEST(DynamicBatchTest, EveryEntryAsTheKernelOfOneEntry) {
   checkEveryEntry(kWindowSpec, 0);
 }
 
+/// A score capture without the batch (ALiBi slopes per head): its gradient
+/// is the sum over the entries, in f32 in entry order, of what the kernel of
+/// one entry gives (bitwise), and 0 for a batch of 0.
+TEST(DynamicBatchTest, GradientsWithoutTheBatchAreSummedOverIt) {
+  const char *spec = R"(
+func.func @f(%q: tensor<${B}x4x33x16xf32>, %k: tensor<${B}x2x50x16xf32>,
+             %v: tensor<${B}x2x50x16xf32>, %slopes: tensor<4xf32>)
+    -> tensor<${B}x4x33x16xf32> {
+  %o, %lse = attn.attention %q, %k, %v causal score_captures(%slopes : tensor<4xf32>)
+      : tensor<${B}x4x33x16xf32>, tensor<${B}x2x50x16xf32>, tensor<${B}x2x50x16xf32>
+        -> tensor<${B}x4x33x16xf32>, tensor<${B}x4x33xf32>
+      score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %c: tensor<4xf32>):
+    %m = tensor.extract %c[%h] : tensor<4xf32>
+    %ji = arith.subi %j, %i : index
+    %d = arith.index_cast %ji : index to i32
+    %df = arith.sitofp %d : i32 to f32
+    %t = arith.mulf %m, %df : f32
+    %r = arith.addf %s, %t : f32
+    attn.yield %r : f32
+  }
+  return %o : tensor<${B}x4x33x16xf32>
+}
+)";
+  std::string error;
+  auto dynamic =
+      jit::Module::compile(withBatch(spec, "?"), testOptions(), &error);
+  ASSERT_TRUE(dynamic) << error;
+  auto perEntry =
+      jit::Module::compile(withBatch(spec, "1"), testOptions(), &error);
+  ASSERT_TRUE(perEntry) << error;
+  const jit::EntryPoint &bwd = *dynamic->find("f_bwd");
+  // q, k, v, slopes, o, lse, d_o; d_q, d_k, d_v, d_slopes.
+  ASSERT_EQ(bwd.args.size(), 11u);
+  EXPECT_FALSE(bwd.args[10].batched());
+  for (int64_t batch : {3, 0}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    auto tensors = randomTensors(bwd, batch, 0, 11);
+    std::vector<float> sum(4, 0.0f);
+    for (int64_t b = 0; b < batch; ++b) {
+      // (Its d_q, d_k and d_v slices are written again by the call below.)
+      std::vector<uint8_t> part(16);
+      std::vector<void *> slices;
+      for (size_t k = 0; k < tensors.size(); ++k)
+        slices.push_back(k == 10 ? part.data()
+                                 : tensors[k].data() +
+                                       (bwd.args[k].batched()
+                                            ? b * bwd.args[k].numBytes()
+                                            : 0));
+      jit::Result one = perEntry->callUnchecked("f_bwd", slices);
+      ASSERT_TRUE(one.ok()) << one.error << " status " << one.status;
+      for (int h = 0; h < 4; ++h) {
+        float x;
+        std::memcpy(&x, &part[4 * h], 4);
+        sum[h] += x;
+      }
+    }
+    std::vector<void *> args;
+    for (auto &t : tensors)
+      args.push_back(t.data());
+    args.push_back(reinterpret_cast<void *>(batch));
+    jit::Result result = dynamic->callUnchecked("f_bwd", args);
+    ASSERT_TRUE(result.ok()) << result.error << " status " << result.status;
+    std::vector<float> got(4);
+    std::memcpy(got.data(), tensors[10].data(), 16);
+    EXPECT_EQ(got, sum);
+  }
+}
+
 /// Decoding over a KV cache with a dynamic batch: the capacity's check
 /// covers every entry before any is computed, in turn or in parallel.
 TEST(DynamicBatchTest, BadCallsReturnTheirStatusAndWriteNothing) {
