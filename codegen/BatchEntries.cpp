@@ -59,11 +59,10 @@ private:
           args.push_back(arg);
           continue;
         }
-        Value offset =
-            LLVM::MulOp::create(b, loc, index, constant(index.getType(), bytes));
-        args.push_back(LLVM::GEPOp::create(b, loc, arg.getType(),
-                                           b.getI8Type(), arg,
-                                           ValueRange{offset}));
+        Value offset = LLVM::MulOp::create(b, loc, index,
+                                           constant(index.getType(), bytes));
+        args.push_back(LLVM::GEPOp::create(b, loc, arg.getType(), b.getI8Type(),
+                                           arg, ValueRange{offset}));
       }
       return args;
     }
@@ -72,11 +71,12 @@ private:
     /// onFailure(status, next); afterEach(); }, where onFailure ends its
     /// block (it may branch to `next`, the rest of the iteration); returns
     /// the loop's exit.
-    Block *forEachEntry(Region &region, Block *from, Value begin, Value end,
-                        ValueRange ptrs, LLVM::LLVMFuncOp callee,
-                        function_ref<void(Value, Block *)> onFailure,
-                        function_ref<void(SmallVectorImpl<Value> &)> adjust = {},
-                        function_ref<void()> afterEach = {}) {
+    Block *
+    forEachEntry(Region &region, Block *from, Value begin, Value end,
+                 ValueRange ptrs, LLVM::LLVMFuncOp callee,
+                 function_ref<void(Value, Block *)> onFailure,
+                 function_ref<void(SmallVectorImpl<Value> &)> adjust = {},
+                 function_ref<void()> afterEach = {}) {
       Type i64 = begin.getType();
       Block *head = b.createBlock(&region, {}, {i64}, {loc});
       Block *body = b.createBlock(&region);
@@ -142,9 +142,8 @@ private:
         tasks.getBody(), start, start->getArgument(n + 1),
         start->getArgument(n + 2), start->getArguments().take_front(n), slice,
         [&](Value code, Block *next) {
-          LLVM::AtomicRMWOp::create(b, bb.loc, LLVM::AtomicBinOp::umax,
-                                    status, code,
-                                    LLVM::AtomicOrdering::monotonic);
+          LLVM::AtomicRMWOp::create(b, bb.loc, LLVM::AtomicBinOp::umax, status,
+                                    code, LLVM::AtomicOrdering::monotonic);
           LLVM::BrOp::create(b, bb.loc, ValueRange(), next);
         });
     b.setInsertionPointToEnd(exit);
@@ -189,8 +188,8 @@ private:
     LLVM::LLVMFuncOp tasks, numThreads;
     if (!inTurnOnly) {
       tasks = buildEntryTasks(bb, slice, entryName);
-      numThreads = getOperation().lookupSymbol<LLVM::LLVMFuncOp>(
-          "attnc_num_threads");
+      numThreads =
+          getOperation().lookupSymbol<LLVM::LLVMFuncOp>("attnc_num_threads");
       if (!numThreads) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(getOperation().getBody());
@@ -246,21 +245,21 @@ private:
                               bb.constant(i64, kEntriesPerThread)));
       LLVM::CondBrOp::create(b, loc, enough, parallel, inTurn);
       b.setInsertionPointToEnd(parallel);
-      Value slot = LLVM::AllocaOp::create(b, loc, ptr, i32, bb.constant(i64, 1));
+      Value slot =
+          LLVM::AllocaOp::create(b, loc, ptr, i32, bb.constant(i64, 1));
       LLVM::StoreOp::create(b, loc, bb.constant(i32, ATTNC_STATUS_OK), slot);
       SmallVector<Value> args(ptrs);
       args.append({slot, zero, batch});
       LLVM::CallOp::create(b, loc, tasks, args);
-      LLVM::BrOp::create(b, loc,
-                         ValueRange{LLVM::LoadOp::create(b, loc, i32, slot)},
-                         done);
+      LLVM::BrOp::create(
+          b, loc, ValueRange{LLVM::LoadOp::create(b, loc, i32, slot)}, done);
     }
     if (!sums) {
       Block *computed = bb.forEachEntry(region, inTurn, zero, batch, ptrs,
                                         slice, returnStatus);
       b.setInsertionPointToEnd(computed);
-      LLVM::BrOp::create(b, loc,
-                         ValueRange{bb.constant(i32, ATTNC_STATUS_OK)}, done);
+      LLVM::BrOp::create(b, loc, ValueRange{bb.constant(i32, ATTNC_STATUS_OK)},
+                         done);
       return success();
     }
     return sumOverEntries(bb, region, inTurn, done, ptrs, zero, batch, slice,
@@ -275,9 +274,8 @@ private:
   /// status.
   LogicalResult sumOverEntries(Builder &bb, Region &region, Block *from,
                                Block *done, ValueRange ptrs, Value zero,
-                               Value batch,
-                               LLVM::LLVMFuncOp slice, ArrayRef<int64_t> sums,
-                               StringRef entryName) {
+                               Value batch, LLVM::LLVMFuncOp slice,
+                               ArrayRef<int64_t> sums, StringRef entryName) {
     OpBuilder &b = bb.b;
     Location loc = bb.loc;
     MLIRContext *ctx = &getContext();
@@ -304,30 +302,29 @@ private:
       if (!bytes)
         continue;
       std::string suffix = (entryName + "_" + Twine(k)).str();
-      auto add = getOperation().lookupSymbol<LLVM::LLVMFuncOp>(
-          "__attnc_sum_" + suffix);
+      auto add = getOperation().lookupSymbol<LLVM::LLVMFuncOp>("__attnc_sum_" +
+                                                               suffix);
       auto store = getOperation().lookupSymbol<LLVM::LLVMFuncOp>(
           "__attnc_store_" + suffix);
       if (!add || !store)
-        return slice.emitError()
-               << "'attn.batch_sums' needs @__attnc_sum_" << suffix
-               << " and @__attnc_store_" << suffix;
+        return slice.emitError() << "'attn.batch_sums' needs @__attnc_sum_"
+                                 << suffix << " and @__attnc_store_" << suffix;
       summed.push_back({unsigned(k), add, store, Value(), Value()});
     }
     // The buffers, or OUT_OF_MEMORY; every way out frees them.
     Block *release = b.createBlock(&region, {}, {i32}, {loc});
     Block *loop = b.createBlock(&region);
     b.setInsertionPointToEnd(from);
-    Value failed = LLVM::ConstantOp::create(b, loc, b.getI1Type(),
-                                            b.getBoolAttr(false));
+    Value failed =
+        LLVM::ConstantOp::create(b, loc, b.getI1Type(), b.getBoolAttr(false));
     Value null = LLVM::ZeroOp::create(b, loc, ptr);
     for (Sum &sum : summed) {
       for (Value *buffer : {&sum.part, &sum.acc}) {
-        *buffer = LLVM::CallOp::create(
-                      b, loc, calloc,
-                      ValueRange{bb.constant(i64, 1),
-                                 bb.constant(i64, sums[sum.arg])})
-                      .getResult();
+        *buffer =
+            LLVM::CallOp::create(b, loc, calloc,
+                                 ValueRange{bb.constant(i64, 1),
+                                            bb.constant(i64, sums[sum.arg])})
+                .getResult();
         failed = LLVM::OrOp::create(
             b, loc, failed,
             LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, *buffer,

@@ -182,13 +182,12 @@ FailureOr<bool> specializeBatch(ModuleOp module, int64_t batch) {
         func->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
     if (!llvm::any_of(type.getInputs(), isBatchedType))
       return func.emitError()
-             << "@"
-             << (name ? name.getValue() : StringRef("<unnamed>"))
+             << "@" << (name ? name.getValue() : StringRef("<unnamed>"))
              << " returns tensors of a dynamic batch (`?`) but takes none: "
                 "the batch size comes from the inputs";
     SmallVector<int64_t> slices;
-    for (TypeRange types : {TypeRange(type.getInputs()),
-                            TypeRange(type.getResults())})
+    for (TypeRange types :
+         {TypeRange(type.getInputs()), TypeRange(type.getResults())})
       for (Type t : types)
         slices.push_back(isBatchedType(t) ? batchSliceBytes(t) : 0);
     func->setAttr(attn::AttnDialect::BatchSlicesAttrHelper::getNameStr(),

@@ -130,8 +130,10 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
     auto entry = getOperation().lookupSymbol<func::FuncOp>(name);
     if (!name.consume_back("_fwd"))
       return success();
-    bool batched = entry && entry->hasAttr(attnc::attn::AttnDialect::
-                                               BatchSlicesAttrHelper::getNameStr());
+    bool batched =
+        entry &&
+        entry->hasAttr(
+            attnc::attn::AttnDialect::BatchSlicesAttrHelper::getNameStr());
     OpBuilder b(&getContext());
     b.setInsertionPointAfter(fwd);
     for (auto [suffix, value] :
@@ -154,10 +156,9 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
       if (batched)
         bytes = arith::MulIOp::create(
             body, loc, bytes,
-            arith::MaxSIOp::create(
-                body, loc, fn.getArgument(0),
-                arith::ConstantOp::create(body, loc,
-                                          body.getI64IntegerAttr(0))));
+            arith::MaxSIOp::create(body, loc, fn.getArgument(0),
+                                   arith::ConstantOp::create(
+                                       body, loc, body.getI64IntegerAttr(0))));
       func::ReturnOp::create(body, loc, bytes);
     }
     return success();
@@ -208,8 +209,8 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
     };
     Value code = status(ATTNC_STATUS_OK);
     if (Value bad = anyLengthOutOfBounds(b, impl, block, /*keepMarks=*/true))
-      code = arith::SelectOp::create(b, loc, bad,
-                                     status(ATTNC_STATUS_BAD_SIZE), code);
+      code = arith::SelectOp::create(b, loc, bad, status(ATTNC_STATUS_BAD_SIZE),
+                                     code);
     code = arith::SelectOp::create(b, loc, anyNullArgument(b, loc, block),
                                    status(ATTNC_STATUS_NULL_ARGUMENT), code);
     func::ReturnOp::create(b, loc, code);
@@ -228,7 +229,8 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
     if (!out || !isa<FloatType>(out.getElementType()) ||
         out.getNumElements() * 4 != bytes)
       return entry.emitError()
-             << "'" << attnc::attn::AttnDialect::BatchSumsAttrHelper::getNameStr()
+             << "'"
+             << attnc::attn::AttnDialect::BatchSumsAttrHelper::getNameStr()
              << "' must give the bytes of an f32 copy of a float buffer";
     int64_t n = out.getNumElements();
     auto accType = MemRefType::get({n}, f32);
@@ -258,17 +260,16 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
       setInternalLinkage(fn);
       b.setInsertionPointToStart(fn.addEntryBlock());
       Value from = flat(fn.getArgument(0)), to = flat(fn.getArgument(1));
-      scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-                         arith::ConstantIndexOp::create(b, loc, n),
-                         arith::ConstantIndexOp::create(b, loc, 1),
-                         ValueRange(),
-                         [&](OpBuilder &nb, Location, Value e, ValueRange) {
-                           OpBuilder::InsertionGuard inner(b);
-                           b.setInsertionPoint(nb.getInsertionBlock(),
-                                               nb.getInsertionPoint());
-                           body(from, to, e);
-                           scf::YieldOp::create(b, loc);
-                         });
+      scf::ForOp::create(
+          b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+          arith::ConstantIndexOp::create(b, loc, n),
+          arith::ConstantIndexOp::create(b, loc, 1), ValueRange(),
+          [&](OpBuilder &nb, Location, Value e, ValueRange) {
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+            body(from, to, e);
+            scf::YieldOp::create(b, loc);
+          });
       func::ReturnOp::create(b, loc);
     };
     helper("__attnc_sum_", {out, accType}, [&](Value part, Value acc, Value e) {
@@ -380,8 +381,8 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
         attnc::attn::AttnDialect::BatchSlicesAttrHelper::getNameStr();
     if (Attribute attr = impl->removeAttr(slices)) {
       if (cast<DenseI64ArrayAttr>(attr).size() != type.getNumInputs())
-        return impl.emitError() << "'" << slices
-                                << "' must give one size per buffer";
+        return impl.emitError()
+               << "'" << slices << "' must give one size per buffer";
       entry->setAttr(slices, attr);
       StringRef inTurn =
           attnc::attn::AttnDialect::BatchInTurnAttrHelper::getNameStr();
@@ -390,8 +391,8 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
       exportCheck(impl, entry);
       StringRef sums =
           attnc::attn::AttnDialect::BatchSumsAttrHelper::getNameStr();
-      if (auto bytes = dyn_cast_or_null<DenseI64ArrayAttr>(
-              impl->removeAttr(sums))) {
+      if (auto bytes =
+              dyn_cast_or_null<DenseI64ArrayAttr>(impl->removeAttr(sums))) {
         if (bytes.size() != type.getNumInputs())
           return impl.emitError()
                  << "'" << sums << "' must give one size per buffer";

@@ -51,9 +51,9 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
         kernel.args, [](const KernelArg &arg) { return arg.batched; });
     // The batch size's parameter, named apart from the tensors.
     std::string batch = "batch";
-    for (int k = 1; llvm::any_of(kernel.args, [&](const KernelArg &arg) {
-           return arg.name == batch;
-         });
+    for (int k = 1;
+         llvm::any_of(kernel.args,
+                      [&](const KernelArg &arg) { return arg.name == batch; });
          ++k)
       batch = "batch_" + std::to_string(k);
     os << "/* " << kernel.name << ": every "
@@ -63,8 +63,8 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
       os << " *   " << arg.name << ": [";
       if (arg.batched)
         os << batch << (arg.shape.size() > 1 ? "," : "");
-      llvm::interleave(llvm::ArrayRef(arg.shape).drop_front(arg.batched ? 1 : 0),
-                       os, ",");
+      llvm::interleave(
+          llvm::ArrayRef(arg.shape).drop_front(arg.batched ? 1 : 0), os, ",");
       os << "] " << arg.dtype
          << (arg.dtype == "f16" || arg.dtype == "bf16" ? " (bits)" : "")
          << (arg.summedOverBatch ? ", output, summed over the batch"

@@ -537,9 +537,8 @@ static void markBatchSlices(func::FuncOp func, const KernelSignature &kernel) {
   SmallVector<int64_t> slices, sums;
   for (auto [arg, type] : llvm::zip_equal(kernel.args, types)) {
     slices.push_back(arg.batched ? batchSliceBytes(type) : 0);
-    sums.push_back(arg.summedOverBatch
-                       ? 4 * cast<ShapedType>(type).getNumElements()
-                       : 0);
+    sums.push_back(
+        arg.summedOverBatch ? 4 * cast<ShapedType>(type).getNumElements() : 0);
   }
   MLIRContext *ctx = func.getContext();
   func->setAttr(attn::AttnDialect::BatchSlicesAttrHelper::getNameStr(),
@@ -574,8 +573,8 @@ void appendDerivedSignatures(Spec &spec) {
     auto bwd = module.lookupSymbol<func::FuncOp>(kernel.name + "_bwd");
     if (!fwd || !bwd)
       continue;
-    bool batched = llvm::any_of(kernel.args,
-                                [](const KernelArg &arg) { return arg.batched; });
+    bool batched = llvm::any_of(
+        kernel.args, [](const KernelArg &arg) { return arg.batched; });
     std::vector<KernelArg> inputs, results;
     for (const KernelArg &arg : kernel.args)
       (arg.isOutput ? results : inputs).push_back(arg);

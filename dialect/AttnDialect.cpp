@@ -140,10 +140,10 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
   if (name == BatchSlicesAttrHelper::getNameStr() ||
       name == BatchSumsAttrHelper::getNameStr()) {
     auto bytes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    return expect(bytes && isa<FunctionOpInterface>(op) &&
-                      llvm::all_of(bytes.asArrayRef(),
-                                   [](int64_t n) { return n >= 0; }),
-                  "an array of non-negative i64 on a function");
+    return expect(
+        bytes && isa<FunctionOpInterface>(op) &&
+            llvm::all_of(bytes.asArrayRef(), [](int64_t n) { return n >= 0; }),
+        "an array of non-negative i64 on a function");
   }
   return op->emitError() << "unknown attn attribute '" << name << "'";
 }

@@ -31,7 +31,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
 static job_t job;
-static atomic_long generation; /* written under `lock` */
+static atomic_long generation;   /* written under `lock` */
 static int workers;              /* threads besides the caller */
 static atomic_int wanted = 0;    /* attnc_set_num_threads, 0: default */
 

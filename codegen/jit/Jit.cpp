@@ -459,9 +459,9 @@ Result Module::callUnchecked(std::string_view name,
          : impl->target == Target::Cuda
              ? " arguments (the context, the stream, then a device pointer "
                "per tensor)"
-             : entry->batched() ? " arguments (a buffer per tensor, then "
-                                  "the batch size)"
-                                : " tensors") +
+         : entry->batched() ? " arguments (a buffer per tensor, then "
+                              "the batch size)"
+                            : " tensors") +
         ", got " + std::to_string(buffers.size());
     return result;
   }
@@ -510,10 +510,10 @@ Result Module::call(std::string_view name,
     if (tensor.shape != shape)
       result.error =
           where + " must have shape " + shapeString(shape) +
-          (spec.batched() ? " (its first dimension the batch, " +
-                                std::to_string(batch) +
-                                " as the first batched tensor gives it)"
-                          : "") +
+          (spec.batched()
+               ? " (its first dimension the batch, " + std::to_string(batch) +
+                     " as the first batched tensor gives it)"
+               : "") +
           ", got " + shapeString(tensor.shape);
     else if (tensor.dtype != spec.dtype)
       result.error = where + " must be " + dtypeName(spec.dtype) + ", got " +

@@ -76,9 +76,9 @@ void expectSameAsPerEntry(const jit::Module &dynamic,
   for (int64_t b = 0; b < batch; ++b) {
     std::vector<void *> slices;
     for (size_t k = 0; k < expected.size(); ++k)
-      slices.push_back(expected[k].data() +
-                       (entry.args[k].batched() ? b * entry.args[k].numBytes()
-                                                : 0));
+      slices.push_back(expected[k].data() + (entry.args[k].batched()
+                                                 ? b * entry.args[k].numBytes()
+                                                 : 0));
     jit::Result one = perEntry.callUnchecked(name, slices);
     ASSERT_TRUE(one.ok()) << one.error << " status " << one.status;
   }
@@ -198,11 +198,11 @@ func.func @f(%q: tensor<${B}x4x33x16xf32>, %k: tensor<${B}x2x50x16xf32>,
       std::vector<uint8_t> part(16);
       std::vector<void *> slices;
       for (size_t k = 0; k < tensors.size(); ++k)
-        slices.push_back(k == 10 ? part.data()
-                                 : tensors[k].data() +
-                                       (bwd.args[k].batched()
-                                            ? b * bwd.args[k].numBytes()
-                                            : 0));
+        slices.push_back(
+            k == 10
+                ? part.data()
+                : tensors[k].data() +
+                      (bwd.args[k].batched() ? b * bwd.args[k].numBytes() : 0));
       jit::Result one = perEntry->callUnchecked("f_bwd", slices);
       ASSERT_TRUE(one.ok()) << one.error << " status " << one.status;
       for (int h = 0; h < 4; ++h) {
@@ -281,12 +281,11 @@ func.func @step(%q: tensor<?x2x1x16xf32>, %k: tensor<?x1x40x16xf32>,
   }
   attnc_set_num_threads(0);
   // A checked call reads the batch from the shapes, which must agree.
-  jit::Result mismatch = module->call(
-      "step", {{q.data(), {3, 2, 1, 16}},
-               {kv.data(), {2, 1, 40, 16}},
-               {kv.data(), {3, 1, 40, 16}},
-               {o.data(), {3}, jit::DType::I32},
-               {o.data(), {3, 2, 1, 16}}});
+  jit::Result mismatch = module->call("step", {{q.data(), {3, 2, 1, 16}},
+                                               {kv.data(), {2, 1, 40, 16}},
+                                               {kv.data(), {3, 1, 40, 16}},
+                                               {o.data(), {3}, jit::DType::I32},
+                                               {o.data(), {3, 2, 1, 16}}});
   EXPECT_NE(mismatch.error.find("must have shape [3,1,40,16] (its first "
                                 "dimension the batch"),
             std::string::npos)
