@@ -21,8 +21,10 @@ using namespace mlir;
 
 namespace {
 
-/// Entries per thread from which they run on threads of their own.
-constexpr int64_t kEntriesPerThread = 2;
+/// Entries per thread from which they run on threads of their own; with
+/// work that differs between entries (attn.batch_uneven), from
+/// kUnevenEntriesPerThread.
+constexpr int64_t kEntriesPerThread = 2, kUnevenEntriesPerThread = 4;
 
 struct AttnBatchEntriesPass
     : attnc::impl::AttnBatchEntriesBase<AttnBatchEntriesPass> {
@@ -156,15 +158,15 @@ private:
     Location loc = slice.getLoc();
     auto slices = slice->getAttrOfType<DenseI64ArrayAttr>(name);
     slice->removeAttr(name);
-    bool inTurnOnly = bool(slice->removeAttr(
-        attnc::attn::AttnDialect::BatchInTurnAttrHelper::getNameStr()));
+    bool uneven = bool(slice->removeAttr(
+        attnc::attn::AttnDialect::BatchUnevenAttrHelper::getNameStr()));
     auto sums = dyn_cast_or_null<DenseI64ArrayAttr>(slice->removeAttr(
         attnc::attn::AttnDialect::BatchSumsAttrHelper::getNameStr()));
     if (sums && (!slices || sums.size() != slices.size()))
       return slice.emitError() << "'attn.batch_sums' needs one size per "
                                   "pointer";
     // (Sums are taken in entry order.)
-    inTurnOnly |= bool(sums);
+    bool inTurnOnly = bool(sums);
     std::string entryName = slice.getSymName().str();
     auto check = getOperation().lookupSymbol<LLVM::LLVMFuncOp>(
         "__attnc_check_" + entryName);
@@ -227,8 +229,9 @@ private:
     Block *checked =
         bb.forEachEntry(region, checks, zero, batch, ptrs, check, returnStatus);
     // Entries on threads of their own where there are enough of them to
-    // share out (each entry's kernel then runs its loops in its thread),
-    // else one after the other, each on every thread.
+    // share out (each entry's kernel then runs its loops in its thread;
+    // entries of uneven work need more of them to even out), else one
+    // after the other, each on every thread.
     Block *inTurn = b.createBlock(&region);
     b.setInsertionPointToEnd(checked);
     if (inTurnOnly) {
@@ -241,8 +244,10 @@ private:
           LLVM::CallOp::create(b, loc, numThreads, ValueRange()).getResult());
       Value enough = LLVM::ICmpOp::create(
           b, loc, LLVM::ICmpPredicate::sge, batch,
-          LLVM::MulOp::create(b, loc, threads,
-                              bb.constant(i64, kEntriesPerThread)));
+          LLVM::MulOp::create(
+              b, loc, threads,
+              bb.constant(i64, uneven ? kUnevenEntriesPerThread
+                                      : kEntriesPerThread)));
       LLVM::CondBrOp::create(b, loc, enough, parallel, inTurn);
       b.setInsertionPointToEnd(parallel);
       Value slot =

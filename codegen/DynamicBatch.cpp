@@ -159,7 +159,7 @@ FailureOr<bool> specializeBatch(ModuleOp module, int64_t batch) {
   for (auto func : module.getOps<func::FuncOp>())
     for (StringRef mark :
          {attn::AttnDialect::BatchSlicesAttrHelper::getNameStr(),
-          attn::AttnDialect::BatchInTurnAttrHelper::getNameStr()})
+          attn::AttnDialect::BatchUnevenAttrHelper::getNameStr()})
       if (func->hasAttr(mark))
         return func.emitError()
                << "'" << mark
@@ -196,7 +196,7 @@ FailureOr<bool> specializeBatch(ModuleOp module, int64_t batch) {
           return isBatchedType(t) &&
                  isa<IntegerType>(cast<ShapedType>(t).getElementType());
         }))
-      func->setAttr(attn::AttnDialect::BatchInTurnAttrHelper::getNameStr(),
+      func->setAttr(attn::AttnDialect::BatchUnevenAttrHelper::getNameStr(),
                     UnitAttr::get(module.getContext()));
   }
 

@@ -384,10 +384,10 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
         return impl.emitError()
                << "'" << slices << "' must give one size per buffer";
       entry->setAttr(slices, attr);
-      StringRef inTurn =
-          attnc::attn::AttnDialect::BatchInTurnAttrHelper::getNameStr();
-      if (Attribute unit = impl->removeAttr(inTurn))
-        entry->setAttr(inTurn, unit);
+      StringRef uneven =
+          attnc::attn::AttnDialect::BatchUnevenAttrHelper::getNameStr();
+      if (Attribute unit = impl->removeAttr(uneven))
+        entry->setAttr(uneven, unit);
       exportCheck(impl, entry);
       StringRef sums =
           attnc::attn::AttnDialect::BatchSumsAttrHelper::getNameStr();

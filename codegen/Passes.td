@@ -110,8 +110,8 @@ def AttnBatchEntries : Pass<"attn-batch-entries", "mlir::ModuleOp"> {
     lengths out of bounds) on every entry's slices first, so that a bad
     entry returns its status before anything is written, then calls
     @__attnc_slice_f on each entry's slices (buffer + b * bytes): with at
-    least 2 entries per thread (attnc_num_threads) and neither
-    `attn.batch_in_turn` nor `attn.batch_sums`, as a task loop
+    least 2 entries per thread (attnc_num_threads; 4 with
+    `attn.batch_uneven`) and without `attn.batch_sums`, as a task loop
     @__attnc_entries_f (attn-lower-parallel-calls), an entry per task,
     returning the largest status that is not OK; otherwise in turn,
     returning the first. Outputs of `attn.batch_sums` (the bytes of an f32

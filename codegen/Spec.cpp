@@ -529,8 +529,7 @@ bool hasDynamicBatch(const Spec &spec) {
 
 /// Marks `func` with attn.batch_slices for the batched arguments of
 /// `kernel` (its entry point's), attn.batch_sums for its outputs summed over
-/// the batch, and attn.batch_in_turn where integer inputs have the batch
-/// or outputs are summed.
+/// the batch, and attn.batch_uneven where integer inputs have the batch.
 static void markBatchSlices(func::FuncOp func, const KernelSignature &kernel) {
   SmallVector<Type> types(func.getArgumentTypes());
   llvm::append_range(types, func.getResultTypes());
@@ -547,12 +546,12 @@ static void markBatchSlices(func::FuncOp func, const KernelSignature &kernel) {
   if (summed)
     func->setAttr(attn::AttnDialect::BatchSumsAttrHelper::getNameStr(),
                   DenseI64ArrayAttr::get(ctx, sums));
-  // (As specializeBatch marks @f; sums are taken in entry order.)
-  if (summed || llvm::any_of(kernel.args, [](const KernelArg &arg) {
+  // (As specializeBatch marks @f.)
+  if (llvm::any_of(kernel.args, [](const KernelArg &arg) {
         return arg.batched && !arg.isOutput &&
                (arg.dtype == "i32" || arg.dtype == "i64");
       }))
-    func->setAttr(attn::AttnDialect::BatchInTurnAttrHelper::getNameStr(),
+    func->setAttr(attn::AttnDialect::BatchUnevenAttrHelper::getNameStr(),
                   UnitAttr::get(ctx));
 }
 

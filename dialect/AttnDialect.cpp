@@ -126,7 +126,7 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<UnitAttr>(attr.getValue()) && isa<ModuleOp>(op),
                   "a unit attribute of a module");
   if (name == ParallelTasksAttrHelper::getNameStr() ||
-      name == BatchInTurnAttrHelper::getNameStr())
+      name == BatchUnevenAttrHelper::getNameStr())
     return expect(isa<UnitAttr>(attr.getValue()) &&
                       isa<FunctionOpInterface>(op),
                   "a unit attribute of a function");

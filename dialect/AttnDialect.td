@@ -56,10 +56,10 @@ def Attn_Dialect : Dialect {
   //   the bytes of an f32 accumulator of each (0 for the other arguments):
   //   attn-batch-entries sums the entries' values there, attn-export-abi
   //   emits the helpers that add and store them;
-  // - batch_in_turn: beside it, where the entries' work depends on integer
-  //   inputs (lengths, ids, block tables), so that running whole entries on
-  //   threads of their own could leave threads idle: one entry after the
-  //   other, each on every thread.
+  // - batch_uneven: beside it, where the entries' work depends on integer
+  //   inputs (lengths, ids, block tables), so that whole entries on threads
+  //   of their own could leave threads idle: attn-batch-entries runs them so
+  //   only from more entries per thread.
   let discardableAttrs = (ins
     "::attnc::attn::TilePlanAttrInterface":$tile_plan,
     "::mlir::UnitAttr":$uses_amx,
@@ -68,7 +68,7 @@ def Attn_Dialect : Dialect {
     "::mlir::IntegerAttr":$max_value,
     "::mlir::DenseI64ArrayAttr":$batch_slices,
     "::mlir::DenseI64ArrayAttr":$batch_sums,
-    "::mlir::UnitAttr":$batch_in_turn
+    "::mlir::UnitAttr":$batch_uneven
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;

@@ -221,7 +221,7 @@ module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
 module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
   func.func @summed(%a: memref<1x4xf32>, %w: memref<2x3xbf16>)
       attributes {attn.batch_slices = array<i64: 16, 0>, attn.batch_sums = array<i64: 0, 24>,
-                  attn.batch_in_turn} {
+                  attn.batch_uneven} {
     return
   }
 }
