@@ -779,9 +779,10 @@ TEST(KernelTest, RandomSpecs) {
 /// Random specs with a dynamic batch (`?`), compiled once and called at
 /// batches of 1, 3 and 5 (on 2 threads: 5 entries without lengths or score
 /// captures run on threads of their own, the others one after the other),
-/// forward and every gradient against the float64 reference; the score
-/// captures (ALiBi slopes, bias tables) have no batch, and their gradients
-/// are summed over the entries.
+/// forward and every gradient against the float64 reference, with AMX
+/// (where the host has it) and without; the score captures (ALiBi slopes,
+/// bias tables) have no batch, and their gradients are summed over the
+/// entries.
 TEST(KernelTest, RandomSpecsWithADynamicBatch) {
   std::mt19937_64 rng(20261204);
   attnc_set_num_threads(2);
@@ -790,6 +791,9 @@ TEST(KernelTest, RandomSpecsWithADynamicBatch) {
     c.dynamicBatch = true;
     const int64_t batches[] = {1, 3, 5};
     c.B = batches[n % 3];
+    // Every other case on the kernels of a CPU without AMX.
+    if (n % 2)
+      c.cpu = "native,-amx-tile,-amx-bf16";
     runCase(c, 300 + n);
   }
   attnc_set_num_threads(0);
