@@ -123,6 +123,7 @@ void Compiler::fillPipelineOptions(AttncPipelineOptions &pipeline) const {
   if (!options.cudaPath.empty())
     pipeline.cudaPath = options.cudaPath;
   pipeline.gpuBinary = options.gpuBinary;
+  pipeline.tensorCores = options.tensorCores;
   pipeline.threads = std::max<int64_t>(options.threads, 0);
 }
 

@@ -40,6 +40,9 @@ struct CompileOptions {
   std::string gpuArch = "sm_80";
   std::string cudaPath;
   std::string gpuBinary = "fatbin";
+  /// CUDA: f16 and bf16 attention on tensor cores (else the portable GPU
+  /// kernels).
+  bool tensorCores = true;
   /// The target triple of the CPU code (for GPU targets, the host code);
   /// empty: the host's.
   std::string triple;

@@ -198,6 +198,43 @@ def AttnLowerGpu : Pass<"attn-lower-gpu", "mlir::ModuleOp"> {
   ];
 }
 
+def AttnLowerCudaMma : Pass<"attn-lower-cuda-mma", "mlir::ModuleOp"> {
+  let summary = "Lower attn.attention(_grad) to NVIDIA tensor-core flash kernels";
+  let description = [{
+    Every attn.attention and attn.attention_grad whose `attn.tile_plan` is
+    an `#attn.mma_plan` (attn-plan-gpu-tiles with `tensor-cores`) becomes
+    gpu.launch ops whose warps multiply with `mma.sync.m16n8k16` (f16 or
+    bf16 operands, f32 accumulators; nvvm.mma.sync), load fragments from
+    shared memory with ldmatrix (nvgpu.ldmatrix) and stage tiles with
+    cp.async (nvgpu.device_async_copy) two steps deep. The forward keeps a
+    warp's 16 rows of O, the running maximum and sum in registers (exp2,
+    the scale folded with log2 e); the backward is FlashAttention-2's
+    without atomics: a Delta kernel (rowsum(dO * O) - dLSE), a dQ kernel per
+    (batch, head, query block) and a dK/dV kernel per (batch, KV head, key
+    block) over every query head of its group (deterministic). Masks, the
+    score_mod and mask_mod regions are evaluated per element as in the
+    portable kernels (FlashShape), on the key blocks MaskTiles leaves.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
+    "mlir::gpu::GPUDialect", "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect", "mlir::vector::VectorDialect",
+    "mlir::NVVM::NVVMDialect", "mlir::nvgpu::NVGPUDialect",
+    "mlir::LLVM::LLVMDialect"
+  ];
+}
+
+def AttnCudaMinBlocks : Pass<"attn-cuda-min-blocks", "mlir::ModuleOp"> {
+  let summary = "Promise ptxas one workgroup per multiprocessor for tensor-core kernels";
+  let description = [{
+    Every outlined kernel with `nvvm.mma.sync` (attn-lower-cuda-mma's) gets
+    `nvvm.minctasm = 1` (PTX `.minnctapersm 1`): its tiles are planned for
+    one or two workgroups per multiprocessor, and without the promise ptxas
+    may cap its registers for occupancy and spill.
+  }];
+}
+
 def AttnGpuMaterializeConstants : Pass<"attn-gpu-materialize-constants", "mlir::ModuleOp"> {
   let summary = "Constant tensors of host code as linalg ops";
   let description = [{

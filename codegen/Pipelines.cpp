@@ -153,8 +153,14 @@ void buildCpuPipeline(OpPassManager &pm, const AttncPipelineOptions &options) {
 
 void buildGpuBufferizePipeline(OpPassManager &pm,
                                const AttncPipelineOptions &options) {
-  pm.addPass(createAttnPlanGpuTiles());
+  bool tensorCores =
+      options.target == CompileTarget::Cuda && options.tensorCores;
+  AttnPlanGpuTilesOptions plan;
+  plan.tensorCores = tensorCores;
+  pm.addPass(createAttnPlanGpuTiles(plan));
   pm.addPass(createAttnLowerGpu());
+  if (tensorCores)
+    pm.addPass(createAttnLowerCudaMma());
   pm.addPass(createAttnLowerToLinalg());
   pm.addPass(createAttnGpuMaterializeConstants());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -245,6 +251,7 @@ void buildCudaToNvvmPipeline(OpPassManager &pm,
   pm.addPass(createAttnGpuWorkgroupAttributions());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createAttnGpuMergeModules());
+  pm.addPass(createAttnCudaMinBlocks());
   // TOOLCHAIN.md: sm_90a needs PTX 8.0; libdevice gives math.exp & co.
   GpuNVVMAttachTargetOptions attach;
   attach.chip = options.gpuArch;
@@ -261,6 +268,8 @@ void buildCudaToNvvmPipeline(OpPassManager &pm,
   kernels.addPass(createAttnGpuFixedSubgroups(warps));
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
+  // The tensor-core kernels' ldmatrix and cp.async.
+  kernels.addPass(createConvertNVGPUToNVVMPass());
   ConvertGpuOpsToNVVMOpsOptions toNvvm;
   // Kernels take plain pointers (their buffers have static shapes).
   toNvvm.useBarePtrCallConv = true;

@@ -93,6 +93,12 @@ struct AttncPipelineOptions
                      "cubin for gpu-arch and its PTX), cubin, or ptx (no "
                      "ptxas needed; the driver compiles it when loaded)"),
       llvm::cl::init("fatbin")};
+  Option<bool> tensorCores{
+      *this, "tensor-cores",
+      llvm::cl::desc("The CUDA kernels of f16 and bf16 attention use tensor "
+                     "cores (mma.sync; else the portable kernels of the GPU "
+                     "layer)"),
+      llvm::cl::init(true)};
 };
 
 /// The whole compile of `options.target`: the graph stage, the entry points

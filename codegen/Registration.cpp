@@ -13,6 +13,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/AMX/Transforms.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -39,6 +40,7 @@
 #include "mlir/Dialect/MemRef/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
@@ -78,6 +80,7 @@ void registerAttncDialects(DialectRegistry &registry) {
                   cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
                   index::IndexDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
                   math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
+                  nvgpu::NVGPUDialect,
                   scf::SCFDialect, spirv::SPIRVDialect, tensor::TensorDialect,
                   ub::UBDialect, vector::VectorDialect,
                   x86vector::X86VectorDialect>();
@@ -128,6 +131,8 @@ void registerAttncDialects(DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  // (And the tensor-core kernels' fragment packing.)
+  vector::registerConvertVectorToLLVMInterface(registry);
   registerGPUDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
 }

@@ -73,6 +73,21 @@ LogicalResult GpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult MmaPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t warps, int64_t queryBlock,
+                                  int64_t keyBlock) {
+  if (warps < 1 || warps > 16)
+    return emitError() << "mma plan warps must be in [1, 16], got " << warps;
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"query_block", queryBlock},
+        {"key_block", keyBlock}})
+    if (value < 16 || value % 16 || value > 256)
+      return emitError() << "mma plan " << name
+                         << " must be a multiple of 16 in [16, 256], got "
+                         << value;
+  return success();
+}
+
 TilePlanAttrInterface attnc::attn::getTilePlan(Operation *op) {
   auto *dialect = op->getContext()->getLoadedDialect<AttnDialect>();
   return dialect ? dialect->getTilePlanAttrHelper().getAttr(op)

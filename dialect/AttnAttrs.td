@@ -130,4 +130,37 @@ def Attn_GpuPlanAttr : Attn_Attr<"GpuPlan", "gpu_plan",
   let genVerifyDecl = 1;
 }
 
+def Attn_MmaPlanAttr : Attn_Attr<"MmaPlan", "mma_plan",
+                                 [Attn_TilePlanAttrInterface]> {
+  let summary = "The tile plan of one op for the NVIDIA tensor-core kernels";
+  let description = [{
+    The plan attn-plan-gpu-tiles writes, with `tensor-cores`, on each fused
+    op the tensor-core flash kernels of `codegen/cuda/` cover (f16 or bf16
+    Q, K and V; head dimensions multiples of 16 up to 128; no paged cache).
+    Each of a workgroup's `warps` warps owns 16 rows of the tiles it
+    accumulates in registers with `mma.sync.m16n8k16` (f32 accumulators),
+    so a workgroup owns 16 x warps of them:
+
+    - forward: `query_block` (= 16 x warps) query rows per workgroup, over
+      steps of `key_block` keys (K and V tiles in shared memory, the next
+      one copied with cp.async while the current one is used);
+    - backward, dQ kernel: `query_block` (= 16 x warps) rows per workgroup,
+      over steps of `key_block` keys;
+    - backward, dK/dV kernel: `key_block` (= 16 x warps) keys per
+      workgroup, over steps of `query_block` rows of every query head of
+      its KV head.
+
+    ```mlir
+    #attn.mma_plan<warps = 4, query_block = 64, key_block = 64>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"int64_t", "warps per workgroup">:$warps,
+    AttrParameter<"int64_t", "query rows per workgroup or step">:$query_block,
+    AttrParameter<"int64_t", "keys per step or workgroup">:$key_block
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // ATTNC_DIALECT_ATTNATTRS_TD

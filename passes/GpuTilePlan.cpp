@@ -41,4 +41,43 @@ attn::GpuPlanAttr planGpuTiles(Operation *op, const GpuTarget &target) {
   return nullptr;
 }
 
+attn::MmaPlanAttr planMmaTiles(Operation *op) {
+  auto covered = [](ArrayRef<Value> tensors) {
+    Type element = elementTypeOf(tensors.front());
+    if (!element.isF16() && !element.isBF16())
+      return false;
+    return llvm::all_of(tensors,
+                        [&](Value t) { return elementTypeOf(t) == element; });
+  };
+  auto headsFit = [](Value query, Value value) {
+    int64_t d = shapeOf(query)[3], dv = shapeOf(value)[3];
+    return d % 16 == 0 && dv % 16 == 0 && d <= 128 && dv <= 128;
+  };
+  MLIRContext *context = op->getContext();
+  if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
+    if (fwd.getPages() ||
+        !covered({fwd.getQuery(), fwd.getKey(), fwd.getValue(),
+                  fwd.getOutput()}) ||
+        !headsFit(fwd.getQuery(), fwd.getValue()))
+      return nullptr;
+    // 4 warps of 16 query rows; 64 keys a step (K and V tiles, two stages
+    // of each, in shared memory).
+    return attn::MmaPlanAttr::get(context, /*warps=*/4, /*queryBlock=*/64,
+                                  /*keyBlock=*/64);
+  }
+  auto grad = dyn_cast<attn::AttentionGradOp>(op);
+  if (!grad ||
+      !covered({grad.getQuery(), grad.getKey(), grad.getValue(),
+                grad.getOutput(), grad.getOutputGrad()}) ||
+      !headsFit(grad.getQuery(), grad.getValue()) ||
+      llvm::any_of(grad.getScoreCaptures(),
+                   [](Value c) { return isFloatTensor(c); }))
+    return nullptr;
+  // The dQ kernel keeps dQ, Q and dO fragments in registers, the dK/dV
+  // kernel dK and dV: with heads over 64, half the step.
+  int64_t d = std::max(shapeOf(grad.getQuery())[3], shapeOf(grad.getValue())[3]);
+  int64_t step = d > 64 ? 32 : 64;
+  return attn::MmaPlanAttr::get(context, /*warps=*/4, step, step);
+}
+
 } // namespace attnc

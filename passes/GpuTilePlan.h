@@ -30,6 +30,13 @@ int64_t gpuSharedWords(mlir::Operation *op, int64_t queryBlock,
 /// The plan of `op` on `target`, or null when no tiles fit.
 attn::GpuPlanAttr planGpuTiles(mlir::Operation *op, const GpuTarget &target);
 
+/// The tensor-core plan of `op` (an attn.attention or attn.attention_grad)
+/// for NVIDIA's mma.sync kernels, or null when they do not cover it: Q, K,
+/// V (and O, dO) of one type, f16 or bf16; head dimensions multiples of 16
+/// up to 128; no paged cache; for a gradient, no float score captures
+/// (their gradients keep the portable kernels).
+attn::MmaPlanAttr planMmaTiles(mlir::Operation *op);
+
 } // namespace attnc
 
 #endif // ATTNC_PASSES_GPUTILEPLAN_H

@@ -139,7 +139,10 @@ def AttnPlanGpuTiles : Pass<"attn-plan-gpu-tiles", "mlir::ModuleOp"> {
     up to 16) and K (keys per online-softmax step, up to 32) whose tiles,
     staged in workgroup memory as f32, fit in `shared-memory-bytes`. An op
     no plan fits (very wide heads) gets none and keeps the unfused
-    lowering. An op that already carries a plan keeps it.
+    lowering. An op that already carries a plan keeps it. With
+    `tensor-cores` (the CUDA target), the ops NVIDIA's mma.sync kernels
+    cover (planMmaTiles: f16 and bf16, heads multiples of 16 up to 128)
+    get an `#attn.mma_plan` instead, which attn-lower-cuda-mma lowers.
   }];
   let options = [
     Option<"sharedMemoryBytes", "shared-memory-bytes", "int64_t",
@@ -149,7 +152,10 @@ def AttnPlanGpuTiles : Pass<"attn-plan-gpu-tiles", "mlir::ModuleOp"> {
     Option<"workgroupSize", "workgroup-size", "int64_t", /*default=*/"64",
            "Invocations per workgroup">,
     Option<"subgroupSize", "subgroup-size", "int64_t", /*default=*/"32",
-           "The target's usual subgroup size (the plan's subgroup count)">
+           "The target's usual subgroup size (the plan's subgroup count)">,
+    Option<"tensorCores", "tensor-cores", "bool", /*default=*/"false",
+           "Plan NVIDIA tensor-core (mma.sync) kernels where they cover an "
+           "op">
   ];
 }
 

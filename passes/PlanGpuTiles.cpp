@@ -34,6 +34,9 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
     auto plan = [&](Operation *op) {
       if (attn::getTilePlan(op))
         return;
+      if (tensorCores)
+        if (attn::MmaPlanAttr mmaPlan = planMmaTiles(op))
+          return attn::setTilePlan(op, mmaPlan);
       if (attn::GpuPlanAttr gpuPlan = planGpuTiles(op, target))
         attn::setTilePlan(op, gpuPlan);
     };

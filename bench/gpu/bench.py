@@ -321,11 +321,15 @@ def reference(torch, p, q, k, v, slopes, lengths, scale):
     s = torch.matmul(q, kr.transpose(-1, -2)) * scale
     i = torch.arange(Sq, device=dev).view(Sq, 1)
     j = torch.arange(Skv, device=dev).view(1, Skv)
+    if p.get("softcap"):
+        s = p["softcap"] * torch.tanh(s / p["softcap"])
     if slopes is not None:
         s = s + slopes.view(1, H, 1, 1) * (j - i).to(s.dtype).view(1, 1, Sq, Skv)
     visible = torch.ones(q.shape[0], 1, Sq, Skv, dtype=torch.bool, device=dev)
     if p.get("causal"):
         visible = visible & (j <= i).view(1, 1, Sq, Skv)
+    if p.get("window"):
+        visible = visible & (i - j < p["window"]).view(1, 1, Sq, Skv)
     if lengths is not None:
         visible = visible & (j.view(1, 1, 1, Skv) < lengths.view(-1, 1, 1, 1).to(torch.int64))
     s = s.masked_fill(~visible, float("-inf"))

@@ -109,6 +109,11 @@ cl::opt<std::string> gpuBinary(
              "driver compiles it when first loaded)"),
     cl::init("fatbin"), cl::value_desc("fatbin|cubin|ptx"),
     cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<bool> gpuTensorCores(
+    "gpu-tensor-cores",
+    cl::desc("--target=cuda: compute f16 and bf16 attention on tensor cores "
+             "(mma.sync; default true); false: the portable GPU kernels"),
+    cl::init(true), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<bool> noBackward(
     "no-backward",
     cl::desc("Export only the forward entry points (no <f>_fwd/<f>_bwd); "
@@ -278,6 +283,7 @@ int runCompile() {
   options.gpuArch = gpuArch;
   options.cudaPath = cudaPath;
   options.gpuBinary = gpuBinary;
+  options.tensorCores = gpuTensorCores;
   if (emitKind == EmitKind::Ptx) {
     if (compileTarget != attnc::CompileTarget::Cuda)
       return fail("--emit=ptx needs --target=cuda");

@@ -1,0 +1,261 @@
+// What the GPU flash kernels of every GPU target build with: a builder of
+// loops, tiles and per-element regions inside gpu.launch ops, the shapes of
+// a fused op with the score rule its kernels share (scale, score_mod,
+// named masks, mask_mod), and the launch itself. The portable kernels
+// (FlashGpu.cpp) and the NVIDIA tensor-core kernels (cuda/FlashMma.cpp)
+// compute each score with the same code.
+#ifndef ATTNC_CODEGEN_GPU_GPUKERNELBUILDER_H
+#define ATTNC_CODEGEN_GPU_GPUKERNELBUILDER_H
+
+#include "codegen/MaskTiles.h"
+#include "dialect/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <limits>
+
+namespace attnc {
+namespace gpu_kernels {
+
+using namespace mlir;
+
+/// Workgroup memory on every GPU target (gpu.address_space<workgroup> does
+/// not legalize for SPIR-V in MLIR 22; its number does).
+constexpr unsigned kWorkgroupSpace = 3;
+
+/// Builds kernels: loops, tiles in workgroup memory, regions per element.
+class GpuBuilder {
+public:
+  explicit GpuBuilder(ImplicitLocOpBuilder &b) : b(b), f32(b.getF32Type()) {}
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value cst(float v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value negInf() { return cst(-std::numeric_limits<float>::infinity()); }
+  Value add(Value x, Value y) {
+    return isa<IndexType>(x.getType()) ? Value(arith::AddIOp::create(b, x, y))
+                                       : Value(arith::AddFOp::create(b, x, y));
+  }
+  Value mul(Value x, Value y) {
+    return isa<IndexType>(x.getType()) ? Value(arith::MulIOp::create(b, x, y))
+                                       : Value(arith::MulFOp::create(b, x, y));
+  }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value divu(Value x, Value y) { return arith::DivUIOp::create(b, x, y); }
+  Value remu(Value x, Value y) { return arith::RemUIOp::create(b, x, y); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  Value minu(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+  Value isNegInf(Value x) {
+    return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x, negInf());
+  }
+  /// exp(x - m), 0 where x is -inf (also when m is).
+  Value expShifted(Value x, Value m) {
+    Value e = math::ExpOp::create(b, sub(x, m));
+    return select(isNegInf(x), cst(0.0f), e);
+  }
+
+  /// for (iv = lo; iv < hi; iv += step) body(iv).
+  void loop(Value lo, Value hi, Value step, function_ref<void(Value)> body) {
+    auto forOp = scf::ForOp::create(b, lo, hi, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forOp.getBody()->getTerminator());
+    body(forOp.getInductionVar());
+  }
+  void loop(int64_t lo, int64_t hi, function_ref<void(Value)> body) {
+    loop(idx(lo), idx(hi), idx(1), body);
+  }
+  /// A loop carrying one value: acc = body(iv, acc).
+  Value reduce(Value lo, Value hi, Value step, Value init,
+               function_ref<Value(Value, Value)> body) {
+    auto forOp = scf::ForOp::create(b, lo, hi, step, ValueRange{init});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    Value next = body(forOp.getInductionVar(), forOp.getRegionIterArgs()[0]);
+    scf::YieldOp::create(b, next);
+    return forOp.getResult(0);
+  }
+  void ifThen(Value cond, function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    body();
+  }
+
+  Value shared(ArrayRef<int64_t> shape) {
+    return memref::AllocOp::create(
+        b, MemRefType::get(shape, f32, MemRefLayoutAttrInterface(),
+                           b.getI64IntegerAttr(kWorkgroupSpace)));
+  }
+  Value load(Value memref, ValueRange indices) {
+    Value v = memref::LoadOp::create(b, memref, indices);
+    return v.getType() == f32 ? v : Value(arith::ExtFOp::create(b, f32, v));
+  }
+  void store(Value v, Value memref, ValueRange indices) {
+    Type element = cast<MemRefType>(memref.getType()).getElementType();
+    if (element != v.getType())
+      v = arith::TruncFOp::create(b, element, v);
+    memref::StoreOp::create(b, v, memref, indices);
+  }
+  /// sum_k x[xRow, k] * y[yRow, k] over k < n, of two 2-D tiles.
+  Value dot(Value x, Value xRow, Value y, Value yRow, int64_t n) {
+    return reduce(idx(0), idx(n), idx(1), cst(0.0f), [&](Value k, Value acc) {
+      return add(acc, mul(load(x, {xRow, k}), load(y, {yRow, k})));
+    });
+  }
+  Value subgroupSum(Value v) {
+    return gpu::SubgroupReduceOp::create(b, v, gpu::AllReduceOperation::ADD,
+                                         /*uniform=*/false);
+  }
+  Value subgroupMax(Value v) {
+    return gpu::SubgroupReduceOp::create(b, v, gpu::AllReduceOperation::MAXNUMF,
+                                         /*uniform=*/false);
+  }
+  void barrier() { gpu::BarrierOp::create(b); }
+
+  /// Clones `region`'s block at the builder with its arguments bound to
+  /// `args` and returns the yielded value. Capture reads stay
+  /// tensor.extract of the op's tensors: bufferization makes them loads.
+  Value inlineRegion(Region &region, ValueRange args) {
+    Block &block = region.front();
+    IRMapping mapping;
+    mapping.map(block.getArguments(), args);
+    for (Operation &op : block.without_terminator())
+      b.clone(op, mapping);
+    return mapping.lookupOrDefault(block.getTerminator()->getOperand(0));
+  }
+
+  ImplicitLocOpBuilder &b;
+  Type f32;
+};
+
+/// Shapes, blocks and regions of a fused op, and the per-element score
+/// rule its kernels share: `Bq` query rows and `Bk` keys per block, `W`
+/// invocations per workgroup.
+template <typename OpTy> struct FlashShape {
+  FlashShape(OpTy op, int64_t Bq, int64_t Bk, int64_t W)
+      : op(op), masks(op), Bq(Bq), Bk(Bk), W(W) {
+    auto q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
+         v = shapeOf(op.getValue());
+    B = q[0], H = q[1], Sq = q[2], D = q[3];
+    Hkv = k[1], Skv = attn::keyCountOf(op), Dv = v[3];
+    scale = op.getEffectiveScale();
+  }
+
+  /// The score_mod's arguments for (b, h, i, j) and the scaled product
+  /// `raw`: i and j clamped into range, so that capture reads stay inside.
+  SmallVector<Value> scoreModArgs(GpuBuilder &g, Value raw, Value bi, Value h,
+                                  Value i, Value j) {
+    SmallVector<Value> args = {raw, bi, h, g.minu(i, g.idx(Sq - 1)),
+                               g.minu(j, g.idx(Skv - 1))};
+    llvm::append_range(args, op.getScoreCaptures());
+    return args;
+  }
+  Value scaled(GpuBuilder &g, Value dot) {
+    return g.mul(dot, g.cst(float(scale)));
+  }
+  /// Whether key j is visible to row i: false for keys past the batch's
+  /// `limit`, rows past Sq and masked pairs; `whole` (i1 or null) skips the
+  /// named masks.
+  Value visible(GpuBuilder &g, Value bi, Value h, Value i, Value j, Value limit,
+                Value whole) {
+    ImplicitLocOpBuilder &b = g.b;
+    auto range = masks.rowRange(b, limit, i, /*existsOnly=*/true);
+    Value visible = MaskTiles::inRange(b, j, range.lo, range.hi);
+    if (whole)
+      visible = arith::OrIOp::create(b, whole, visible);
+    visible = arith::AndIOp::create(
+        b, visible,
+        arith::AndIOp::create(b, g.ult(i, g.idx(Sq)), g.ult(j, limit)));
+    if (Value mod = maskMod(g, bi, h, i, j))
+      visible = arith::AndIOp::create(b, visible, mod);
+    return visible;
+  }
+  /// The mask_mod region's value at (b, h, i, j), null without one: all
+  /// that masks a pair in a tile MaskTiles calls whole.
+  Value maskMod(GpuBuilder &g, Value bi, Value h, Value i, Value j) {
+    if (op.getMaskMod().empty())
+      return nullptr;
+    SmallVector<Value> args = {bi, h, g.minu(i, g.idx(Sq - 1)),
+                               g.minu(j, g.idx(Skv - 1))};
+    llvm::append_range(args, op.getMaskCaptures());
+    return g.inlineRegion(op.getMaskMod(), args);
+  }
+  /// The modified score of (b, h, i, j) from the raw product: scaled, then
+  /// through the score_mod; unmasked.
+  Value modifiedScore(GpuBuilder &g, Value dot, Value bi, Value h, Value i,
+                      Value j) {
+    Value score = scaled(g, dot);
+    if (!op.getScoreMod().empty())
+      score =
+          g.inlineRegion(op.getScoreMod(), scoreModArgs(g, score, bi, h, i, j));
+    return score;
+  }
+  /// The modified, masked score of (b, h, i, j) from the raw product.
+  Value maskedScore(GpuBuilder &g, Value dot, Value bi, Value h, Value i,
+                    Value j, Value limit, Value whole) {
+    return g.select(visible(g, bi, h, i, j, limit, whole),
+                    modifiedScore(g, dot, bi, h, i, j), g.negInf());
+  }
+
+  OpTy op;
+  MaskTiles masks;
+  int64_t Bq, Bk, W;
+  int64_t B, H, Sq, D, Hkv, Skv, Dv;
+  double scale;
+};
+
+/// A workgroup's query block, from its block ids (query block, b * H + h).
+struct QueryBlock {
+  Value bi, h, kvh, i0, limit;
+  template <typename OpTy>
+  QueryBlock(GpuBuilder &g, FlashShape<OpTy> &s, Value qb, Value bh,
+             Value lengths) {
+    bi = g.divu(bh, g.idx(s.H));
+    h = g.remu(bh, g.idx(s.H));
+    kvh = g.divu(h, g.idx(s.H / s.Hkv));
+    i0 = g.mul(qb, g.idx(s.Bq));
+    limit = s.masks.keyLimit(g.b, lengths, bi);
+  }
+};
+
+inline Value allocLike(ImplicitLocOpBuilder &b, Type tensorType) {
+  auto type = cast<RankedTensorType>(tensorType);
+  return memref::AllocOp::create(
+      b, MemRefType::get(type.getShape(), type.getElementType()));
+}
+
+/// A gpu.launch of grid (x, y) and `threads` invocations with
+/// `sharedBytes` of dynamic shared memory; `body` builds inside it with the
+/// block ids and the thread id.
+inline void launch(ImplicitLocOpBuilder &b, int64_t x, int64_t y,
+                   int64_t threads,
+                   function_ref<void(Value, Value, Value)> body,
+                   int64_t sharedBytes = 0) {
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
+  Value shared =
+      sharedBytes ? Value(arith::ConstantIntOp::create(b, sharedBytes, 32))
+                  : Value();
+  auto op = gpu::LaunchOp::create(b, c(x), c(y), c(1), c(threads), c(1), c(1),
+                                  shared);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&op.getBody().front());
+  body(op.getBlockIds().x, op.getBlockIds().y, op.getThreadIds().x);
+  gpu::TerminatorOp::create(b);
+}
+
+} // namespace gpu_kernels
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_GPU_GPUKERNELBUILDER_H
