@@ -157,6 +157,8 @@ void buildGpuBufferizePipeline(OpPassManager &pm,
       options.target == CompileTarget::Cuda && options.tensorCores;
   AttnPlanGpuTilesOptions plan;
   plan.tensorCores = tensorCores;
+  // wgmma is sm_90a's alone (not in later architectures' PTX).
+  plan.wgmma = tensorCores && options.gpuArch == "sm_90a";
   pm.addPass(createAttnPlanGpuTiles(plan));
   pm.addPass(createAttnLowerGpu());
   if (tensorCores)

@@ -75,7 +75,7 @@ LogicalResult GpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult MmaPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   int64_t warps, int64_t queryBlock,
-                                  int64_t keyBlock) {
+                                  int64_t keyBlock, bool wgmma) {
   if (warps < 1 || warps > 16)
     return emitError() << "mma plan warps must be in [1, 16], got " << warps;
   for (auto [name, value] :
@@ -85,6 +85,9 @@ LogicalResult MmaPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "mma plan " << name
                          << " must be a multiple of 16 in [16, 256], got "
                          << value;
+  if (wgmma && (warps != 4 || queryBlock != 64))
+    return emitError() << "mma plan with wgmma: one warpgroup (warps = 4) "
+                          "of 64 query rows";
   return success();
 }
 

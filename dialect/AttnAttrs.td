@@ -150,14 +150,21 @@ def Attn_MmaPlanAttr : Attn_Attr<"MmaPlan", "mma_plan",
       workgroup, over steps of `query_block` rows of every query head of
       its KV head.
 
+    With `wgmma` (sm_90a), the forward is one warpgroup's: 64 query rows
+    over steps of `key_block` keys, both products wgmma.mma_async (heads
+    of 64 or 128).
+
     ```mlir
     #attn.mma_plan<warps = 4, query_block = 64, key_block = 64>
+    #attn.mma_plan<warps = 4, query_block = 64, key_block = 128, wgmma = true>
     ```
   }];
   let parameters = (ins
     AttrParameter<"int64_t", "warps per workgroup">:$warps,
     AttrParameter<"int64_t", "query rows per workgroup or step">:$query_block,
-    AttrParameter<"int64_t", "keys per step or workgroup">:$key_block
+    AttrParameter<"int64_t", "keys per step or workgroup">:$key_block,
+    DefaultValuedParameter<"bool", "false",
+        "the forward multiplies with Hopper's warpgroup MMA (wgmma)">:$wgmma
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -41,7 +41,7 @@ attn::GpuPlanAttr planGpuTiles(Operation *op, const GpuTarget &target) {
   return nullptr;
 }
 
-attn::MmaPlanAttr planMmaTiles(Operation *op) {
+attn::MmaPlanAttr planMmaTiles(Operation *op, bool wgmma) {
   auto covered = [](ArrayRef<Value> tensors) {
     Type element = elementTypeOf(tensors.front());
     if (!element.isF16() && !element.isBF16())
@@ -60,10 +60,18 @@ attn::MmaPlanAttr planMmaTiles(Operation *op) {
                   fwd.getOutput()}) ||
         !headsFit(fwd.getQuery(), fwd.getValue()))
       return nullptr;
+    int64_t d = shapeOf(fwd.getQuery())[3], dv = shapeOf(fwd.getValue())[3];
+    // One warpgroup of 64 rows; K and V of 128 keys (64 with heads of
+    // 128), two stages each: 73 and 81 KiB of shared memory.
+    if (wgmma && d % 64 == 0 && dv % 64 == 0)
+      return attn::MmaPlanAttr::get(context, /*warps=*/4, /*queryBlock=*/64,
+                                    /*keyBlock=*/std::max(d, dv) > 64 ? 64
+                                                                      : 128,
+                                    /*wgmma=*/true);
     // 4 warps of 16 query rows; 64 keys a step (K and V tiles, two stages
     // of each, in shared memory).
     return attn::MmaPlanAttr::get(context, /*warps=*/4, /*queryBlock=*/64,
-                                  /*keyBlock=*/64);
+                                  /*keyBlock=*/64, /*wgmma=*/false);
   }
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
   if (!grad ||
@@ -77,7 +85,8 @@ attn::MmaPlanAttr planMmaTiles(Operation *op) {
   // kernel dK and dV: with heads over 64, half the step.
   int64_t d = std::max(shapeOf(grad.getQuery())[3], shapeOf(grad.getValue())[3]);
   int64_t step = d > 64 ? 32 : 64;
-  return attn::MmaPlanAttr::get(context, /*warps=*/4, step, step);
+  return attn::MmaPlanAttr::get(context, /*warps=*/4, step, step,
+                                /*wgmma=*/false);
 }
 
 } // namespace attnc

@@ -35,7 +35,9 @@ attn::GpuPlanAttr planGpuTiles(mlir::Operation *op, const GpuTarget &target);
 /// V (and O, dO) of one type, f16 or bf16; head dimensions multiples of 16
 /// up to 128; no paged cache; for a gradient, no float score captures
 /// (their gradients keep the portable kernels).
-attn::MmaPlanAttr planMmaTiles(mlir::Operation *op);
+/// With `wgmma` (sm_90a), forwards whose heads are 64 or 128 wide get
+/// Hopper's warpgroup MMA.
+attn::MmaPlanAttr planMmaTiles(mlir::Operation *op, bool wgmma);
 
 } // namespace attnc
 

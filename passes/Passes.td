@@ -155,7 +155,9 @@ def AttnPlanGpuTiles : Pass<"attn-plan-gpu-tiles", "mlir::ModuleOp"> {
            "The target's usual subgroup size (the plan's subgroup count)">,
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"false",
            "Plan NVIDIA tensor-core (mma.sync) kernels where they cover an "
-           "op">
+           "op">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "With tensor-cores: forwards on Hopper's warpgroup MMA (sm_90a)">
   ];
 }
 

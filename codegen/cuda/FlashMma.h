@@ -25,6 +25,13 @@ mlir::LogicalResult lowerToFlashMma(mlir::RewriterBase &rewriter,
                                     attn::AttentionOp op,
                                     attn::MmaPlanAttr plan);
 
+/// The forward kernel of `op` on Hopper's warpgroup MMA (a plan with
+/// `wgmma`): a warpgroup per (64 query rows, batch x head), Q, K and V
+/// staged in shared memory in wgmma's swizzled layout, P V from registers.
+mlir::LogicalResult lowerToFlashWgmma(mlir::RewriterBase &rewriter,
+                                      attn::AttentionOp op,
+                                      attn::MmaPlanAttr plan);
+
 /// The backward kernels of `op` (FlashAttention-2's, deterministic: no
 /// atomics): Delta = rowsum(dO * O) - dLSE; dQ per (query block, batch x
 /// head); dK and dV per (key block, batch x KV head), summed over the

@@ -40,10 +40,14 @@ struct AttnLowerCudaMmaPass
       auto plan = cast<attnc::attn::MmaPlanAttr>(attnc::attn::getTilePlan(op));
       LogicalResult lowered =
           TypeSwitch<Operation *, LogicalResult>(op)
-              .Case<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp>(
-                  [&](auto fused) {
-                    return attnc::lowerToFlashMma(rewriter, fused, plan);
-                  });
+              .Case([&](attnc::attn::AttentionOp fwd) {
+                return plan.getWgmma()
+                           ? attnc::lowerToFlashWgmma(rewriter, fwd, plan)
+                           : attnc::lowerToFlashMma(rewriter, fwd, plan);
+              })
+              .Case([&](attnc::attn::AttentionGradOp grad) {
+                return attnc::lowerToFlashMma(rewriter, grad, plan);
+              });
       if (failed(lowered)) {
         op->emitOpError("has a tensor-core plan its kernels cannot build");
         return signalPassFailure();
