@@ -124,6 +124,7 @@ void Compiler::fillPipelineOptions(AttncPipelineOptions &pipeline) const {
     pipeline.cudaPath = options.cudaPath;
   pipeline.gpuBinary = options.gpuBinary;
   pipeline.tensorCores = options.tensorCores;
+  pipeline.gpuAtomicDq = options.gpuAtomicDq;
   pipeline.threads = std::max<int64_t>(options.threads, 0);
 }
 

@@ -43,6 +43,9 @@ struct CompileOptions {
   /// CUDA: f16 and bf16 attention on tensor cores (else the portable GPU
   /// kernels).
   bool tensorCores = true;
+  /// CUDA: the tensor-core backward adds dQ with atomics (else a
+  /// deterministic dQ kernel).
+  bool gpuAtomicDq = false;
   /// The target triple of the CPU code (for GPU targets, the host code);
   /// empty: the host's.
   std::string triple;

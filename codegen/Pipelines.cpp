@@ -159,6 +159,7 @@ void buildGpuBufferizePipeline(OpPassManager &pm,
   plan.tensorCores = tensorCores;
   // wgmma is sm_90a's alone (not in later architectures' PTX).
   plan.wgmma = tensorCores && options.gpuArch == "sm_90a";
+  plan.atomicDq = options.gpuAtomicDq;
   pm.addPass(createAttnPlanGpuTiles(plan));
   pm.addPass(createAttnLowerGpu());
   if (tensorCores)

@@ -99,6 +99,12 @@ struct AttncPipelineOptions
                      "cores (mma.sync; else the portable kernels of the GPU "
                      "layer)"),
       llvm::cl::init(true)};
+  Option<bool> gpuAtomicDq{
+      *this, "gpu-atomic-dq",
+      llvm::cl::desc("The CUDA tensor-core backward adds dQ with atomics in "
+                     "the dK/dV kernel (fewer products; its last bits vary "
+                     "run to run) instead of a deterministic dQ kernel"),
+      llvm::cl::init(false)};
 };
 
 /// The whole compile of `options.target`: the graph stage, the entry points

@@ -150,6 +150,9 @@ def Attn_MmaPlanAttr : Attn_Attr<"MmaPlan", "mma_plan",
       workgroup, over steps of `query_block` rows of every query head of
       its KV head.
 
+    With `atomic_dq`, the backward has no dQ kernel: the dK/dV kernel adds
+    each key block's dS K into an f32 dQ with atomics (fewer products, an
+    order that varies from run to run); without it dQ is deterministic.
     With `wgmma` (sm_90a), the forward is one warpgroup's: 64 query rows
     over steps of `key_block` keys, both products wgmma.mma_async (heads
     of 64 or 128).
@@ -164,7 +167,9 @@ def Attn_MmaPlanAttr : Attn_Attr<"MmaPlan", "mma_plan",
     AttrParameter<"int64_t", "query rows per workgroup or step">:$query_block,
     AttrParameter<"int64_t", "keys per step or workgroup">:$key_block,
     DefaultValuedParameter<"bool", "false",
-        "the forward multiplies with Hopper's warpgroup MMA (wgmma)">:$wgmma
+        "the forward multiplies with Hopper's warpgroup MMA (wgmma)">:$wgmma,
+    DefaultValuedParameter<"bool", "false",
+        "the backward's dK/dV kernel adds dQ with atomics">:$atomic_dq
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

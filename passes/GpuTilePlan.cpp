@@ -41,7 +41,7 @@ attn::GpuPlanAttr planGpuTiles(Operation *op, const GpuTarget &target) {
   return nullptr;
 }
 
-attn::MmaPlanAttr planMmaTiles(Operation *op, bool wgmma) {
+attn::MmaPlanAttr planMmaTiles(Operation *op, bool wgmma, bool atomicDq) {
   auto covered = [](ArrayRef<Value> tensors) {
     Type element = elementTypeOf(tensors.front());
     if (!element.isF16() && !element.isBF16())
@@ -67,11 +67,12 @@ attn::MmaPlanAttr planMmaTiles(Operation *op, bool wgmma) {
       return attn::MmaPlanAttr::get(context, /*warps=*/4, /*queryBlock=*/64,
                                     /*keyBlock=*/std::max(d, dv) > 64 ? 64
                                                                       : 128,
-                                    /*wgmma=*/true);
+                                    /*wgmma=*/true, /*atomicDq=*/false);
     // 4 warps of 16 query rows; 64 keys a step (K and V tiles, two stages
     // of each, in shared memory).
     return attn::MmaPlanAttr::get(context, /*warps=*/4, /*queryBlock=*/64,
-                                  /*keyBlock=*/64, /*wgmma=*/false);
+                                  /*keyBlock=*/64, /*wgmma=*/false,
+                                  /*atomicDq=*/false);
   }
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
   if (!grad ||
@@ -86,7 +87,7 @@ attn::MmaPlanAttr planMmaTiles(Operation *op, bool wgmma) {
   int64_t d = std::max(shapeOf(grad.getQuery())[3], shapeOf(grad.getValue())[3]);
   int64_t step = d > 64 ? 32 : 64;
   return attn::MmaPlanAttr::get(context, /*warps=*/4, step, step,
-                                /*wgmma=*/false);
+                                /*wgmma=*/false, atomicDq);
 }
 
 } // namespace attnc

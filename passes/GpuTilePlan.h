@@ -37,7 +37,10 @@ attn::GpuPlanAttr planGpuTiles(mlir::Operation *op, const GpuTarget &target);
 /// (their gradients keep the portable kernels).
 /// With `wgmma` (sm_90a), forwards whose heads are 64 or 128 wide get
 /// Hopper's warpgroup MMA.
-attn::MmaPlanAttr planMmaTiles(mlir::Operation *op, bool wgmma);
+/// With `atomicDq`, a backward's dK/dV kernel adds dQ with atomics (else
+/// dQ has a kernel of its own, deterministic).
+attn::MmaPlanAttr planMmaTiles(mlir::Operation *op, bool wgmma,
+                               bool atomicDq);
 
 } // namespace attnc
 

@@ -157,7 +157,10 @@ def AttnPlanGpuTiles : Pass<"attn-plan-gpu-tiles", "mlir::ModuleOp"> {
            "Plan NVIDIA tensor-core (mma.sync) kernels where they cover an "
            "op">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
-           "With tensor-cores: forwards on Hopper's warpgroup MMA (sm_90a)">
+           "With tensor-cores: forwards on Hopper's warpgroup MMA (sm_90a)">,
+    Option<"atomicDq", "atomic-dq", "bool", /*default=*/"false",
+           "With tensor-cores: backwards add dQ with atomics in the dK/dV "
+           "kernel (else dQ has a kernel of its own, deterministic)">
   ];
 }
 

@@ -35,7 +35,7 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
       if (attn::getTilePlan(op))
         return;
       if (tensorCores)
-        if (attn::MmaPlanAttr mmaPlan = planMmaTiles(op, wgmma))
+        if (attn::MmaPlanAttr mmaPlan = planMmaTiles(op, wgmma, atomicDq))
           return attn::setTilePlan(op, mmaPlan);
       if (attn::GpuPlanAttr gpuPlan = planGpuTiles(op, target))
         attn::setTilePlan(op, gpuPlan);

@@ -710,7 +710,8 @@ def time_fn(torch, fn, cap_s, max_reps=50, warm_up=True):
 
 def bench_configs(manifest):
     cfgs = [e for e in manifest["libs"] if e.get("purpose") == "bench"]
-    cfgs.sort(key=lambda e: (e["params"]["Sq"], e["params"]["D"], e["params"]["causal"]))
+    cfgs.sort(key=lambda e: (e["params"]["Sq"], e["params"]["D"], e["params"]["causal"],
+                             e["params"].get("label", "")))
     return cfgs
 
 
@@ -723,18 +724,22 @@ def bench_params(entry):
 
 
 def cfg_label(p):
-    return f"S={p['Sq']} D={p['D']} {'causal' if p['causal'] else 'full'}"
+    return (f"S={p['Sq']} D={p['D']} {'causal' if p['causal'] else 'full'}"
+            + (f" {p['label']}" if p.get("label") else ""))
 
 
 def timing_items(manifest, flex):
     items = []
     cfgs = bench_configs(manifest)
+    # Variants of an attnc config (params "base") share its peers' timings.
     for e in cfgs:
         items.append((f"attnc:{e['name']}", "attnc", e))
-        items.append((f"flash:{e['name']}", "flash", e))
+        if "base" not in e["params"]:
+            items.append((f"flash:{e['name']}", "flash", e))
     if flex:
         for e in cfgs:
-            items.append((f"flex:{e['name']}", "flex", e))
+            if "base" not in e["params"]:
+                items.append((f"flex:{e['name']}", "flex", e))
     return items
 
 
@@ -1301,7 +1306,8 @@ def timing_table(rep, manifest, recs):
             p = bench_params(e)
             cells, ms = [], {}
             for peer in ("attnc", "flash", "flex"):
-                r = by.get((peer, e["name"]))
+                name = e["name"] if peer == "attnc" else e["params"].get("base", e["name"])
+                r = by.get((peer, name))
                 v = r.get(kind) if r else None
                 ms[peer] = v
                 cells.append(f"{fmt_ms(v)} ({tflops(p, kind, v):.3g})" if v else "n/a")
@@ -1325,6 +1331,7 @@ def timing_table(rep, manifest, recs):
         rep(f"    {cfg_label(p):22s} {ok} {s}  {fc}")
         for n in r.get("notes", []):
             rep(f"      {n}")
+    cfgs = [e for e in cfgs if "base" not in e["params"]]
     for peer in ("flash", "flex"):
         notes = [(cfg_label(bench_params(e)), n) for e in cfgs
                  for n in (by.get((peer, e["name"])) or {}).get("notes", [])]

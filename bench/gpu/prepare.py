@@ -69,6 +69,10 @@ def check_specs():
             for d in (64, 128):
                 out.append(dict(base, name=f"chk_{dtype}_{variant}_d{d}", Hkv=4, D=d,
                                 dtype=dtype, variant=variant, **extra))
+    # The backward that adds dQ with atomics (--gpu-atomic-dq).
+    for p in [p for p in out if p["name"] in ("chk_bf16_gqa_d64", "chk_f16_window_d128",
+                                              "chk_bf16_softcap_d128")]:
+        out.append(dict(p, name=p["name"] + "_atomic", flags=["--gpu-atomic-dq"]))
     # The portable GPU kernels in bf16, beside the tensor-core ones.
     out.append(dict(base, name="chk_bf16_portable_causal_d64", Hkv=4, D=64, dtype="bf16",
                     variant="causal", causal=True, flags=["--gpu-tensor-cores=false"]))
@@ -85,6 +89,11 @@ def bench_specs():
                     name=f"bench_bf16_{v}_s{s}_d{d}", purpose="bench",
                     B=4, H=16, Hkv=16, Sq=s, Skv=s, D=d, dtype="bf16", variant=v,
                     causal=causal, alibi=False, lengths=False, gqa=False))
+    # The backward that adds dQ with atomics (--gpu-atomic-dq) beside the
+    # default (a deterministic dQ kernel), timed against the same peers.
+    for p in [p for p in out if p["Sq"] == 8192]:
+        out.append(dict(p, name=p["name"] + "_atomic", label="atomic dQ", base=p["name"],
+                        flags=["--gpu-atomic-dq"]))
     return out
 
 

@@ -134,6 +134,25 @@ ScoreGrad scoreGrad(GpuBuilder &g, Shape &s, Value dot, Value dp, Value bi,
   return {p, dScore ? g.mul(ds, dScore) : ds};
 }
 
+/// body(e) for e in [0, n), an invocation each, in a launch of its own.
+void elementwise(GpuBuilder &g, int64_t n, int64_t threads,
+                 function_ref<void(Value)> body) {
+  launch(g.b, (n + threads - 1) / threads, 1, threads,
+         [&](Value blk, Value, Value tid) {
+           Value e = g.add(g.mul(blk, g.idx(threads)), tid);
+           g.ifThen(g.ult(e, g.idx(n)), [&] { body(e); });
+         });
+}
+
+/// `memref` (identity layout) as one dimension.
+Value flatOf(ImplicitLocOpBuilder &b, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  return memref::CollapseShapeOp::create(
+      b, memref,
+      SmallVector<ReassociationIndices>{
+          llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
+}
+
 /// A row's LSE in log2 units, +inf for a row that saw no key (so that
 /// every P of it is exp2(-inf) = 0).
 Value lseLog2(GpuBuilder &g, Value lse) {
@@ -201,8 +220,23 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
            });
          });
 
+  // With atomic_dq the dK/dV kernel also adds each key block's part of
+  // dQ into an f32 accumulator (red.global.add), scaled and rounded by a
+  // last kernel; else dQ has a kernel of its own, which recomputes S and
+  // dP (deterministic).
+  bool atomicDq = plan.getAtomicDq();
+  Value dqAcc, dqAccFlat;
+  if (atomicDq) {
+    dqAcc = memref::AllocOp::create(
+        b, MemRefType::get({B, H, Sq, D}, b.getF32Type()));
+    dqAccFlat = flatOf(b, dqAcc);
+    elementwise(g, B * H * Sq * D, threads, [&](Value e) {
+      memref::StoreOp::create(b, g.cst(0.0f), dqAccFlat, ValueRange{e});
+    });
+  }
+
   // dQ: R rows of (b, h) a workgroup; Q and dO fragments in registers.
-  {
+  if (!atomicDq) {
     SharedTiles shared(b.getContext());
     shared.reserve({R, D + kPad}, element);
     shared.reserve({R, Dv + kPad}, element);
@@ -315,8 +349,60 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
     shared.reserve({2, Bq, Dv + kPad}, element);
     shared.reserve({2, Bq}, b.getF32Type());
     shared.reserve({2, Bq}, b.getF32Type());
+    if (atomicDq)
+      shared.reserve({R, Bq + kPad}, element);
     auto &s = skv;
     int64_t group = H / Hkv;
+    // dQ[i0 + r, :] += dS[r, keys] K[keys, :] for the step's Bq rows and
+    // the workgroup's R keys: dS^T (the warps' dpt tiles) through shared
+    // memory, then warps split the rows (16 each) and, where there are
+    // more warps than 16-row groups, the columns; 64 columns at a time.
+    auto addQueryGrads = [&](Warp &w, const Tiles &dst, Value dsts, Value ks,
+                             Value bi, Value h, Value i0, Value warpRow) {
+      for (int64_t n = 0; n < int64_t(dst.size()); ++n)
+        for (int64_t r = 0; r < 2; ++r) {
+          auto store = vector::StoreOp::create(
+              b, w.pack(dst[n][2 * r], dst[n][2 * r + 1]), dsts,
+              ValueRange{g.add(warpRow, w.rowOf(2 * r)), w.columnOf(n, 0)});
+          store.setAlignment(4);
+        }
+      g.barrier();
+      int64_t rowGroups = Bq / 16, colGroups = warps / rowGroups;
+      int64_t width = (D / 16 + colGroups - 1) / colGroups * 16;
+      Value rowGroup = g.remu(w.warp, g.idx(rowGroups));
+      Value m0 = g.mul(rowGroup, g.idx(16));
+      for (int64_t cg = 0; cg < colGroups; ++cg)
+        g.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                       g.divu(w.warp, g.idx(rowGroups)),
+                                       g.idx(cg)),
+                 [&] {
+                   for (int64_t c0 = cg * width;
+                        c0 < std::min(D, (cg + 1) * width); c0 += 64) {
+                     int64_t cols = std::min({int64_t(64), D - c0,
+                                              (cg + 1) * width - c0});
+                     Tiles acc = w.zeros(cols);
+                     w.multiply(
+                         acc, R,
+                         [&](int64_t kk) {
+                           return w.loadATransposed(dsts, m0, kk * 16);
+                         },
+                         ks, nullptr, /*kMajor=*/true, c0);
+                     for (int64_t r = 0; r < 2; ++r) {
+                       Value row = g.add(i0, g.add(m0, w.rowOf(2 * r)));
+                       g.ifThen(g.ult(row, g.idx(Sq)), [&] {
+                         for (int64_t n = 0; n < int64_t(acc.size()); ++n)
+                           for (int64_t c = 2 * r; c < 2 * r + 2; ++c)
+                             memref::AtomicRMWOp::create(
+                                 b, arith::AtomicRMWKind::addf, acc[n][c],
+                                 dqAcc,
+                                 ValueRange{bi, h, row,
+                                            g.add(g.idx(c0),
+                                                  w.columnOf(n, c))});
+                       });
+                     }
+                   }
+                 });
+    };
     launch(
         b, (Skv + R - 1) / R, B * Hkv, threads,
         [&](Value kb, Value bg, Value tid) {
@@ -432,6 +518,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
                     dkAcc, Bq,
                     [&](int64_t kk) { return w.fragmentOf(dpt, kk); }, qs,
                     stage, /*kMajor=*/true);
+                if (atomicDq)
+                  addQueryGrads(w, dpt, tiles[6], ks, bi, h, i0, warpRow);
                 g.barrier();
                 SmallVector<Value> next;
                 flatten(dkAcc, next);
@@ -450,6 +538,15 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
         shared.bytes);
   }
 
+  if (atomicDq) {
+    Value dqFlat = flatOf(b, dq);
+    float scale = float(sq.scale);
+    elementwise(g, B * H * Sq * D, threads, [&](Value e) {
+      Value x = memref::LoadOp::create(b, dqAccFlat, ValueRange{e});
+      g.store(g.mul(x, g.cst(scale)), dqFlat, {e});
+    });
+  }
+
   SmallVector<Value> results = {tensorOf(b, dq, op.getQueryGrad().getType()),
                                 tensorOf(b, dk, op.getKeyGrad().getType()),
                                 tensorOf(b, dv, op.getValueGrad().getType())};
@@ -458,23 +555,14 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
   for (Value grad : op.getScoreCapturesGrad()) {
     Value zeros = allocLike(b, grad.getType());
     auto type = cast<MemRefType>(zeros.getType());
-    int64_t n = type.getNumElements();
-    Value flat = memref::CollapseShapeOp::create(
-        b, zeros,
-        SmallVector<ReassociationIndices>{
-            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
-    launch(b, (n + threads - 1) / threads, 1, threads,
-           [&](Value blk, Value, Value tid) {
-             Value e = g.add(g.mul(blk, g.idx(threads)), tid);
-             g.ifThen(g.ult(e, g.idx(n)), [&] {
-               memref::StoreOp::create(
-                   b,
-                   arith::ConstantOp::create(
-                       b, type.getElementType(),
-                       b.getZeroAttr(type.getElementType())),
-                   flat, ValueRange{e});
-             });
-           });
+    Value flat = flatOf(b, zeros);
+    elementwise(g, type.getNumElements(), threads, [&](Value e) {
+      memref::StoreOp::create(
+          b,
+          arith::ConstantOp::create(b, type.getElementType(),
+                                    b.getZeroAttr(type.getElementType())),
+          flat, ValueRange{e});
+    });
     results.push_back(tensorOf(b, zeros, grad.getType()));
   }
   rewriter.replaceOp(op, results);

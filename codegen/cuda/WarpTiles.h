@@ -92,6 +92,12 @@ public:
                     indices(stage, g.add(r0, aRow), g.add(g.idx(c0), aCol)),
                     /*trans=*/false);
   }
+  /// The A fragment of rows [m0, m0 + 16) and columns [k0, k0 + 16) of
+  /// A^T, a row-major k x m tile (dS from the dK/dV kernel's dS^T).
+  AFragment loadATransposed(Value tile, Value m0, int64_t k0) {
+    return ldmatrix(tile, {g.add(g.idx(k0), bRow), g.add(m0, bCol)},
+                    /*trans=*/true);
+  }
   /// B fragments of two n tiles (n0 and n0 + 8) over k [k0, k0 + 16): from
   /// an n-major tile (rows n, columns k; Q K^T's K), or with `kMajor` from
   /// a row-major k x n tile (P V's V).
@@ -130,13 +136,14 @@ public:
   }
 
   /// acc += A B over k [0, K) for 16 rows: `a(kk)` gives the A fragment of
-  /// k step kk, `bTile` (stage `stage`) holds B n-major or k-major.
+  /// k step kk, `bTile` (stage `stage`) holds B n-major or k-major, acc's
+  /// columns from n0.
   void multiply(Tiles &acc, int64_t K, function_ref<AFragment(int64_t)> a,
-                Value bTile, Value stage, bool kMajor) {
+                Value bTile, Value stage, bool kMajor, int64_t n0 = 0) {
     for (int64_t kk = 0; kk < K / 16; ++kk) {
       AFragment fragment = a(kk);
       for (int64_t np = 0; np < int64_t(acc.size()) / 2; ++np) {
-        auto regs = loadB(bTile, stage, np * 16, kk * 16, kMajor);
+        auto regs = loadB(bTile, stage, n0 + np * 16, kk * 16, kMajor);
         // ldmatrix's registers: (n0, k lo), (n0, k hi) n-major, (k lo, n0),
         // (k hi, n0) k-major: the same B registers either way.
         acc[2 * np] = mma(fragment, regs[0], regs[1], acc[2 * np]);

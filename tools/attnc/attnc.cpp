@@ -114,6 +114,13 @@ cl::opt<bool> gpuTensorCores(
     cl::desc("--target=cuda: compute f16 and bf16 attention on tensor cores "
              "(mma.sync; default true); false: the portable GPU kernels"),
     cl::init(true), cl::sub(compileCommand), cl::cat(attncCategory));
+cl::opt<bool> gpuAtomicDq(
+    "gpu-atomic-dq",
+    cl::desc("--target=cuda: the tensor-core backward adds dQ with atomics "
+             "in the dK/dV kernel (fewer products; its last bits vary run to "
+             "run; not yet run on a GPU) instead of the default deterministic "
+             "dQ kernel"),
+    cl::init(false), cl::sub(compileCommand), cl::cat(attncCategory));
 cl::opt<bool> noBackward(
     "no-backward",
     cl::desc("Export only the forward entry points (no <f>_fwd/<f>_bwd); "
@@ -284,6 +291,7 @@ int runCompile() {
   options.cudaPath = cudaPath;
   options.gpuBinary = gpuBinary;
   options.tensorCores = gpuTensorCores;
+  options.gpuAtomicDq = gpuAtomicDq;
   if (emitKind == EmitKind::Ptx) {
     if (compileTarget != attnc::CompileTarget::Cuda)
       return fail("--emit=ptx needs --target=cuda");
