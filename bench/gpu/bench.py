@@ -487,13 +487,14 @@ def run_check_item(torch, lib, item, lengths_list, stream):
     def rnd(*shape):
         return torch.randn(*shape, generator=gen, device=DEV, dtype=torch.float32).to(dt)
 
-    inputs = {"q": rnd(B, H, Sq, D), "k": rnd(B, Hkv, Skv, D), "v": rnd(B, Hkv, Skv, D)}
+    Dv = p.get("Dv", D)
+    inputs = {"q": rnd(B, H, Sq, D), "k": rnd(B, Hkv, Skv, D), "v": rnd(B, Hkv, Skv, Dv)}
     if p.get("alibi"):
         inputs["slopes"] = torch.tensor([2.0 ** (-8.0 * (h + 1) / H) for h in range(H)],
                                         device=DEV, dtype=torch.float32)
     if p.get("lengths"):
         inputs["len"] = torch.tensor(lengths_list, device=DEV, dtype=torch.int32)
-    d_o = rnd(B, H, Sq, D)
+    d_o = rnd(B, H, Sq, Dv)
     originals = {n: t.clone() for n, t in inputs.items()}
 
     # The float64 reference and its gradients (autograd), from the same

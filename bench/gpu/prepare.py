@@ -51,6 +51,7 @@ MMA_VARIANTS = {
     "window": dict(causal=True, window=100),          # sliding window of 100 keys
     "softcap": dict(softcap=30.0),                    # 30 tanh(s / 30), no capture
     "cross": dict(Sq=77, Skv=300, causal=True),       # Sq != Skv, top-left causal
+    "widev": dict(Dv=128, causal=True),               # value heads wider than D (D = 64)
 }
 
 
@@ -66,7 +67,7 @@ def check_specs():
                                 lengths=lengths, gqa=(hkv or 4) != 4))
     for dtype in ("bf16", "f16"):
         for variant, extra in MMA_VARIANTS.items():
-            for d in (64, 128):
+            for d in ((64,) if "Dv" in extra else (64, 128)):
                 out.append(dict(base, name=f"chk_{dtype}_{variant}_d{d}", Hkv=4, D=d,
                                 dtype=dtype, variant=variant, **extra))
     # The backward that adds dQ with atomics (--gpu-atomic-dq).
@@ -102,11 +103,13 @@ def spec_text(p):
     over the fused attn.attention op, returning O only (so that <f>_fwd
     saves the LSE for <f>_bwd)."""
     n, dt = p["name"], p["dtype"]
+    dv = p.get("Dv", p["D"])
     q = f"tensor<{p['B']}x{p['H']}x{p['Sq']}x{p['D']}x{dt}>"
     kv = f"tensor<{p['B']}x{p['Hkv']}x{p['Skv']}x{p['D']}x{dt}>"
-    o = q
+    vt = f"tensor<{p['B']}x{p['Hkv']}x{p['Skv']}x{dv}x{dt}>"
+    o = f"tensor<{p['B']}x{p['H']}x{p['Sq']}x{dv}x{dt}>"
     lse = f"tensor<{p['B']}x{p['H']}x{p['Sq']}xf32>"
-    args = [f"%q: {q}", f"%k: {kv}", f"%v: {kv}"]
+    args = [f"%q: {q}", f"%k: {kv}", f"%v: {vt}"]
     opts = ""
     if p["causal"]:
         opts += " causal"
@@ -148,7 +151,7 @@ def spec_text(p):
     return (desc +
             f"func.func @{n}({', '.join(args)})\n    -> {o} {{\n"
             f"  %o, %lse = attn.attention %q, %k, %v{opts}\n"
-            f"      : {q}, {kv}, {kv}\n"
+            f"      : {q}, {kv}, {vt}\n"
             f"        -> {o}, {lse}{region}\n"
             f"  return %o : {o}\n}}\n")
 

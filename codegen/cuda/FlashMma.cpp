@@ -31,6 +31,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionOp op,
   shared.reserve({Bq, D + kPad}, element);
   shared.reserve({2, Bk, D + kPad}, element);
   shared.reserve({2, Bk, Dv + kPad}, element);
+  if (shared.bytes > kMaxSharedBytes)
+    return failure();
 
   launch(
       b, (s.Sq + Bq - 1) / Bq, s.B * s.H, threads,
@@ -242,6 +244,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
     shared.reserve({R, Dv + kPad}, element);
     shared.reserve({2, Bk, D + kPad}, element);
     shared.reserve({2, Bk, Dv + kPad}, element);
+    if (shared.bytes > kMaxSharedBytes)
+      return failure();
     auto &s = sq;
     launch(
         b, (Sq + R - 1) / R, B * H, threads,
@@ -351,6 +355,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
     shared.reserve({2, Bq}, b.getF32Type());
     if (atomicDq)
       shared.reserve({R, Bq + kPad}, element);
+    if (shared.bytes > kMaxSharedBytes)
+      return failure();
     auto &s = skv;
     int64_t group = H / Hkv;
     // dQ[i0 + r, :] += dS[r, keys] K[keys, :] for the step's Bq rows and

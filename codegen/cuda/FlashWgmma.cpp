@@ -189,6 +189,8 @@ LogicalResult lowerToFlashWgmma(RewriterBase &rewriter, attn::AttentionOp op,
   shared.reserve({D / kAtom, Bq, kAtom}, element);
   shared.reserve({2, D / kAtom, Bk, kAtom}, element);
   shared.reserve({2, Dv / kAtom, Bk, kAtom}, element);
+  if (shared.bytes > kMaxSharedBytes)
+    return failure();
   int64_t kAtomBytes = Bk * kAtomRow, kStage = D / kAtom * kAtomBytes,
           vStage = Dv / kAtom * kAtomBytes;
 

@@ -49,6 +49,11 @@ using namespace gpu_kernels;
 
 inline constexpr int64_t kPad = 8;
 inline constexpr int64_t kWarp = 32;
+/// The most dynamic shared memory a kernel may ask for: 99 KiB, what
+/// sm_86 and sm_89 grant a workgroup (the sm_80 PTX also runs there;
+/// sm_80 grants 163 KiB, sm_90 227 KiB). The plans stay below it (85 KiB
+/// at most); a kernel over it is not built.
+inline constexpr int64_t kMaxSharedBytes = 99 * 1024;
 /// Elements of one cp.async of 16 bytes.
 inline constexpr int64_t kChunk = 8;
 

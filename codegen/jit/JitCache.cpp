@@ -53,7 +53,9 @@ std::string cacheKey(std::string_view specText, const Options &options) {
   key << "\ntarget=" << int(options.target) << " O" << options.optLevel
       << " cpu=" << options.cpu << " threads=" << options.threads
       << " backward=" << options.backward << " fuse=" << options.fuse
-      << " gpu-arch=" << options.gpuArch << "\n"
+      << " gpu-arch=" << options.gpuArch
+      << " tensor-cores=" << options.gpuTensorCores
+      << " atomic-dq=" << options.gpuAtomicDq << "\n"
       << specText;
   return key.str();
 }

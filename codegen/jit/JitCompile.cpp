@@ -173,6 +173,8 @@ bool compilePart(std::string_view specText, llvm::StringRef sourceName,
                    : options.target == Target::Cuda ? CompileTarget::Cuda
                                                     : CompileTarget::Cpu;
   compile.gpuArch = options.gpuArch;
+  compile.tensorCores = options.gpuTensorCores;
+  compile.gpuAtomicDq = options.gpuAtomicDq;
   compile.cpu = options.cpu;
   compile.optLevel = std::min(options.optLevel, 3u);
   compile.threads = options.threads;

@@ -121,6 +121,12 @@ struct Options {
   /// Target::Cuda: the architecture the kernels are compiled for (sm_80
   /// runs on later GPUs through its PTX; sm_90a is Hopper's).
   std::string gpuArch = "sm_80";
+  /// Target::Cuda: f16 and bf16 attention on tensor cores (mma.sync; the
+  /// forward on wgmma for sm_90a); false: the portable GPU kernels.
+  bool gpuTensorCores = true;
+  /// Target::Cuda: the tensor-core backward adds dQ with atomics instead of
+  /// a deterministic dQ kernel (not yet run on a GPU).
+  bool gpuAtomicDq = false;
 };
 
 /// The outcome of a call: `error` is set when nothing was called (unknown
