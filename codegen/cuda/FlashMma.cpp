@@ -59,47 +59,33 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionOp op,
         SmallVector<AFragment> qf;
         for (int64_t kk = 0; kk < D / 16; ++kk)
           qf.push_back(w.loadA(qs, nullptr, warpRow, kk * 16));
-        // The lane's rows: i0 + 16 warp + g and + 8.
-        Value rows[2] = {g.add(blk.i0, g.add(warpRow, w.rowOf(0))),
-                         g.add(blk.i0, g.add(warpRow, w.rowOf(2)))};
-        SoftmaxState init{w.zeros(Dv),
-                          {g.negInf(), g.negInf()},
-                          {g.cst(0.0f), g.cst(0.0f)}};
-        int64_t nO = Dv / 8;
-        SmallVector<Value> result = carry(
-            b, keys.start, keys.end, g.idx(Bk), init.values(),
-            [&](Value j0, ValueRange values) {
-              SoftmaxState st = SoftmaxState::of(values, nO);
-              Value step = g.divu(arith::SubIOp::create(b, j0, keys.start),
-                                  g.idx(Bk));
-              Value stage = g.remu(step, g.idx(2));
-              Value next = arith::SubIOp::create(b, g.idx(1), stage);
+        Value row0 = g.add(blk.i0, warpRow);
+        SmallVector<Value, 2> rows = w.rowsFrom(row0);
+        SoftmaxState st = forwardLoop(
+            w, s, blk, keys, rows,
+            [&](Value j0, Value stage) {
               // The next block's K and V (past the end: rows past the
               // limit, zero-filled, or never used).
-              stageKeys(g.add(j0, g.idx(Bk)), next);
-              Value group = copy.commit();
-              copy.wait(group, 1);
+              stageKeys(g.add(j0, g.idx(Bk)),
+                        arith::SubIOp::create(b, g.idx(1), stage));
+              copy.wait(copy.commit(), 1);
               g.barrier();
-              // S = Q K^T, the rule, the online softmax, O += P V.
               Tiles sc = w.zeros(Bk);
               w.multiply(
                   sc, D, [&](int64_t kk) { return qf[kk]; }, ks, stage,
                   /*kMajor=*/false);
-              Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
-                                            /*existsOnly=*/true);
-              applyRule(w, s, sc, blk.bi, blk.h, rows, j0, blk.limit, whole);
-              softmaxStep(w, sc, st);
+              return sc;
+            },
+            [&](const Tiles &p, Value stage, SoftmaxState &st) {
               w.multiply(
-                  st.o, Bk, [&](int64_t kk) { return w.fragmentOf(sc, kk); },
+                  st.o, Bk, [&](int64_t kk) { return w.fragmentOf(p, kk); },
                   vs, stage, /*kMajor=*/true);
               // Every warp is done with this stage before it is refilled.
               g.barrier();
-              return st.values();
             });
         // No copy may land in shared memory after the workgroup ends.
         copy.wait(first, 0);
-        storeForward(w, SoftmaxState::of(result, nO), out, lse, blk.bi, blk.h,
-                     g.add(blk.i0, warpRow), rows, s.Sq);
+        storeForward(w, st, out, lse, blk.bi, blk.h, row0, rows, s.Sq);
       },
       shared.bytes);
 

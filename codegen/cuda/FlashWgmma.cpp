@@ -231,45 +231,31 @@ LogicalResult lowerToFlashWgmma(RewriterBase &rewriter, attn::AttentionOp op,
         for (int64_t kk = 0; kk < D / 16; ++kk)
           qDesc.push_back(wg.descriptor(
               at[0], kk / 4 * Bq * kAtomRow + kk % 4 * 32, 16, kRowGroup));
-        Value warpRow = g.mul(w.warp, g.idx(16));
-        Value rows[2] = {g.add(blk.i0, g.add(warpRow, w.rowOf(0))),
-                         g.add(blk.i0, g.add(warpRow, w.rowOf(2)))};
-        SoftmaxState init{w.zeros(Dv),
-                          {g.negInf(), g.negInf()},
-                          {g.cst(0.0f), g.cst(0.0f)}};
-        int64_t nO = Dv / 8;
-        SmallVector<Value> result = carry(
-            b, keys.start, keys.end, g.idx(Bk), init.values(),
-            [&](Value j0, ValueRange values) {
-              SoftmaxState st = SoftmaxState::of(values, nO);
-              Value step = g.divu(arith::SubIOp::create(b, j0, keys.start),
-                                  g.idx(Bk));
-              Value stage = g.remu(step, g.idx(2));
+        Value row0 = g.add(blk.i0, g.mul(w.warp, g.idx(16)));
+        SmallVector<Value, 2> rows = w.rowsFrom(row0);
+        SoftmaxState st = forwardLoop(
+            w, s, blk, keys, rows,
+            [&](Value j0, Value stage) {
               stageKeys(g.add(j0, g.idx(Bk)),
                         arith::SubIOp::create(b, g.idx(1), stage));
               landed(copy.commit(), 1);
-              // S = Q K^T.
+              // S = Q K^T (the first product ignores the accumulator).
               Value kBase = g.add(at[1], g.mul(stage, g.idx(kStage)));
               wg.fence();
-              // (The first product ignores the accumulator's values.)
               Value acc = wg.structOf(w.zeros(Bk));
               for (int64_t kk = 0; kk < D / 16; ++kk)
                 acc = wg.multiplyShared(
                     acc, qDesc[kk],
-                    wg.descriptor(kBase,
-                                  kk / 4 * kAtomBytes + kk % 4 * 32, 16,
-                                  kRowGroup),
+                    wg.descriptor(kBase, kk / 4 * kAtomBytes + kk % 4 * 32,
+                                  16, kRowGroup),
                     Bk, /*accumulate=*/kk > 0);
               wg.commitAndWait();
-              Tiles sc = wg.tilesOf(acc, Bk);
-              Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
-                                            /*existsOnly=*/true);
-              applyRule(w, s, sc, blk.bi, blk.h, rows, j0, blk.limit, whole);
-              softmaxStep(w, sc, st);
-              // O += P V.
+              return wg.tilesOf(acc, Bk);
+            },
+            [&](const Tiles &sc, Value stage, SoftmaxState &st) {
+              // O += P V, P rounded to pairs before the fence (the chain's
+              // registers are written before it).
               Value vBase = g.add(at[2], g.mul(stage, g.idx(vStage)));
-              // P rounded to pairs before the fence (registers the chain
-              // reads are written before it).
               SmallVector<AFragment> p;
               for (int64_t kk = 0; kk < Bk / 16; ++kk)
                 p.push_back(w.fragmentOf(sc, kk));
@@ -285,11 +271,9 @@ LogicalResult lowerToFlashWgmma(RewriterBase &rewriter, attn::AttentionOp op,
               st.o = wg.tilesOf(o, Dv);
               // Every warp is done with this stage before it is refilled.
               g.barrier();
-              return st.values();
             });
         copy.wait(first, 0);
-        storeForward(w, SoftmaxState::of(result, nO), out, lse, blk.bi, blk.h,
-                     g.add(blk.i0, warpRow), rows, s.Sq);
+        storeForward(w, st, out, lse, blk.bi, blk.h, row0, rows, s.Sq);
       },
       shared.bytes);
 

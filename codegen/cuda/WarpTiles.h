@@ -189,6 +189,10 @@ public:
 
   /// The row of register c of a C tile within the warp's 16 (0 or 8 + g).
   Value rowOf(int64_t c) { return g.add(group, g.idx(c >= 2 ? 8 : 0)); }
+  /// The lane's two rows of a tile whose warp's 16 rows start at row0.
+  SmallVector<Value, 2> rowsFrom(Value row0) {
+    return {g.add(row0, rowOf(0)), g.add(row0, rowOf(2))};
+  }
   /// The column of register c of C tile n.
   Value columnOf(int64_t n, int64_t c) {
     return g.add(g.mul(quad, g.idx(2)), g.idx(n * 8 + (c & 1)));
@@ -465,7 +469,7 @@ struct SoftmaxState {
 /// on blocks that are not whole the masks (the mask_mod on all).
 template <typename Shape>
 void applyRule(Warp &w, Shape &s, Tiles &sc, Value bi, Value h,
-               const Value rows[2], Value j0, Value limit, Value whole) {
+               ArrayRef<Value> rows, Value j0, Value limit, Value whole) {
   GpuBuilder &g = w.g;
   Tiles in = sc;
   sc = unflatten(
@@ -512,11 +516,47 @@ inline void softmaxStep(Warp &w, Tiles &sc, SoftmaxState &st) {
       t[c] = g.mul(t[c], alpha[c / 2]);
 }
 
+/// The forward's loop over the key blocks of a workgroup's query block
+/// `blk` (`s.Bk` keys each, in shared-memory stages 0, 1, 0, ... from
+/// keys.start): `products(j0, stage)` gives the block's raw score tiles
+/// for the lane's rows `rows`; the rule and the online softmax turn them
+/// into P, and `accumulate(P, stage, state)` adds P V into the state's O.
+/// Returns the state after the last block.
+template <typename Shape>
+SoftmaxState
+forwardLoop(Warp &w, Shape &s, const QueryBlock &blk,
+            const MaskTiles::KeyRange &keys, ArrayRef<Value> rows,
+            function_ref<Tiles(Value, Value)> products,
+            function_ref<void(const Tiles &, Value, SoftmaxState &)> accumulate) {
+  GpuBuilder &g = w.g;
+  ImplicitLocOpBuilder &b = g.b;
+  SoftmaxState init{w.zeros(s.Dv),
+                    {g.negInf(), g.negInf()},
+                    {g.cst(0.0f), g.cst(0.0f)}};
+  int64_t tiles = s.Dv / 8;
+  SmallVector<Value> result = carry(
+      b, keys.start, keys.end, g.idx(s.Bk), init.values(),
+      [&](Value j0, ValueRange values) {
+        SoftmaxState st = SoftmaxState::of(values, tiles);
+        Value stage = g.remu(
+            g.divu(arith::SubIOp::create(b, j0, keys.start), g.idx(s.Bk)),
+            g.idx(2));
+        Tiles sc = products(j0, stage);
+        Value whole = s.masks.isWhole(b, blk.limit, blk.i0, s.Bq, j0, s.Bk,
+                                      /*existsOnly=*/true);
+        applyRule(w, s, sc, blk.bi, blk.h, rows, j0, blk.limit, whole);
+        softmaxStep(w, sc, st);
+        accumulate(sc, stage, st);
+        return st.values();
+      });
+  return SoftmaxState::of(result, tiles);
+}
+
 /// Stores O / l and the LSE of the warp's 16 rows from `row0` (rows g and
 /// g + 8: `rows`): rows that saw no key get O = 0 and LSE = -inf, NaN
 /// stays NaN.
 inline void storeForward(Warp &w, const SoftmaxState &st, Value out, Value lse,
-                         Value bi, Value h, Value row0, const Value rows[2],
+                         Value bi, Value h, Value row0, ArrayRef<Value> rows,
                          int64_t Sq) {
   GpuBuilder &g = w.g;
   ImplicitLocOpBuilder &b = g.b;
