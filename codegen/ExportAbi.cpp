@@ -65,22 +65,28 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
   }
 
   /// Whether some entry of an argument attn-mark-length-bounds marked
-  /// (the lengths of a KV cache, a paged one's block table) is negative or
-  /// past its attn.max_value,
+  /// (the lengths of a KV cache, a paged one's block table, varlen's
+  /// offsets) is negative, past its attn.max_value or, with
+  /// attn.nondecreasing, below the entry before it,
   /// as an i1 built at b over the entry's arguments (the marks are taken
   /// off `impl`); null when none is marked.
   Value anyLengthOutOfBounds(OpBuilder &b, func::FuncOp impl, Block *block,
                              bool keepMarks = false) {
     Location loc = impl.getLoc();
     StringRef name = attnc::attn::AttnDialect::MaxValueAttrHelper::getNameStr();
+    StringRef sortedName =
+        attnc::attn::AttnDialect::NondecreasingAttrHelper::getNameStr();
     Value any;
     for (unsigned i = 0, e = impl.getNumArguments(); i < e; ++i) {
       auto bound = impl.getArgAttrOfType<IntegerAttr>(i, name);
       if (!bound)
         continue;
-      // Checked here, it has nothing to tell LLVM.
-      if (!keepMarks)
+      bool sorted = bool(impl.getArgAttr(i, sortedName));
+      // Checked here, they have nothing to tell LLVM.
+      if (!keepMarks) {
         impl.removeArgAttr(i, name);
+        impl.removeArgAttr(i, sortedName);
+      }
       // (Every entry, as one dimension: a block table is [B, M].)
       Value arg = block->getArgument(i);
       auto type = cast<MemRefType>(arg.getType());
@@ -91,26 +97,33 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
             b, loc, arg, ArrayRef<ReassociationIndices>{all});
       }
       Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      // (acc: whether an entry was out of bounds, and the entry before, 0
+      // at the first: below it is out of order, or negative.)
       auto loop = scf::ForOp::create(
           b, loc, zero,
           arith::ConstantIndexOp::create(b, loc, type.getNumElements()),
           arith::ConstantIndexOp::create(b, loc, 1),
-          ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(false))},
+          ValueRange{
+              arith::ConstantOp::create(b, loc, b.getBoolAttr(false)),
+              arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0))},
           [&](OpBuilder &nb, Location, Value e, ValueRange acc) {
             Value x = memref::LoadOp::create(nb, loc, arg, e);
             if (!x.getType().isInteger(64))
               x = arith::ExtSIOp::create(nb, loc, nb.getI64Type(), x);
             Value low = arith::CmpIOp::create(
                 nb, loc, arith::CmpIPredicate::slt, x,
-                arith::ConstantOp::create(nb, loc, nb.getI64IntegerAttr(0)));
+                sorted ? acc[1]
+                       : arith::ConstantOp::create(nb, loc,
+                                                   nb.getI64IntegerAttr(0)));
             Value high = arith::CmpIOp::create(
                 nb, loc, arith::CmpIPredicate::sgt, x,
                 arith::ConstantOp::create(nb, loc, bound));
             scf::YieldOp::create(
                 nb, loc,
                 ValueRange{arith::OrIOp::create(
-                    nb, loc, acc[0],
-                    arith::OrIOp::create(nb, loc, low, high))});
+                               nb, loc, acc[0],
+                               arith::OrIOp::create(nb, loc, low, high)),
+                           x});
           });
       any =
           any ? arith::OrIOp::create(b, loc, any, loop.getResult(0)).getResult()

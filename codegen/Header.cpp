@@ -76,6 +76,16 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
       // What a saved value is: e.g. "the LSE (...) of attention #0 (f.mlir:6)".
       if (!arg.description.empty())
         os << ": " << arg.description;
+      // What the kernels need of a bounded integer input, and whether the
+      // entry point checks it (the CPU's do; device memory is not read on
+      // the host).
+      if (arg.maxValue)
+        os << ":\n *     " << (arg.nondecreasing ? "nondecreasing entries"
+                                                : "entries")
+           << " in [0, " << *arg.maxValue << "]"
+           << (vulkan || cuda ? " (not checked)"
+                              : "; else 2 (ATTNC_STATUS_BAD_SIZE), "
+                                "nothing written");
       os << "\n";
     }
     if (batched)

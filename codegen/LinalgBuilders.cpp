@@ -1,5 +1,6 @@
 // Attention steps as linalg ops on tensors (see LinalgBuilders.h).
 #include "codegen/LinalgBuilders.h"
+#include "codegen/MaskTiles.h"
 #include "dialect/ShapeUtils.h"
 
 #include "dialect/AttnOps.h"
@@ -372,6 +373,18 @@ static Value buildVisible(OpBuilder &nb, Location nl,
   if (mask.lengths)
     conjoin(
         arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt, j, keyCount()));
+  if (mask.varlen) {
+    // j lies in row i's packed sequence (varlen excludes cache: i is the
+    // row itself).
+    MaskTiles::Sequence seq = MaskTiles::sequenceOf(
+        nb, nl, bhij[2], shapeOf(mask.varlen)[0], [&](Value d) -> Value {
+          return arith::IndexCastOp::create(
+              nb, nl, nb.getIndexType(),
+              tensor::ExtractOp::create(nb, nl, mask.varlen, d));
+        });
+    ImplicitLocOpBuilder ib(nl, nb);
+    conjoin(MaskTiles::inRange(ib, j, seq.start, seq.end));
+  }
   if (mask.maskMod)
     conjoin(inlineModRegion(nb, *mask.maskMod, bhij, mask.captures));
   return visible;

@@ -20,12 +20,15 @@ struct MaskConditions {
   bool causal = false;
   std::optional<int64_t> window;
   mlir::Value lengths;             // tensor<Bxi32|i64> or null
+  mlir::Value varlen;              // tensor<(n+1)xi32|i64> offsets or null
   mlir::Region *maskMod = nullptr; // (b, h, i, j, captures...) -> i1
   mlir::ValueRange captures;
   bool zeroFill = false; // masked entries become 0 instead of -inf
   bool cache = false;    // causal and window from the end of the keys
 
-  bool any() const { return causal || window || lengths || maskMod; }
+  bool any() const {
+    return causal || window || lengths || varlen || maskMod;
+  }
 };
 
 /// X[B,S,E] x W[E,H*D] -> [B,H,S,D] of `resultType`.

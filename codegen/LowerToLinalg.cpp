@@ -30,6 +30,7 @@ MaskConditions maskConditionsOf(OpTy op, ValueRange captures) {
   mask.causal = op.getCausal();
   mask.window = op.getWindow();
   mask.lengths = op.getLengths();
+  mask.varlen = varlenOf(op);
   mask.cache = isCache(op);
   if (!op.getMaskMod().empty())
     mask.maskMod = &op.getMaskMod();

@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 
@@ -10,6 +11,41 @@ namespace attnc {
 
 static Value idx(ImplicitLocOpBuilder &b, int64_t v) {
   return arith::ConstantIndexOp::create(b, v);
+}
+
+MaskTiles::Sequence MaskTiles::sequenceOf(OpBuilder &b, Location loc, Value x,
+                                          int64_t n1,
+                                          function_ref<Value(Value)> load) {
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto atMost = [&](Value d) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, load(d),
+                                 x);
+  };
+  // base: the last d with offset d <= x (0 when there is none); the
+  // answer stays in [base, base + len).
+  Value base = constant(0);
+  for (int64_t len = n1; len > 1; len -= len / 2) {
+    Value probe = arith::AddIOp::create(b, loc, base, constant(len / 2));
+    base = arith::SelectOp::create(b, loc, atMost(probe), probe, base);
+  }
+  Value next = arith::MinUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, base, constant(1)),
+      constant(n1 - 1));
+  Value end = arith::SelectOp::create(b, loc, atMost(base), next, base);
+  return {load(base), load(end)};
+}
+
+MaskTiles::Sequence MaskTiles::sequenceOf(ImplicitLocOpBuilder &b,
+                                          Value x) const {
+  assert(offsets && "varlen's offsets not set in this function");
+  return sequenceOf(b, b.getLoc(), x, numOffsets, [&](Value d) -> Value {
+    Value entry = isa<RankedTensorType>(offsets.getType())
+                      ? Value(tensor::ExtractOp::create(b, offsets, d))
+                      : Value(memref::LoadOp::create(b, offsets, d));
+    return arith::IndexCastOp::create(b, b.getIndexType(), entry);
+  });
 }
 
 Value MaskTiles::keyLimit(ImplicitLocOpBuilder &b, Value lengths,
@@ -48,6 +84,13 @@ MaskTiles::RowRange MaskTiles::rowRange(ImplicitLocOpBuilder &b, Value limit,
   if (window)
     range.lo = arith::MaxSIOp::create(
         b, range.lo, arith::SubIOp::create(b, pos, idx(b, *window - 1)));
+  if (numOffsets) {
+    // (An empty range outside every sequence, lo and hi still growing
+    // with the row.)
+    Sequence seq = sequenceOf(b, range.row);
+    range.lo = arith::MaxSIOp::create(b, range.lo, seq.start);
+    range.hi = arith::MinSIOp::create(b, range.hi, seq.end);
+  }
   return range;
 }
 
@@ -99,7 +142,14 @@ std::pair<Value, Value> MaskTiles::rowsSeeing(ImplicitLocOpBuilder &b,
     firstRow = arith::MaxSIOp::create(b, idx(b, 0),
                                       arith::SubIOp::create(b, j0, shift));
   Value first = idx(b, 0), end = idx(b, sq);
-  if (causal || window)
+  if (numOffsets) {
+    // Rows of the sequences the block's keys lie in.
+    Value start = sequenceOf(b, j0).start;
+    firstRow = causal || window ? arith::MaxSIOp::create(b, firstRow, start)
+                                : start;
+    end = sequenceOf(b, arith::AddIOp::create(b, j0, idx(b, width - 1))).end;
+  }
+  if (causal || window || numOffsets)
     first = arith::MulIOp::create(
         b, arith::DivUIOp::create(b, firstRow, idx(b, align)), idx(b, align));
   if (window) {

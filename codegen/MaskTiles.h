@@ -1,5 +1,5 @@
 // The named masks of a fused attention op (causal, sliding window, key
-// lengths) tile by tile: the index arithmetic every back end's flash
+// lengths, packed sequences) tile by tile: the index arithmetic every back end's flash
 // kernels build to skip the tiles a mask empties, run the tiles it leaves
 // whole without evaluating it, and evaluate it only on boundary tiles.
 // Target-neutral: scalars of index type (and, for the per-key predicate,
@@ -28,14 +28,30 @@ namespace attnc {
 class MaskTiles {
 public:
   MaskTiles(bool causal, std::optional<int64_t> window, int64_t sq, int64_t skv,
-            bool cache = false)
-      : causal(causal), window(window), sq(sq), skv(skv), cache(cache) {}
+            bool cache = false, int64_t numOffsets = 0)
+      : causal(causal), window(window), sq(sq), skv(skv), cache(cache),
+        numOffsets(numOffsets) {}
   /// The masks of attn.attention, attn.attention_grad or an op with their
   /// mask options (those without `cache` never shift the rows).
   template <typename OpTy>
   explicit MaskTiles(OpTy op)
       : MaskTiles(op.getCausal(), op.getWindow(), shapeOf(op.getQuery())[2],
-                  attn::keyCountOf(op), attn::isCache(op)) {}
+                  attn::keyCountOf(op), attn::isCache(op),
+                  attn::varlenOf(op) ? shapeOf(attn::varlenOf(op))[0] : 0) {}
+
+  /// The packed sequence [start, end) that position x lies in, from
+  /// `load(d)`, the index value of offset d of n1 nondecreasing ones (a
+  /// binary search of fixed steps): before the first sequence both are
+  /// offset 0, from the last one's end both are offset n1 - 1, so that
+  /// start and end never decrease as x grows; x < end only inside one.
+  struct Sequence {
+    mlir::Value start, end;
+  };
+  static Sequence sequenceOf(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value x, int64_t n1,
+                             llvm::function_ref<mlir::Value(mlir::Value)> load);
+  /// sequenceOf over `offsets`, which the kernel must have set.
+  Sequence sequenceOf(mlir::ImplicitLocOpBuilder &b, mlir::Value x) const;
 
   /// The keys batch `bi` has: Skv, or its entry of `lengths` (a memref of
   /// i32 or i64, null for none) clamped to [0, Skv].
@@ -101,6 +117,12 @@ public:
   int64_t sq, skv;
   /// The keys are a KV cache and the queries its last tokens (`cache`).
   bool cache;
+  /// varlen's offsets: how many (n + 1; 0 without varlen), and the memref
+  /// (or tensor) of i32 or i64 that holds them, which the kernel sets in
+  /// each function that builds mask arithmetic (with varlen every row's
+  /// keys depend on them: rowRange, rowsSeeing and what calls them).
+  int64_t numOffsets;
+  mlir::Value offsets;
 };
 
 } // namespace attnc

@@ -5,6 +5,7 @@
 
 #include "dialect/AttnOps.h"
 #include "dialect/ShapeUtils.h"
+#include "passes/Passes.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/AsmParser/AsmParserState.h"
@@ -402,6 +403,10 @@ FailureOr<KernelSignature> kernelSignature(func::FuncOp func,
     arg.name = unique(arg.name);
     kernel.args.push_back(std::move(arg));
   }
+  for (auto [n, bound] : integerInputBounds(func)) {
+    kernel.args[n].maxValue = bound.max;
+    kernel.args[n].nondecreasing = bound.sorted;
+  }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
     KernelArg arg;
@@ -619,6 +624,8 @@ void appendDerivedSignatures(Spec &spec) {
     for (const KernelArg &arg : inputs) {
       backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));
       backward.args.back().batched = arg.batched;
+      backward.args.back().maxValue = arg.maxValue;
+      backward.args.back().nondecreasing = arg.nondecreasing;
     }
     for (const KernelArg &arg : results) {
       backward.args.push_back(argOf(bwdInputs[next++], arg.name, false));

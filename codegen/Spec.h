@@ -33,6 +33,11 @@ struct KernelArg {
   /// What the argument holds, for the header's comment; set for the saved
   /// values of @f_fwd/@f_bwd ("the LSE of attention #0 (spec.mlir:6)").
   std::string description;
+  /// An integer input whose entries the kernels bound (integerInputBounds:
+  /// a cache's lengths, a block table, varlen's offsets): their largest
+  /// value, and whether they must not decrease.
+  std::optional<int64_t> maxValue;
+  bool nondecreasing = false;
 };
 
 /// An exported entry point: inputs in order, then one output per result.

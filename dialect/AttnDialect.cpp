@@ -153,6 +153,13 @@ LogicalResult AttnDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  if (name == NondecreasingAttrHelper::getNameStr()) {
+    if (!isa<UnitAttr>(attr.getValue()) || !isa<FunctionOpInterface>(op))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute on a function "
+             << "argument";
+    return success();
+  }
   if (name != MaxValueAttrHelper::getNameStr())
     return op->emitError() << "unknown attn argument attribute '" << name
                            << "'";

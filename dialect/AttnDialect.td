@@ -46,6 +46,9 @@ def Attn_Dialect : Dialect {
   //   hold: the capacity of the KV cache whose lengths it gives, or a paged
   //   cache's last page for its block table (attn-mark-length-bounds;
   //   attn-export-abi checks them), verified by verifyRegionArgAttribute;
+  // - nondecreasing: beside max_value on a function argument whose entries
+  //   must also be in nondecreasing order (varlen's sequence offsets),
+  //   checked with it;
   // - batch_slices: on a kernel whose spec gave its batch as `?` (compiled
   //   for one batch entry, see codegen/DynamicBatch.h), the bytes of one
   //   batch entry of each argument in the entry point's order (inputs, then
@@ -66,6 +69,7 @@ def Attn_Dialect : Dialect {
     "::mlir::UnitAttr":$parallel_tasks,
     "::mlir::IntegerAttr":$saved_bytes,
     "::mlir::IntegerAttr":$max_value,
+    "::mlir::UnitAttr":$nondecreasing,
     "::mlir::DenseI64ArrayAttr":$batch_slices,
     "::mlir::DenseI64ArrayAttr":$batch_sums,
     "::mlir::UnitAttr":$batch_uneven

@@ -113,15 +113,15 @@ ParseResult parseKeywordCheck(OpAsmParser &parser, ArrayRef<StringRef> keywords,
 ParseResult parseAttentionKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(parser,
                            {"scale", "causal", "window", "cache", "lengths",
-                            "pages", "score_captures", "mask_captures"},
+                            "varlen", "pages", "score_captures",
+                            "mask_captures"},
                            {"score_mod", "mask_mod"});
 }
 
 ParseResult parseAttentionGradKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(parser,
                            {"lse_grad", "scale", "causal", "window", "cache",
-                            "lengths",
-                            "score_captures", "mask_captures"},
+                            "lengths", "varlen", "score_captures", "mask_captures"},
                            {"score_mod", "mask_mod"});
 }
 
@@ -160,7 +160,8 @@ ParseResult parseDistillRegionCheck(OpAsmParser &parser, IntegerAttr) {
 
 ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(
-      parser, {"causal", "window", "cache", "lengths", "captures", "zero_fill"},
+      parser, {"causal", "window", "cache", "lengths", "varlen", "captures",
+               "zero_fill"},
       {});
 }
 
@@ -334,6 +335,46 @@ LogicalResult verifyMaskOptions(Operation *op, std::optional<int64_t> window,
     if (shapeOf(lengths)[0] != batch)
       return op->emitOpError() << "lengths must have one entry per batch ("
                                << batch << "), got " << lengths.getType();
+  }
+  return success();
+}
+
+/// `varlen(%cu)`: n + 1 >= 2 offsets of packed sequences that cut the rows
+/// and the keys alike (Sq == Skv), which a cache's rows (at the end of each
+/// batch's keys) cannot be; constant offsets are checked here, an
+/// argument's by the entry points.
+LogicalResult verifyVarlen(Operation *op, Value varlen, bool cache,
+                           int64_t sq, int64_t skv) {
+  if (!varlen)
+    return success();
+  if (failed(verifyShape(op, varlen, 1, "varlen")))
+    return failure();
+  if (shapeOf(varlen)[0] < 2)
+    return op->emitOpError()
+           << "varlen needs n + 1 >= 2 offsets (n packed sequences), got "
+           << varlen.getType();
+  if (cache)
+    return op->emitOpError(
+        "takes 'varlen' or 'cache', not both: a cache's queries are the last "
+        "tokens of each batch's keys, packed sequences cut rows and keys alike");
+  if (sq != skv)
+    return op->emitOpError()
+           << "with varlen, queries and keys are packed alike: Sq must equal "
+              "Skv, got "
+           << sq << " and " << skv;
+  DenseIntElementsAttr offsets;
+  if (!matchPattern(varlen, m_Constant(&offsets)))
+    return success();
+  int64_t previous = 0, d = 0;
+  for (APInt x : offsets.getValues<APInt>()) {
+    int64_t cu = x.getSExtValue();
+    if (cu < previous || cu > skv)
+      return op->emitOpError()
+             << "varlen offset " << d << " is " << cu
+             << ": the offsets must be nondecreasing, from 0 up to Skv ("
+             << skv << ")";
+    previous = cu;
+    ++d;
   }
   return success();
 }
@@ -520,14 +561,16 @@ LogicalResult MaskOp::verify() {
   if (failed(verifyShape(*this, getScores(), 4, "scores")) ||
       failed(verifyMaskOptions(*this, getWindow(), getLengths(),
                                shapeOf(getScores())[0])) ||
-      failed(verifyCache(*this, getCache(), getCausal(), getWindow())))
+      failed(verifyCache(*this, getCache(), getCausal(), getWindow())) ||
+      failed(verifyVarlen(*this, getVarlen(), getCache(),
+                          shapeOf(getScores())[2], shapeOf(getScores())[3])))
     return failure();
   if (getMaskMod().empty()) {
     if (!getCaptures().empty())
       return emitOpError("has captures but no mask_mod region to use them");
-    if (!getCausal() && !getWindow() && !getLengths())
-      return emitOpError("masks nothing: give causal, window, lengths or a "
-                         "mask_mod region");
+    if (!getCausal() && !getWindow() && !getLengths() && !getVarlen())
+      return emitOpError("masks nothing: give causal, window, lengths, "
+                         "varlen or a mask_mod region");
     return success();
   }
   return verifyModRegion(*this, getMaskMod(), "mask_mod", /*withScore=*/false,
@@ -572,7 +615,9 @@ template <typename OpTy> static LogicalResult verifyScoreOptions(OpTy op) {
       return failure();
   if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
     return failure();
-  if (failed(verifyCache(raw, isCache(op), op.getCausal(), op.getWindow())))
+  if (failed(verifyCache(raw, isCache(op), op.getCausal(), op.getWindow())) ||
+      failed(verifyVarlen(raw, varlenOf(op), isCache(op), q[2],
+                          keyCountOf(op))))
     return failure();
   SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], keyCountOf(op)};
   if (op.getScoreMod().empty()) {

@@ -22,6 +22,8 @@ template <typename OpTy>
 using CacheGetter = decltype(std::declval<OpTy &>().getCache());
 template <typename OpTy>
 using PagesGetter = decltype(std::declval<OpTy &>().getPages());
+template <typename OpTy>
+using VarlenGetter = decltype(std::declval<OpTy &>().getVarlen());
 
 /// Clones each region of `from` into the same region of `to`: the
 /// score_mod and mask_mod regions of ops with attention's options (an op
@@ -43,6 +45,15 @@ template <typename OpTy> bool isCache(OpTy op) {
 template <typename OpTy> mlir::Value pageTableOf(OpTy op) {
   if constexpr (llvm::is_detected<PagesGetter, OpTy>::value)
     return op.getPages();
+  return {};
+}
+
+/// The cumulative sequence offsets of packed variable-length sequences
+/// (`varlen`: attn.mask, attn.attention, attn.attention_grad), null for
+/// any other op.
+template <typename OpTy> mlir::Value varlenOf(OpTy op) {
+  if constexpr (llvm::is_detected<VarlenGetter, OpTy>::value)
+    return op.getVarlen();
   return {};
 }
 

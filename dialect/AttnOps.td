@@ -150,6 +150,18 @@ def Attn_MaskOp : Attn_Op<"mask",
     - `causal`: j <= i (top-left aligned, also when Sq != Skv);
     - `window W` (W >= 1): j <= i and i - j < W (sliding window);
     - `lengths(%len)`: j < len[b] (key padding; len is i32 or i64, size B);
+    - `varlen(%cu)`: packed variable-length sequences (FlashAttention's
+      cu_seqlens): cu (i32 or i64, n + 1 >= 2 entries, the same for every
+      batch entry and head) cuts the rows and the keys alike into the n
+      sequences [cu[d], cu[d+1]), and j is visible to i only when both lie
+      in one of them; rows and keys outside every sequence see and are seen
+      by nothing. Needs Sq == Skv and no `cache`. causal and window then act
+      within each sequence, on the packed positions i and j, which the
+      regions receive too. cu must be nondecreasing with cu[0] >= 0 and
+      cu[n] <= Skv: the CPU entry points return ATTNC_STATUS_BAD_SIZE,
+      writing nothing, for one that is not (the GPU kernels do not check
+      them). The kernels skip the key blocks outside the sequences of a
+      query block's rows;
     - a `mask_mod` region over (b, h, i, j, captures...) yielding i1.
     `cache` (with causal or window) makes the keys a KV cache: batch b holds
     its first n_b keys (n_b = len[b] clamped to [0, Skv] with `lengths`,
@@ -184,12 +196,14 @@ def Attn_MaskOp : Attn_Op<"mask",
                    UnitAttr:$zero_fill, OptionalAttr<I64Attr>:$window,
                    UnitAttr:$cache,
                    Optional<Attn_LengthsTensor>:$lengths,
+                   Optional<Attn_LengthsTensor>:$varlen,
                    Variadic<AnyRankedTensor>:$captures);
   let results = (outs Attn_ScoreTensor:$result);
   let regions = (region MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $scores (`causal` $causal^)? (`window` $window^)? (`cache` $cache^)?
     (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`varlen` `(` $varlen^ `:` type($varlen) `)`)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`zero_fill` $zero_fill^)? `` custom<MaskKeywordCheck>(ref($window))
     attr-dict `:` type($result) ($mask_mod^)?
@@ -307,6 +321,7 @@ def Attn_AttentionOp : Attn_Op<"attention",
                    UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                    UnitAttr:$cache,
                    Optional<Attn_LengthsTensor>:$lengths,
+                   Optional<Attn_LengthsTensor>:$varlen,
                    Optional<Attn_LengthsTensor>:$pages,
                    Variadic<AnyRankedTensor>:$score_captures,
                    Variadic<AnyRankedTensor>:$mask_captures);
@@ -316,6 +331,7 @@ def Attn_AttentionOp : Attn_Op<"attention",
     $query `,` $key `,` $value (`scale` $scale^)? (`causal` $causal^)?
     (`window` $window^)? (`cache` $cache^)?
     (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`varlen` `(` $varlen^ `:` type($varlen) `)`)?
     (`pages` `(` $pages^ `:` type($pages) `)`)?
     (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
     (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
@@ -628,6 +644,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad",
                    UnitAttr:$causal, OptionalAttr<I64Attr>:$window,
                    UnitAttr:$cache,
                    Optional<Attn_LengthsTensor>:$lengths,
+                   Optional<Attn_LengthsTensor>:$varlen,
                    Variadic<AnyRankedTensor>:$score_captures,
                    Variadic<AnyRankedTensor>:$mask_captures);
   let results = (outs Attn_FloatTensor:$query_grad, Attn_FloatTensor:$key_grad,
@@ -640,6 +657,7 @@ def Attn_AttentionGradOp : Attn_Op<"attention_grad",
     (`scale` $scale^)? (`causal` $causal^)?
     (`window` $window^)? (`cache` $cache^)?
     (`lengths` `(` $lengths^ `:` type($lengths) `)`)?
+    (`varlen` `(` $varlen^ `:` type($varlen) `)`)?
     (`score_captures` `(` $score_captures^ `:` type($score_captures) `)`)?
     (`mask_captures` `(` $mask_captures^ `:` type($mask_captures) `)`)?
     `` custom<AttentionGradKeywordCheck>(ref($window))

@@ -137,6 +137,7 @@ public:
               b, loc, o.getType(), adjointOf(o.getResult()),
               o.getCausalAttr(), b.getUnitAttr(), o.getWindowAttr(),
               o.getCacheAttr(), o.getLengths() ? m(o.getLengths()) : Value(),
+              o.getVarlen() ? m(o.getVarlen()) : Value(),
               llvm::map_to_vector(o.getCaptures(), m));
           IRMapping regionMapping;
           o.getMaskMod().cloneInto(&grad.getMaskMod(), regionMapping);
@@ -229,6 +230,7 @@ public:
               adjointOf(o.getLse()), o.getScaleAttr(), o.getCausalAttr(),
               o.getWindowAttr(), o.getCacheAttr(),
               o.getLengths() ? m(o.getLengths()) : Value(),
+              o.getVarlen() ? m(o.getVarlen()) : Value(),
               llvm::map_to_vector(o.getScoreCaptures(), m),
               llvm::map_to_vector(o.getMaskCaptures(), m));
           cloneRegions(o, grad);

@@ -75,12 +75,12 @@ FailureOr<AttentionOp> attnc::fuseAttentionChain(RewriterBase &rewriter,
     return failure();
 
   // The masks' conjunction: causal if any is, the narrowest window, one
-  // lengths tensor, one mask_mod region; the causal and window masks all
+  // lengths tensor, one varlen tensor, one mask_mod region; the causal and window masks all
   // from the start of the keys or all from the end (`cache`).
   bool causal = false;
   std::optional<int64_t> window;
   std::optional<bool> cache;
-  Value lengths;
+  Value lengths, varlen;
   MaskOp maskMod;
   for (MaskOp mask : masks) {
     if (mask.getCausal() || mask.getWindow()) {
@@ -96,12 +96,22 @@ FailureOr<AttentionOp> attnc::fuseAttentionChain(RewriterBase &rewriter,
         return failure();
       lengths = len;
     }
+    if (Value cu = mask.getVarlen()) {
+      if (varlen && varlen != cu)
+        return failure();
+      varlen = cu;
+    }
     if (!mask.getMaskMod().empty()) {
       if (maskMod)
         return failure();
       maskMod = mask;
     }
   }
+
+  // Packed sequences cut rows and keys alike, a cache's rows sit at the end
+  // of its keys: the fused op takes one or the other.
+  if (varlen && cache.value_or(false))
+    return failure();
 
   SmallVector<Location> locs = {scores.getLoc()};
   for (ScaleOp op : scales)
@@ -123,7 +133,7 @@ FailureOr<AttentionOp> attnc::fuseAttentionChain(RewriterBase &rewriter,
       causal ? rewriter.getUnitAttr() : UnitAttr(),
       window ? rewriter.getI64IntegerAttr(*window) : IntegerAttr(),
       cache.value_or(false) ? rewriter.getUnitAttr() : UnitAttr(), lengths,
-      /*pages=*/Value(),
+      varlen, /*pages=*/Value(),
       scoreMod ? ValueRange(scoreMod.getCaptures()) : ValueRange(),
       maskMod ? ValueRange(maskMod.getCaptures()) : ValueRange());
   if (scoreMod)

@@ -27,13 +27,21 @@ enum class EntryPoints { All, Forward, Backward };
 /// @f_fwd/@f_bwd derived (attn-derive-backward).
 void buildGraphPipeline(mlir::OpPassManager &pm, bool fuse, bool backward);
 
-/// The arguments of `func` that give the lengths of a `cache` op in it
-/// (attn.attention, attn.attention_grad, attn.mask, attn.append) or the
-/// block table of a paged one, by argument number, each with the largest value
-/// its entries may hold: the least capacity (Skv) of those caches, or the last
-/// page, N - 1 (attn-mark-length-bounds marks them; attnc run, bench and
-/// explain draw random entries within them).
-llvm::DenseMap<unsigned, int64_t> cacheInputBounds(mlir::func::FuncOp func);
+/// What the entries of an integer argument must satisfy for the kernels:
+/// lie in [0, max], and with `sorted` be in nondecreasing order.
+struct InputBound {
+  int64_t max = 0;
+  bool sorted = false;
+};
+
+/// The arguments of `func` whose entries the kernels bound, by argument
+/// number: the lengths of a `cache` op in it (attn.attention,
+/// attn.attention_grad, attn.mask, attn.append), up to the least capacity
+/// (Skv) of those caches; the block table of a paged one, up to its last
+/// page, N - 1; the sequence offsets of a `varlen` op, sorted, up to Skv
+/// (attn-mark-length-bounds marks them; attnc run, bench and explain draw
+/// random entries within them).
+llvm::DenseMap<unsigned, InputBound> integerInputBounds(mlir::func::FuncOp func);
 
 } // namespace attnc
 

@@ -71,7 +71,7 @@ def AttnKeepEntryPoints : Pass<"attn-keep-entry-points", "mlir::ModuleOp"> {
 }
 
 def AttnMarkLengthBounds : Pass<"attn-mark-length-bounds", "mlir::ModuleOp"> {
-  let summary = "Mark the lengths and block tables of KV caches with their bounds";
+  let summary = "Mark the lengths and block tables of KV caches, and varlen offsets, with their bounds";
   let description = [{
     Every function argument that gives the `lengths` of a `cache` op
     (attn.attention, attn.attention_grad, attn.mask) or of attn.append
@@ -79,9 +79,11 @@ def AttnMarkLengthBounds : Pass<"attn-mark-length-bounds", "mlir::ModuleOp"> {
     one that does (`@f` calling `@f_fwd`), gets `attn.max_value = Skv`
     (the cache's capacity; the least of them when several caches share
     it); one that gives a paged cache's block table (`pages`) gets
-    `attn.max_value = N - 1` (its last page). attn-export-abi makes the C
-    entry point of a CPU kernel check those entries first: one that is
-    negative or past its bound returns ATTNC_STATUS_BAD_SIZE and the kernel
+    `attn.max_value = N - 1` (its last page); one that gives `varlen`'s
+    sequence offsets gets `attn.max_value = Skv` and `attn.nondecreasing`.
+    attn-export-abi makes the C entry point of a CPU kernel check those
+    entries first: one that is negative, past its bound or (nondecreasing)
+    below the entry before it returns ATTNC_STATUS_BAD_SIZE and the kernel
     writes nothing. (Other `lengths` are clamped to [0, Skv], as attn.mask
     says.)
   }];

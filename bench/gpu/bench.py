@@ -330,6 +330,11 @@ def reference(torch, p, q, k, v, slopes, lengths, scale):
         visible = visible & (j <= i).view(1, 1, Sq, Skv)
     if p.get("window"):
         visible = visible & (i - j < p["window"]).view(1, 1, Sq, Skv)
+    if p.get("varlen"):  # i and j in one packed sequence [cu[d], cu[d+1])
+        same = torch.zeros(Sq, Skv, dtype=torch.bool, device=dev)
+        for lo, hi in zip(p["varlen"], p["varlen"][1:]):
+            same = same | ((i >= lo) & (i < hi) & (j >= lo) & (j < hi))
+        visible = visible & same.view(1, 1, Sq, Skv)
     if lengths is not None:
         visible = visible & (j.view(1, 1, 1, Skv) < lengths.view(-1, 1, 1, 1).to(torch.int64))
     s = s.masked_fill(~visible, float("-inf"))
@@ -494,12 +499,15 @@ def run_check_item(torch, lib, item, lengths_list, stream):
                                         device=DEV, dtype=torch.float32)
     if p.get("lengths"):
         inputs["len"] = torch.tensor(lengths_list, device=DEV, dtype=torch.int32)
+    if p.get("varlen"):
+        inputs["cu"] = torch.tensor(p["varlen"], device=DEV, dtype=torch.int32)
     d_o = rnd(B, H, Sq, Dv)
     originals = {n: t.clone() for n, t in inputs.items()}
 
     # The float64 reference and its gradients (autograd), from the same
     # (rounded) inputs.
-    r64 = {n: t.detach().to(torch.float64).requires_grad_(n != "len") for n, t in inputs.items()}
+    r64 = {n: t.detach().to(torch.float64).requires_grad_(n not in ("len", "cu"))
+           for n, t in inputs.items()}
     o_ref, lse_ref = reference(torch, p, r64["q"], r64["k"], r64["v"], r64.get("slopes"),
                                inputs.get("len"), lib.entry.get("scale", 1.0 / math.sqrt(D)))
     (o_ref * d_o.to(torch.float64)).sum().backward()

@@ -52,6 +52,8 @@ MMA_VARIANTS = {
     "softcap": dict(softcap=30.0),                    # 30 tanh(s / 30), no capture
     "cross": dict(Sq=77, Skv=300, causal=True),       # Sq != Skv, top-left causal
     "widev": dict(Dv=128, causal=True),               # value heads wider than D (D = 64)
+    # Packed sequences (varlen): rows 0-2 and 230-256 in none, one empty.
+    "varlen": dict(causal=True, varlen=[3, 100, 100, 230]),
 }
 
 
@@ -118,6 +120,10 @@ def spec_text(p):
     if p["lengths"]:
         args.append(f"%len: tensor<{p['B']}xi32>")
         opts += f" lengths(%len : tensor<{p['B']}xi32>)"
+    if p.get("varlen"):
+        cu = f"tensor<{len(p['varlen'])}xi32>"
+        args.append(f"%cu: {cu}")
+        opts += f" varlen(%cu : {cu})"
     region = ""
     if p["alibi"]:
         sl = f"tensor<{p['H']}xf32>"
@@ -160,7 +166,7 @@ def spec_text(p):
 
 PROTO_RE = re.compile(r"^int32_t (\w+)\(attnc_cuda_context \*ctx, attnc_cuda_stream stream"
                       r"((?:, [^)]*)?)\);$", re.M)
-ARG_RE = re.compile(r"^ \*   (\w+): \[([0-9,]*)\] (\w+)(?: \(bits\))?, (input|output)(?:: .*)?$")
+ARG_RE = re.compile(r"^ \*   (\w+): \[([0-9,]*)\] (\w+)(?: \(bits\))?, (input|output)(?::.*)?$")
 I64_RE = re.compile(r"^int64_t (\w+)\(void\);$", re.M)
 
 

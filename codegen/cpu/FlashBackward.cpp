@@ -116,6 +116,7 @@ SmallVector<Value> FlashBackward::build() {
                 {1, 1, (D / kLanes + 1) / 2, blockTiles * kCols, 2 * kLanes})};
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+        bindMaskInputs(args);
         Value split = arith::RemUIOp::create(b, t, idx(splits));
         Value bg = arith::DivUIOp::create(b, t, idx(splits));
         Value bi = arith::DivUIOp::create(b, bg, idx(Hkv)),
@@ -407,7 +408,7 @@ FlashBackward::KeyBlock FlashBackward::startKeyBlock(ArrayRef<Value> args,
   kb.split = split;
   kb.task = task;
   Value k = args[8];
-  Value lengths = captureBase > 10 ? args[10] : Value();
+  Value lengths = op.getLengths() ? args[10] : Value();
   kb.tile0 = arith::MulIOp::create(b, block, idx(blockTiles));
   kb.j0 = arith::MulIOp::create(b, kb.tile0, idx(kCols));
   zero(kb.dkBuf());
@@ -619,7 +620,7 @@ EntropyGradient entropyGradientOf(attn::AttentionGradOp op) {
   if (!grad || !lseGrad.hasOneUse() || grad.getQuery() != op.getQuery() ||
       grad.getKey() != op.getKey() || grad.getLse() != op.getLse() ||
       grad.getEffectiveScale() != op.getEffectiveScale() ||
-      grad.getCausal() != op.getCausal() || op.getCache() ||
+      grad.getCausal() != op.getCausal() || op.getCache() || op.getVarlen() ||
       grad.getWindow() != op.getWindow() ||
       grad.getLengths() != op.getLengths() ||
       !llvm::equal(grad.getScoreCaptures(), op.getScoreCaptures()) ||

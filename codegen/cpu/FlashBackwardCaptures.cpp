@@ -36,6 +36,7 @@ Value FlashBackward::exactRowDeltas(Value qT, Value kt, Value vt, Value dOT,
                                   scratchBuffer({rows, kLanes})};
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
+        bindMaskInputs(args);
         Value sBuf = scratch[0], dpBuf = scratch[1], sums = scratch[2];
         Value ib = arith::RemUIOp::create(b, t, idx(qTiles));
         Value bh = arith::DivUIOp::create(b, t, idx(qTiles));

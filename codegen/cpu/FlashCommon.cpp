@@ -262,9 +262,18 @@ void FlashCommon::rowsTimesKeysColumns(Value y, Value c, const KeySource &x,
 }
 
 void FlashCommon::appendCaptures(SmallVectorImpl<Value> &captured) {
+  if (varlen) {
+    offsetsArg = captured.size();
+    captured.push_back(bufferOf(varlen));
+  }
   captureBase = captured.size();
   for (Value capture : captures)
     captured.push_back(bufferOf(capture));
+}
+
+void FlashCommon::bindMaskInputs(ArrayRef<Value> args) {
+  if (varlen)
+    masks.offsets = args[offsetsArg];
 }
 
 Value FlashCommon::keyIndices(Value j0, int64_t w) {

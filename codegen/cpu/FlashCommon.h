@@ -36,6 +36,7 @@ public:
       captures.push_back(capture);
     for (mlir::Value capture : op.getMaskCaptures())
       captures.push_back(capture);
+    varlen = attn::varlenOf(op);
     mlir::ArrayRef<int64_t> q = shapeOf(op.getQuery()),
                             k = shapeOf(op.getKey());
     B = q[0], H = q[1], Sq = q[2], D = q[3], Hkv = k[1],
@@ -200,9 +201,14 @@ protected:
                             mlir::Value col, int64_t n,
                             int64_t prefetchAhead = 0);
 
-  /// Appends the region captures' buffers (score_mod's, then mask_mod's) to
-  /// a task's captured values and notes where they start in its arguments.
+  /// Appends varlen's offsets (with varlen) and the region captures'
+  /// buffers (score_mod's, then mask_mod's) to a task's captured values and
+  /// notes where they are in its arguments.
   void appendCaptures(mlir::SmallVectorImpl<mlir::Value> &captured);
+  /// Gives `masks` the offsets among the arguments of a task whose
+  /// captured values appendCaptures completed: what each such task body
+  /// does first, before it builds mask arithmetic.
+  void bindMaskInputs(mlir::ArrayRef<mlir::Value> args);
 
   /// The key indices j0 + 16 w + lane as a vector of index.
   mlir::Value keyIndices(mlir::Value j0, int64_t w);
@@ -367,6 +373,8 @@ protected:
   mlir::SmallVector<mlir::Value>
       captures;           // score_mod's, then mask_mod's (tensors)
   size_t captureBase = 0; // where their buffers start in task args
+  mlir::Value varlen;     // varlen's offsets (a tensor), null for none
+  size_t offsetsArg = 0;  // where their buffer is in task args
   int64_t B, H, Sq, D, Hkv, Skv, Dv, tiles;
 };
 

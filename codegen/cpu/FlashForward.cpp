@@ -189,6 +189,7 @@ FlashForward::TileState FlashForward::stateOf(ArrayRef<Value> scratch,
 
 void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
                         Value h0, Value group, Value split) {
+  bindMaskInputs(args);
   Value q = args[0], o = args[3], l = args[4];
   if (kvSplits > 1) {
     o = view(o, split);
@@ -907,7 +908,7 @@ ForwardStatistics forwardStatistics(attn::AttentionOp op,
     if (!stats || stats.getQuery() != op.getQuery() ||
         stats.getKey() != op.getKey() ||
         stats.getEffectiveScale() != op.getEffectiveScale() ||
-        stats.getCausal() != op.getCausal() || op.getCache() ||
+        stats.getCausal() != op.getCausal() || op.getCache() || op.getVarlen() ||
         stats.getWindow() != op.getWindow() ||
         stats.getLengths() != op.getLengths() ||
         !llvm::equal(stats.getScoreCaptures(), op.getScoreCaptures()) ||

@@ -18,7 +18,7 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionOp op,
   b.setInsertionPoint(op);
   int64_t warps = plan.getWarps(), Bq = 16 * warps, Bk = plan.getKeyBlock();
   int64_t threads = kWarp * warps;
-  FlashShape<attn::AttentionOp> s(op, Bq, Bk, threads);
+  FlashShape<attn::AttentionOp> s(b, op, Bq, Bk, threads);
   GpuBuilder g(b);
   Type element = elementTypeOf(op.getQuery());
   Value q = bufferOf(b, op.getQuery()), k = bufferOf(b, op.getKey()),
@@ -158,8 +158,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
   // dQ: R rows a workgroup, key_block keys a step; dK/dV: R keys a
   // workgroup, query_block rows a step.
   int64_t Bk = plan.getKeyBlock(), Bq = plan.getQueryBlock();
-  FlashShape<attn::AttentionGradOp> sq(op, R, Bk, threads);
-  FlashShape<attn::AttentionGradOp> skv(op, Bq, R, threads);
+  FlashShape<attn::AttentionGradOp> sq(b, op, R, Bk, threads);
+  FlashShape<attn::AttentionGradOp> skv(b, op, Bq, R, threads);
   GpuBuilder g(b);
   Type element = elementTypeOf(op.getQuery());
   Value q = bufferOf(b, op.getQuery()), k = bufferOf(b, op.getKey()),

@@ -172,7 +172,7 @@ LogicalResult lowerToFlashWgmma(RewriterBase &rewriter, attn::AttentionOp op,
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   b.setInsertionPoint(op);
   int64_t Bq = 64, Bk = plan.getKeyBlock(), threads = 4 * kWarp;
-  FlashShape<attn::AttentionOp> s(op, Bq, Bk, threads);
+  FlashShape<attn::AttentionOp> s(b, op, Bq, Bk, threads);
   int64_t D = s.D, Dv = s.Dv;
   if (D % kAtom || Dv % kAtom || plan.getWarps() != 4 ||
       plan.getQueryBlock() != Bq)

@@ -163,7 +163,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   b.setInsertionPoint(op);
-  FlashShape<attn::AttentionOp> s(op, plan.getQueryBlock(), plan.getKeyBlock(),
+  FlashShape<attn::AttentionOp> s(b, op, plan.getQueryBlock(), plan.getKeyBlock(),
                                   plan.getWorkgroupSize());
   GpuBuilder g(b);
   Value q = bufferOf(b, op.getQuery()), k = bufferOf(b, op.getKey()),
@@ -284,7 +284,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   b.setInsertionPoint(op);
-  FlashShape<attn::AttentionGradOp> s(op, plan.getQueryBlock(),
+  FlashShape<attn::AttentionGradOp> s(b, op, plan.getQueryBlock(),
                                       plan.getKeyBlock(),
                                       plan.getWorkgroupSize());
   GpuBuilder g(b);

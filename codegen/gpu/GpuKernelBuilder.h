@@ -8,6 +8,7 @@
 #define ATTNC_CODEGEN_GPU_GPUKERNELBUILDER_H
 
 #include "codegen/MaskTiles.h"
+#include "codegen/TensorBuffers.h"
 #include "dialect/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -144,8 +145,11 @@ public:
 /// rule its kernels share: `Bq` query rows and `Bk` keys per block, `W`
 /// invocations per workgroup.
 template <typename OpTy> struct FlashShape {
-  FlashShape(OpTy op, int64_t Bq, int64_t Bk, int64_t W)
+  /// (`b` builds the buffer of varlen's offsets, which the masks read.)
+  FlashShape(ImplicitLocOpBuilder &b, OpTy op, int64_t Bq, int64_t Bk,
+             int64_t W)
       : op(op), masks(op), Bq(Bq), Bk(Bk), W(W) {
+    masks.offsets = bufferOf(b, attn::varlenOf(op));
     auto q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
          v = shapeOf(op.getValue());
     B = q[0], H = q[1], Sq = q[2], D = q[3];

@@ -137,13 +137,13 @@ module attributes {attn.uses_amx, attnc.test.load_llvm = #llvm.linkage<external>
 // CHECK-LABEL: func.func private @__attnc_impl_cache_step
 // CHECK-SAME: (%{{.*}}: memref<2xi32> {llvm.noalias}, %{{.*}}: memref<4xf32> {llvm.noalias})
 // CHECK-LABEL: func.func @cache_step
-// CHECK: %[[BAD:.*]] = scf.for {{.*}} -> (i1) {
+// CHECK: %[[BAD:.*]]:2 = scf.for {{.*}} -> (i1, i64) {
 // CHECK: %[[X:.*]] = memref.load
 // CHECK: %[[X64:.*]] = arith.extsi %[[X]] : i32 to i64
 // CHECK: arith.cmpi slt, %[[X64]]
 // CHECK: %[[CAP:.*]] = arith.constant 40 : i64
 // CHECK: arith.cmpi sgt, %[[X64]], %[[CAP]]
-// CHECK: scf.if %[[BAD]] -> (i32) {
+// CHECK: scf.if %[[BAD]]#0 -> (i32) {
 // CHECK-NEXT: arith.constant 2 : i32
 // CHECK: } else {
 // CHECK: func.call @__attnc_impl_cache_step
@@ -159,7 +159,7 @@ module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
 // the [B, M] table is checked, as one dimension.
 // CHECK-LABEL: func.func @paged_step
 // CHECK: %[[FLAT:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1{{\]\]}} : memref<2x3xi32> into memref<6xi32>
-// CHECK: scf.for {{.*}} -> (i1) {
+// CHECK: scf.for {{.*}} -> (i1, i64) {
 // CHECK: memref.load %[[FLAT]]
 // CHECK: %[[LAST:.*]] = arith.constant 4 : i64
 // CHECK: arith.cmpi sgt, %{{.*}}, %[[LAST]]
@@ -222,6 +222,22 @@ module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
   func.func @summed(%a: memref<1x4xf32>, %w: memref<2x3xbf16>)
       attributes {attn.batch_slices = array<i64: 16, 0>, attn.batch_sums = array<i64: 0, 24>,
                   attn.batch_uneven} {
+    return
+  }
+}
+
+// -----
+
+// varlen's offsets (attn.nondecreasing): an entry below the one before it
+// (the first: below 0) or past its bound returns BAD_SIZE.
+// CHECK-LABEL: func.func @packed_step
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %[[PREV:.*]] = %c0_i64) -> (i1, i64) {
+// CHECK: %[[X:.*]] = arith.extsi
+// CHECK: arith.cmpi slt, %[[X]], %[[PREV]] : i64
+// CHECK: arith.cmpi sgt, %[[X]], %{{.*}} : i64
+// CHECK: scf.yield %{{.*}}, %[[X]] : i1, i64
+module attributes {attnc.test.load_llvm = #llvm.linkage<external>} {
+  func.func @packed_step(%cu: memref<4xi32> {attn.max_value = 9 : i64, attn.nondecreasing}, %o: memref<4xf32>) {
     return
   }
 }

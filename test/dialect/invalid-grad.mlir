@@ -508,7 +508,7 @@ func.func @attention_grad_value_grad_type(%q: tensor<1x2x4x8xf32>, %lse: tensor<
 
 func.func @attention_grad_capture_count(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>, %c: tensor<2xf32>) {
   // expected-error @+1 {{'attn.attention_grad' op must return one gradient per capture (1), got 0}}
-  %dq, %dk, %dv = "attn.attention_grad"(%q, %q, %q, %q, %lse, %q, %c) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 1, 0>}> ({
+  %dq, %dk, %dv = "attn.attention_grad"(%q, %q, %q, %q, %lse, %q, %c) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0>}> ({
   ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, %cc: tensor<2xf32>):
     attn.yield %x : f32
   }, {
@@ -634,7 +634,7 @@ func.func @attention_grad_lse_grad_element_type(%q: tensor<1x2x4x8xf32>, %lse: t
 
 func.func @mask_zero_fill_alone(%s: tensor<1x2x4x4xf32>) {
   // zero_fill is no condition: the mask must still mask something.
-  // expected-error @+1 {{'attn.mask' op masks nothing: give causal, window, lengths or a mask_mod region}}
+  // expected-error @+1 {{'attn.mask' op masks nothing: give causal, window, lengths, varlen or a mask_mod region}}
   %m = attn.mask %s zero_fill : tensor<1x2x4x4xf32>
   return
 }

@@ -35,7 +35,7 @@ func.func @attention_score_capture(%q: tensor<1x2x4x8xf32>, %s: tensor<2xf32>) {
 // -----
 
 func.func @attention_no_close_match(%q: tensor<1x2x4x8xf32>) {
-  // expected-error @+1 {{unknown keyword 'dropout'; before the ':' come 'scale', 'causal', 'window', 'cache', 'lengths', 'pages', 'score_captures', 'mask_captures' (in this order), after the result types the regions 'score_mod', 'mask_mod'}}
+  // expected-error @+1 {{unknown keyword 'dropout'; before the ':' come 'scale', 'causal', 'window', 'cache', 'lengths', 'varlen', 'pages', 'score_captures', 'mask_captures' (in this order), after the result types the regions 'score_mod', 'mask_mod'}}
   %o, %lse = attn.attention %q, %q, %q dropout 0.1
       : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
         -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
@@ -45,7 +45,7 @@ func.func @attention_no_close_match(%q: tensor<1x2x4x8xf32>) {
 // -----
 
 func.func @attention_out_of_order(%q: tensor<1x2x4x8xf32>) {
-  // expected-error @+1 {{keyword 'scale' repeated or out of order; the keywords come in this order: 'scale', 'causal', 'window', 'cache', 'lengths', 'pages', 'score_captures', 'mask_captures'}}
+  // expected-error @+1 {{keyword 'scale' repeated or out of order; the keywords come in this order: 'scale', 'causal', 'window', 'cache', 'lengths', 'varlen', 'pages', 'score_captures', 'mask_captures'}}
   %o, %lse = attn.attention %q, %q, %q causal scale 0.5
       : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
         -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>
@@ -85,7 +85,7 @@ func.func @mask_casual(%s: tensor<1x2x4x4xf32>) {
 // -----
 
 func.func @mask_no_close_match(%s: tensor<1x2x4x4xf32>) {
-  // expected-error @+1 {{unknown keyword 'alibi'; before the ':' come 'causal', 'window', 'cache', 'lengths', 'captures', 'zero_fill' (in this order)}}
+  // expected-error @+1 {{unknown keyword 'alibi'; before the ':' come 'causal', 'window', 'cache', 'lengths', 'varlen', 'captures', 'zero_fill' (in this order)}}
   %m = attn.mask %s alibi : tensor<1x2x4x4xf32>
   return
 }
@@ -104,7 +104,7 @@ func.func @grad_casual(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
 // -----
 
 func.func @grad_order(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
-  // expected-error @+1 {{custom op 'attn.attention_grad' keyword 'lse_grad' repeated or out of order; the keywords come in this order: 'lse_grad', 'scale', 'causal', 'window', 'cache', 'lengths', 'score_captures', 'mask_captures'}}
+  // expected-error @+1 {{custom op 'attn.attention_grad' keyword 'lse_grad' repeated or out of order; the keywords come in this order: 'lse_grad', 'scale', 'causal', 'window', 'cache', 'lengths', 'varlen', 'score_captures', 'mask_captures'}}
   %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q causal lse_grad(%lse : tensor<1x2x4xf32>)
       : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>,
         tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>
@@ -115,7 +115,7 @@ func.func @grad_order(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>) {
 // -----
 
 func.func @attention_cache_before_window(%q: tensor<1x2x4x8xf32>) {
-  // expected-error @+1 {{keyword 'window' repeated or out of order; the keywords come in this order: 'scale', 'causal', 'window', 'cache', 'lengths', 'pages', 'score_captures', 'mask_captures'}}
+  // expected-error @+1 {{keyword 'window' repeated or out of order; the keywords come in this order: 'scale', 'causal', 'window', 'cache', 'lengths', 'varlen', 'pages', 'score_captures', 'mask_captures'}}
   %o, %lse = attn.attention %q, %q, %q causal cache window 2
       : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
         -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>

@@ -727,7 +727,7 @@ func.func @mask_lengths_i16(%s: tensor<2x2x4x4xf32>, %len: tensor<2xi16>) {
 // -----
 
 func.func @mask_nothing(%s: tensor<1x2x4x4xf32>) {
-  // expected-error @+1 {{'attn.mask' op masks nothing: give causal, window, lengths or a mask_mod region}}
+  // expected-error @+1 {{'attn.mask' op masks nothing: give causal, window, lengths, varlen or a mask_mod region}}
   %m = attn.mask %s : tensor<1x2x4x4xf32>
   return
 }
@@ -1459,5 +1459,59 @@ func.func @pages_empty_pool(%q: tensor<2x2x1x8xf32>, %k: tensor<0x2x16x8xf32>, %
   // expected-error @+1 {{'attn.attention' op key must have every dimension >= 1, got 'tensor<0x2x16x8xf32>'}}
   %o, %lse = attn.attention %q, %k, %k causal cache lengths(%len : tensor<2xi32>) pages(%t : tensor<2x3xi32>)
       : tensor<2x2x1x8xf32>, tensor<0x2x16x8xf32>, tensor<0x2x16x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
+  return
+}
+
+// -----
+
+func.func @varlen_rank(%q: tensor<1x2x8x4xf32>, %cu: tensor<2x2xi32>) {
+  // expected-error @+1 {{'attn.attention' op varlen must have rank 1, got 'tensor<2x2xi32>'}}
+  %o, %lse = attn.attention %q, %q, %q varlen(%cu : tensor<2x2xi32>)
+      : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @varlen_one_offset(%q: tensor<1x2x8x4xf32>, %cu: tensor<1xi32>) {
+  // expected-error @+1 {{'attn.attention' op varlen needs n + 1 >= 2 offsets (n packed sequences), got 'tensor<1xi32>'}}
+  %o, %lse = attn.attention %q, %q, %q varlen(%cu : tensor<1xi32>)
+      : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @varlen_cross(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x9x4xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{'attn.attention' op with varlen, queries and keys are packed alike: Sq must equal Skv, got 8 and 9}}
+  %o, %lse = attn.attention %q, %k, %k varlen(%cu : tensor<3xi32>)
+      : tensor<1x2x8x4xf32>, tensor<1x2x9x4xf32>, tensor<1x2x9x4xf32> -> tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @varlen_cache(%q: tensor<1x2x8x4xf32>, %len: tensor<1xi32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{'attn.attention' op takes 'varlen' or 'cache', not both}}
+  %o, %lse = attn.attention %q, %q, %q causal cache lengths(%len : tensor<1xi32>) varlen(%cu : tensor<3xi32>)
+      : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @varlen_constant_unsorted(%s: tensor<1x2x8x8xf32>) {
+  %cu = arith.constant dense<[0, 5, 3, 8]> : tensor<4xi32>
+  // expected-error @+1 {{'attn.mask' op varlen offset 2 is 3: the offsets must be nondecreasing, from 0 up to Skv (8)}}
+  %m = attn.mask %s varlen(%cu : tensor<4xi32>) : tensor<1x2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @varlen_constant_past_keys(%s: tensor<1x2x8x8xf32>) {
+  %cu = arith.constant dense<[0, 9]> : tensor<2xi64>
+  // expected-error @+1 {{'attn.mask' op varlen offset 1 is 9: the offsets must be nondecreasing, from 0 up to Skv (8)}}
+  %m = attn.mask %s varlen(%cu : tensor<2xi64>) : tensor<1x2x8x8xf32>
   return
 }

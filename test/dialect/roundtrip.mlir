@@ -302,3 +302,20 @@ func.func @paged_cache(%q: tensor<2x4x1x8xbf16>, %k: tensor<5x2x16x8xbf16>, %len
       : tensor<2x4x1x8xbf16>, tensor<5x2x16x8xbf16>, tensor<5x2x16x8xbf16> -> tensor<2x4x1x8xbf16>, tensor<2x4x1xf32>
   return %o : tensor<2x4x1x8xbf16>
 }
+
+// Packed variable-length sequences: varlen's cumulative offsets.
+// CHECK-LABEL: func.func @packed
+// CHECK: attn.mask %{{.*}} causal varlen(%{{.*}} : tensor<4xi32>) : tensor<1x2x9x9xf32>
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} window 4 lengths(%{{.*}} : tensor<1xi32>) varlen(%{{.*}} : tensor<4xi32>) : tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32> -> tensor<1x2x9x8xf32>, tensor<1x2x9xf32>
+// CHECK: attn.attention_grad %{{.*}} causal varlen(%{{.*}} : tensor<4xi64>) :
+func.func @packed(%s: tensor<1x2x9x9xf32>, %q: tensor<1x2x9x8xf32>, %len: tensor<1xi32>, %cu: tensor<4xi32>,
+                  %lse: tensor<1x2x9xf32>, %cu64: tensor<4xi64>)
+    -> (tensor<1x2x9x9xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>) {
+  %m = attn.mask %s causal varlen(%cu : tensor<4xi32>) : tensor<1x2x9x9xf32>
+  %o, %l = attn.attention %q, %q, %q window 4 lengths(%len : tensor<1xi32>) varlen(%cu : tensor<4xi32>)
+      : tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32> -> tensor<1x2x9x8xf32>, tensor<1x2x9xf32>
+  %dq, %dk, %dv = attn.attention_grad %q, %q, %q, %q, %lse, %q causal varlen(%cu64 : tensor<4xi64>)
+      : tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9xf32>, tensor<1x2x9x8xf32>
+        -> tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>
+  return %m, %o, %dq : tensor<1x2x9x9xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>
+}

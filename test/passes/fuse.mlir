@@ -130,3 +130,17 @@ func.func @cache_mixed(%q: tensor<1x1x2x8xf32>, %k: tensor<1x1x6x8xf32>) -> tens
   %o = attn.apply %p, %k : tensor<1x1x2x6xf32>, tensor<1x1x6x8xf32> -> tensor<1x1x2x8xf32>
   return %o : tensor<1x1x2x8xf32>
 }
+
+// -----
+
+// A chain with varlen fuses into one attn.attention with the offsets.
+// CHECK-LABEL: func.func @packed_chain
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal varlen(%{{.*}} : tensor<3xi32>)
+// CHECK-NOT: attn.softmax
+func.func @packed_chain(%q: tensor<1x2x9x8xf32>, %cu: tensor<3xi32>) -> tensor<1x2x9x8xf32> {
+  %s = attn.scores %q, %q : tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32> -> tensor<1x2x9x9xf32>
+  %m = attn.mask %s causal varlen(%cu : tensor<3xi32>) : tensor<1x2x9x9xf32>
+  %p = attn.softmax %m : tensor<1x2x9x9xf32>
+  %o = attn.apply %p, %q : tensor<1x2x9x9xf32>, tensor<1x2x9x8xf32> -> tensor<1x2x9x8xf32>
+  return %o : tensor<1x2x9x8xf32>
+}

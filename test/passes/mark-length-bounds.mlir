@@ -35,3 +35,21 @@ func.func @paged(%q: tensor<2x2x1x8xf32>, %k: tensor<5x1x16x8xf32>, %len: tensor
       : tensor<2x2x1x8xf32>, tensor<5x1x16x8xf32>, tensor<5x1x16x8xf32> -> tensor<2x2x1x8xf32>, tensor<2x2x1xf32>
   return %o : tensor<2x2x1x8xf32>
 }
+
+// -----
+
+// varlen's offsets: sorted (attn.nondecreasing) and up to Skv, also where
+// @f passes them on to @f_fwd.
+// CHECK-LABEL: func.func @packed_fwd(
+// CHECK-SAME: %{{.*}}: tensor<3xi32> {attn.max_value = 9 : i64, attn.nondecreasing})
+// CHECK-LABEL: func.func @packed(
+// CHECK-SAME: %{{.*}}: tensor<3xi32> {attn.max_value = 9 : i64, attn.nondecreasing})
+func.func @packed_fwd(%q: tensor<1x2x9x8xf32>, %cu: tensor<3xi32>) -> tensor<1x2x9x8xf32> {
+  %o, %l = attn.attention %q, %q, %q varlen(%cu : tensor<3xi32>)
+      : tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32>, tensor<1x2x9x8xf32> -> tensor<1x2x9x8xf32>, tensor<1x2x9xf32>
+  return %o : tensor<1x2x9x8xf32>
+}
+func.func @packed(%q: tensor<1x2x9x8xf32>, %cu: tensor<3xi32>) -> tensor<1x2x9x8xf32> {
+  %o = func.call @packed_fwd(%q, %cu) : (tensor<1x2x9x8xf32>, tensor<3xi32>) -> tensor<1x2x9x8xf32>
+  return %o : tensor<1x2x9x8xf32>
+}

@@ -34,6 +34,8 @@ struct AttentionCase {
   int64_t window = 0;
   bool cache = false; // causal and window from the end of the keys
   bool lengths = false;
+  // varlen: this many packed sequences (0: none); Sq == Skv, no cache.
+  int64_t sequences = 0;
   ScoreModKind scoreMod = ScoreModKind::None;
   bool documentMask = false;
   // causal and window written as a mask_mod region (affine comparisons of
@@ -80,6 +82,7 @@ struct AttentionCase {
        << " Skv=" << Skv << " D=" << D << " Dv=" << Dv << " " << dtype
        << (causal ? " causal" : "") << " window=" << window
        << (cache ? " cache" : "") << (lengths ? " lengths" : "")
+       << " sequences=" << sequences
        << " mod=" << int(scoreMod) << (documentMask ? " documents" : "")
        << (maskAsRegion ? " mask-region" : "") << (graphForm ? " graph" : "")
        << " affine-conjuncts=" << affineMask.size() << (fuse ? "" : " unfused")
@@ -91,8 +94,9 @@ struct AttentionCase {
   }
 };
 
-/// The spec of one case; arguments: q, k, v, [lengths], [score capture],
-/// [doc_q, doc_k]; results: O (and LSE for the fused form).
+/// The spec of one case; arguments: q, k, v, [lengths], [varlen offsets],
+/// [score capture], [doc_q, doc_k]; results: O (and LSE for the fused
+/// form).
 std::string specFor(const AttentionCase &c) {
   // A tensor with the batch first: "tensor<?x..." for a dynamic one.
   auto batched = [&](std::initializer_list<int64_t> rest,
@@ -111,6 +115,7 @@ std::string specFor(const AttentionCase &c) {
               lenT = "tensor<" +
                      (c.dynamicBatch ? std::string("?") : std::to_string(c.B)) +
                      "xi32>",
+              cuT = tensorType({c.sequences + 1}, "i32"),
               docQT = tensorType({c.Sq}, "i32"),
               docKT = tensorType({c.Skv}, "i32");
   std::string capT;
@@ -123,6 +128,8 @@ std::string specFor(const AttentionCase &c) {
   os << "func.func @kernel(%q: " << qT << ", %k: " << kT << ", %v: " << vT;
   if (c.lengths)
     os << ", %len: " << lenT;
+  if (c.sequences)
+    os << ", %cu: " << cuT;
   if (!capT.empty())
     os << ", %cap: " << capT;
   if (c.documentMask)
@@ -249,6 +256,8 @@ std::string specFor(const AttentionCase &c) {
     maskOptions += " cache";
   if (c.lengths)
     maskOptions += " lengths(%len : " + lenT + ")";
+  if (c.sequences)
+    maskOptions += " varlen(%cu : " + cuT + ")";
 
   if (c.graphForm) {
     os << "  %s0 = attn.scores %q, %k : " << qT << ", " << kT << " -> " << sT
@@ -358,6 +367,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   Buffer q(c.B * c.H * c.Sq * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
       v(c.B * c.Hkv * c.Skv * c.Dv, c.dtype), o(c.B * c.H * c.Sq * c.Dv, c.dtype),
       lse(c.B * c.H * c.Sq, "f32"), lengths(c.B, "i32"),
+      offsets(c.sequences + 1, "i32"),
       docQ(c.Sq, "i32"), docK(c.Skv, "i32");
   ref::fillRandom(q.values.data(), q.values.size(), seed + 1, -2, 2);
   ref::fillRandom(k.values.data(), k.values.size(), seed + 2, -2, 2);
@@ -381,6 +391,19 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     lengths.values[b] = double(lengths64[b]);
   }
   lengths.pack();
+  // varlen: n + 1 sorted offsets in [0, Skv], equal ones (empty sequences)
+  // and rows before the first or from the last outside every sequence.
+  std::vector<int64_t> offsets64(c.sequences ? c.sequences + 1 : 0);
+  for (int64_t &d : offsets64)
+    d = int64_t(rng() % uint64_t(c.Skv + 1));
+  std::sort(offsets64.begin(), offsets64.end());
+  if (c.sequences && rng() % 2) { // often the whole range
+    offsets64.front() = 0;
+    offsets64.back() = c.Skv;
+  }
+  for (size_t d = 0; d < offsets64.size(); ++d)
+    offsets.values[d] = double(offsets64[d]);
+  offsets.pack();
   if (c.nanPastLengths) {
     // NaN in the kernel's bytes, 0 in the reference's values.
     for (int64_t b = 0; b < c.B; ++b)
@@ -418,6 +441,8 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   std::vector<void *> args = {q.data(), k.data(), v.data()};
   if (c.lengths)
     args.push_back(lengths.data());
+  if (c.sequences)
+    args.push_back(offsets.data());
   if (!capture.values.empty())
     args.push_back(capture.data());
   if (c.documentMask) {
@@ -442,6 +467,10 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   mask.skv = c.Skv;
   if (c.lengths)
     mask.lengths = lengths64.data();
+  if (c.sequences) {
+    mask.offsets = offsets64.data();
+    mask.numOffsets = int64_t(offsets64.size());
+  }
   if (c.documentMask || !c.affineMask.empty())
     mask.maskMod = [&](int64_t, int64_t, int64_t i, int64_t j) {
       bool visible = !c.documentMask || docQ.values[i] == docK.values[j];
@@ -797,6 +826,172 @@ TEST(KernelTest, RandomSpecsWithADynamicBatch) {
     runCase(c, 300 + n);
   }
   attnc_set_num_threads(0);
+}
+
+/// A random case of packed sequences (varlen): 1 to 5 of them over
+/// Sq = Skv, with the other masks, score mods and forms; every other one
+/// with heads that take the flash kernels (multiples of 16), the others
+/// the unfused lowering (the CPU's).
+static AttentionCase randomPackedCase(std::mt19937_64 &rng, int n) {
+  AttentionCase c = randomCase(rng, n);
+  auto pick = picker(rng);
+  c.Skv = c.Sq = pick({1, 13, 40, 70});
+  c.sequences = pick({1, 2, 3, 5});
+  if (n % 2 == 0) {
+    c.D = pick({16, 32, 64});
+    c.Dv = pick({16, 32, 64});
+  }
+  return c;
+}
+
+/// Packed variable-length sequences (`varlen`) on the CPU: forward and
+/// every gradient against the float64 reference, graph forms fused and
+/// unfused (attn.mask varlen in linalg), with and without the AVX-512 BF16
+/// and AMX products where the host has them.
+TEST(KernelTest, PackedSequences) {
+  std::mt19937_64 rng(20261205);
+  for (int n = 0; n < 24; ++n) {
+    AttentionCase c = randomPackedCase(rng, n);
+    if (n % 4 == 3)
+      c.cpu = "native,-amx-tile,-amx-bf16,-avx512bf16";
+    runCase(c, 900 + n);
+    if (c.graphForm) {
+      c.fuse = false;
+      runCase(c, 900 + n);
+    }
+  }
+}
+
+/// Packed sequences give what separate calls on each sequence give: one
+/// causal call over offsets {3, 20, 20, 61} (rows 0-2 and 61-63 in no
+/// sequence: O = 0, LSE = -inf) against calls of Sq = Skv = 17 and 41 on
+/// the sequences' rows, f32, GQA, D = 32.
+TEST(KernelTest, PackedSequencesMatchSeparateCalls) {
+  const int64_t H = 4, Hkv = 2, S = 64, D = 32;
+  const std::vector<int64_t> cu = {3, 20, 20, 61};
+  auto compile = [](const AttentionCase &c) {
+    std::string error;
+    auto module = jit::Module::compile(specFor(c), testOptions(), &error);
+    EXPECT_TRUE(module) << error;
+    return module;
+  };
+  AttentionCase packed;
+  packed.H = H;
+  packed.Hkv = Hkv;
+  packed.Sq = packed.Skv = S;
+  packed.D = packed.Dv = D;
+  packed.causal = true;
+  packed.sequences = int64_t(cu.size()) - 1;
+  auto packedKernel = compile(packed);
+  ASSERT_TRUE(packedKernel);
+  Buffer q(H * S * D, "f32"), k(Hkv * S * D, "f32"), v(Hkv * S * D, "f32"),
+      offsets(cu.size(), "i32"), o(H * S * D, "f32"), lse(H * S, "f32");
+  ref::fillRandom(q.values.data(), q.values.size(), 1, -2, 2);
+  ref::fillRandom(k.values.data(), k.values.size(), 2, -2, 2);
+  ref::fillRandom(v.values.data(), v.values.size(), 3);
+  for (size_t d = 0; d < cu.size(); ++d)
+    offsets.values[d] = double(cu[d]);
+  for (Buffer *x : {&q, &k, &v, &offsets})
+    x->pack();
+  auto status =
+      callHost(*packedKernel, "kernel",
+               {q.data(), k.data(), v.data(), offsets.data(), o.data(),
+                lse.data()},
+               1);
+  ASSERT_TRUE(status.ok()) << status.error << " status " << status.status;
+  o.unpack();
+  lse.unpack();
+  // Rows in no sequence.
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i : {0, 1, 2, 61, 62, 63}) {
+      EXPECT_TRUE(std::isinf(lse.values[h * S + i]) &&
+                  lse.values[h * S + i] < 0)
+          << "row " << i;
+      for (int64_t c = 0; c < D; ++c)
+        EXPECT_EQ(o.values[(h * S + i) * D + c], 0.0) << "row " << i;
+    }
+  for (size_t d = 0; d + 1 < cu.size(); ++d) {
+    int64_t start = cu[d], n = cu[d + 1] - cu[d];
+    if (n == 0)
+      continue;
+    AttentionCase one = packed;
+    one.Sq = one.Skv = n;
+    one.sequences = 0;
+    auto kernel = compile(one);
+    ASSERT_TRUE(kernel);
+    // The sequence's rows of every head.
+    auto slice = [&](const Buffer &from, int64_t heads) {
+      Buffer to(heads * n * D, "f32");
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t c = 0; c < D; ++c)
+            to.values[(h * n + i) * D + c] =
+                from.values[(h * S + start + i) * D + c];
+      to.pack();
+      return to;
+    };
+    Buffer qs = slice(q, H), ks = slice(k, Hkv), vs = slice(v, Hkv),
+           os(H * n * D, "f32"), lses(H * n, "f32");
+    auto st = callHost(*kernel, "kernel",
+                       {qs.data(), ks.data(), vs.data(), os.data(),
+                        lses.data()},
+                       1);
+    ASSERT_TRUE(st.ok()) << st.error << " status " << st.status;
+    os.unpack();
+    lses.unpack();
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_NEAR(lse.values[h * S + start + i], lses.values[h * n + i],
+                    1e-5 * (1 + std::fabs(lses.values[h * n + i])))
+            << "sequence " << d << " row " << i;
+        for (int64_t c = 0; c < D; ++c)
+          EXPECT_NEAR(o.values[(h * S + start + i) * D + c],
+                      os.values[(h * n + i) * D + c], 1e-5)
+              << "sequence " << d << " row " << i;
+      }
+  }
+}
+
+/// Offsets that are out of order, negative or past Skv make the CPU entry
+/// points return ATTNC_STATUS_BAD_SIZE, writing nothing.
+TEST(KernelTest, PackedSequencesRefuseBadOffsets) {
+  AttentionCase c;
+  c.H = c.Hkv = 2;
+  c.Sq = c.Skv = 9;
+  c.D = c.Dv = 16;
+  c.causal = true;
+  c.sequences = 3;
+  std::string error;
+  auto kernels = jit::Module::compile(specFor(c), testOptions(), &error);
+  ASSERT_TRUE(kernels) << error;
+  Buffer q(2 * 9 * 16, "f32"), o(2 * 9 * 16, "f32"), lse(2 * 9, "f32"),
+      offsets(4, "i32");
+  ref::fillRandom(q.values.data(), q.values.size(), 1);
+  q.pack();
+  for (const std::vector<double> &bad :
+       {std::vector<double>{0, 5, 3, 9}, {-1, 2, 4, 9}, {0, 2, 4, 10}}) {
+    offsets.values = bad;
+    offsets.pack();
+    std::fill(o.bytes.begin(), o.bytes.end(), 0x7f);
+    auto status = callHost(*kernels, "kernel",
+                           {q.data(), q.data(), q.data(), offsets.data(),
+                            o.data(), lse.data()},
+                           1);
+    ASSERT_TRUE(status.error.empty()) << status.error;
+    EXPECT_EQ(status.status, ATTNC_STATUS_BAD_SIZE) << bad[0] << " " << bad[2];
+    EXPECT_TRUE(std::all_of(o.bytes.begin(), o.bytes.end(),
+                            [](uint8_t x) { return x == 0x7f; }));
+  }
+}
+
+/// The same cases on the GPU kernels through Vulkan.
+TEST(KernelTest, PackedSequencesOnVulkan) {
+  std::mt19937_64 rng(20261206);
+  for (int n = 0; n < 10; ++n) {
+    AttentionCase c = randomPackedCase(rng, n);
+    c.target = jit::Target::Vulkan;
+    runCase(c, 950 + n);
+  }
 }
 
 /// The GPU kernels through Vulkan (lavapipe in the test suite): random

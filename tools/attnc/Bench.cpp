@@ -296,11 +296,11 @@ struct Arguments {
   std::vector<void *> pointers;
 };
 
-/// `bounds`: the largest value of an integer input, by name (a cache's
-/// lengths: its capacity).
+/// `bounds`: what the entries of an integer input must satisfy, by name (a
+/// cache's lengths: its capacity; varlen's offsets: sorted, up to Skv).
 Arguments makeArguments(const jit::EntryPoint &entry, std::mt19937_64 &rng,
                         const BenchOptions &options,
-                        const std::map<std::string, int64_t> &bounds) {
+                        const std::map<std::string, InputBound> &bounds) {
   int64_t largest = largestDimension(entry);
   Arguments arguments;
   arguments.buffers.reserve(entry.args.size());
@@ -320,9 +320,11 @@ Arguments makeArguments(const jit::EntryPoint &entry, std::mt19937_64 &rng,
       buffer.pack();
     } else if (!arg.isOutput) {
       auto bound = bounds.find(arg.name);
-      fillRandomInput(buffer, rng,
-                      bound == bounds.end() ? largest
-                                            : std::min(largest, bound->second));
+      if (bound == bounds.end())
+        fillRandomInput(buffer, rng, largest);
+      else
+        fillRandomInput(buffer, rng, std::min(largest, bound->second.max),
+                        bound->second.sorted);
     }
     // Only the kernel's bytes are needed: drop the float64 copy.
     std::vector<double>().swap(buffer.values.data);
@@ -360,7 +362,7 @@ struct Measurements {
 /// Times @f and, with a backward, <f>_fwd and <f>_bwd, each on its own
 /// random arguments. Returns the statuses the calls returned, ORed.
 int32_t timeKernels(const jit::Module &module, const BenchOptions &options,
-                    const std::map<std::string, int64_t> &bounds,
+                    const std::map<std::string, InputBound> &bounds,
                     Measurements &m) {
   int reps = options.reps;
   std::mt19937_64 rng(1);
@@ -527,10 +529,10 @@ int benchSpec(const std::string &path, const BenchOptions &options,
       return 1;
     }
   }
-  std::map<std::string, int64_t> bounds;
-  for (auto [n, capacity] : cacheInputBounds(
+  std::map<std::string, InputBound> bounds;
+  for (auto [n, bound] : integerInputBounds(
            spec->module->lookupSymbol<mlir::func::FuncOp>(m.kernel)))
-    bounds[signature.args[n].name] = capacity;
+    bounds[signature.args[n].name] = bound;
   if (int32_t status = timeKernels(*module, options, bounds, m)) {
     errs << "attnc: error: a kernel returned status " << status << "\n";
     return 1;

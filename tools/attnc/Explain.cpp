@@ -254,7 +254,7 @@ inputsOf(const KernelSignature &kernel, mlir::func::FuncOp func,
     for (int64_t d : arg.shape)
       largest = std::max(largest, d);
   std::vector<HostTensor> inputs;
-  llvm::DenseMap<unsigned, int64_t> bounds = cacheInputBounds(func);
+  llvm::DenseMap<unsigned, InputBound> bounds = integerInputBounds(func);
   for (const KernelArg &arg : kernel.args) {
     if (arg.isOutput)
       continue;
@@ -272,9 +272,11 @@ inputsOf(const KernelSignature &kernel, mlir::func::FuncOp func,
     // Drawn whether given or not: a given input leaves the others' values
     // (a cache's lengths within its capacity).
     auto bound = bounds.find(inputs.size());
-    fillRandomInput(buffer, rng,
-                    bound == bounds.end() ? largest
-                                          : std::min(largest, bound->second));
+    if (bound == bounds.end())
+      fillRandomInput(buffer, rng, largest);
+    else
+      fillRandomInput(buffer, rng, std::min(largest, bound->second.max),
+                      bound->second.sorted);
     auto it = given.find(arg.name);
     if (it != given.end()) {
       const NpyArray &array = it->second.array;
@@ -386,6 +388,8 @@ std::string describeMask(attn::AttentionOp op) {
     parts.push_back("cache");
   if (op.getLengths())
     parts.push_back("key lengths");
+  if (op.getVarlen())
+    parts.push_back("packed sequences (varlen)");
   if (!op.getMaskMod().empty())
     parts.push_back("mask_mod region");
   return parts.empty() ? "no mask" : llvm::join(parts, " + ");
@@ -433,14 +437,17 @@ enum class TileClass { Skipped, Whole, Boundary };
 /// region evaluator (the arith ops' folders).
 class TileClassifier {
 public:
-  TileClassifier(mlir::MLIRContext &context, const MaskTiles &masks,
-                 int64_t rows, int64_t width) {
+  /// `offsets`: varlen's values (null without varlen), which the
+  /// predicates read as a tensor argument.
+  TileClassifier(mlir::MLIRContext &context, MaskTiles masks, int64_t rows,
+                 int64_t width, const HostTensor *offsets) {
     context.getOrLoadDialect<mlir::arith::ArithDialect>();
     context.getOrLoadDialect<mlir::func::FuncDialect>();
     context.getOrLoadDialect<attn::AttnDialect>();
     auto loc = mlir::UnknownLoc::get(&context);
     module = mlir::ModuleOp::create(loc);
-    // Block arguments (limit, i0, j0), as evaluate() takes them.
+    // Block arguments (limit, i0, j0), as evaluate() takes them, then
+    // varlen's offsets (a capture).
     auto build = [&](llvm::StringRef name,
                      llvm::function_ref<mlir::Value(
                          mlir::ImplicitLocOpBuilder &, mlir::Value, mlir::Value,
@@ -448,10 +455,16 @@ public:
                          body) -> mlir::Region & {
       auto b = mlir::ImplicitLocOpBuilder::atBlockEnd(loc, module->getBody());
       mlir::Type index = b.getIndexType();
-      auto fn = mlir::func::FuncOp::create(
-          b, name, b.getFunctionType({index, index, index}, {}));
+      llvm::SmallVector<mlir::Type> inputs = {index, index, index};
+      if (offsets)
+        inputs.push_back(mlir::RankedTensorType::get(
+            {int64_t(offsets->data.size())}, b.getI64Type()));
+      auto fn =
+          mlir::func::FuncOp::create(b, name, b.getFunctionType(inputs, {}));
       mlir::Block *block = fn.addEntryBlock();
       b.setInsertionPointToStart(block);
+      if (offsets)
+        masks.offsets = block->getArgument(3);
       mlir::Value v = body(b, block->getArgument(0), block->getArgument(1),
                            block->getArgument(2));
       attn::YieldOp::create(b, v);
@@ -469,10 +482,11 @@ public:
           return masks.isWhole(b, limit, i0, rows, j0, width,
                                /*existsOnly=*/false);
         });
-    sees = std::make_unique<RegionEvaluator>(
-        seesRegion, std::vector<const HostTensor *>(), false);
-    whole = std::make_unique<RegionEvaluator>(
-        wholeRegion, std::vector<const HostTensor *>(), false);
+    std::vector<const HostTensor *> captures;
+    if (offsets)
+      captures.push_back(offsets);
+    sees = std::make_unique<RegionEvaluator>(seesRegion, captures, false);
+    whole = std::make_unique<RegionEvaluator>(wholeRegion, captures, false);
   }
 
   /// The tile of rows [i0, i0 + rows) and keys [j0, j0 + width) of a batch
@@ -502,8 +516,9 @@ struct TileMap {
 };
 
 /// The tile map of `planned` (after attn-plan-tiles) with the key lengths
-/// `lengths` (B of them, or null).
-TileMap tileMapOf(attn::AttentionOp planned, const int64_t *lengths) {
+/// `lengths` (B of them, or null) and varlen's `offsets` (or null).
+TileMap tileMapOf(attn::AttentionOp planned, const int64_t *lengths,
+                  const HostTensor *offsets) {
   TileMap map;
   map.plan = mlir::dyn_cast_or_null<attn::CpuPlanAttr>(
       attn::getTilePlan(planned.getOperation()));
@@ -520,7 +535,8 @@ TileMap tileMapOf(attn::AttentionOp planned, const int64_t *lengths) {
     map.rowStarts.push_back(i0);
   for (int64_t j0 = 0; j0 < map.skv; j0 += map.width)
     map.keyStarts.push_back(j0);
-  TileClassifier classifier(*planned.getContext(), masks, map.rows, map.width);
+  TileClassifier classifier(*planned.getContext(), masks, map.rows, map.width,
+                            offsets);
   double skipped = 0;
   for (int64_t b = 0; b < q[0]; ++b) {
     int64_t limit = map.skv;
@@ -1876,7 +1892,14 @@ mlir::LogicalResult Explainer::explainFunction(
     // 2. The tile map.
     if (plannedOp && mlir::isa_and_nonnull<attn::CpuPlanAttr>(
                          attn::getTilePlan(plannedOp.getOperation()))) {
-      TileMap map = tileMapOf(plannedOp, attention->mask.lengths);
+      std::optional<HostTensor> offsets;
+      if (attention->mask.offsets)
+        offsets = HostTensor{{attention->mask.numOffsets},
+                             std::vector<double>(attention->mask.offsets,
+                                                 attention->mask.offsets +
+                                                     attention->mask.numOffsets)};
+      TileMap map = tileMapOf(plannedOp, attention->mask.lengths,
+                              offsets ? &*offsets : nullptr);
       if (!picture(tilePart, name + "_tiles.png",
                    drawTileMap(
                        out(name + "_tiles.png"),

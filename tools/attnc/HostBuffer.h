@@ -115,10 +115,12 @@ inline int64_t largestDimension(const jit::EntryPoint &entry) {
 /// Random inputs: floats uniform in [-1, 1); integers (lengths, ids)
 /// uniform in [0, maxInt].
 inline void fillRandomInput(Buffer &buffer, std::mt19937_64 &rng,
-                            int64_t maxInt) {
+                            int64_t maxInt, bool sorted = false) {
   for (double &x : buffer.values.data)
     x = isFloat(buffer.spec.dtype) ? randomUniform(rng)
                                    : double(rng() % uint64_t(maxInt + 1));
+  if (sorted)
+    std::sort(buffer.values.data.begin(), buffer.values.data.end());
   buffer.pack();
 }
 

@@ -136,6 +136,7 @@ struct PlainAttention {
   attn::AttentionOp op;
   unsigned q, k, v;            // argument numbers (they may repeat)
   std::optional<unsigned> len; // the lengths argument
+  std::optional<unsigned> cu;  // varlen's offsets
 };
 
 std::optional<PlainAttention> plainAttentionOf(mlir::func::FuncOp func) {
@@ -159,10 +160,15 @@ std::optional<PlainAttention> plainAttentionOf(mlir::func::FuncOp func) {
                           v = argument(op.getValue());
   if (!q || !k || !v)
     return std::nullopt;
-  PlainAttention plain{op, *q, *k, *v, std::nullopt};
+  PlainAttention plain{op, *q, *k, *v, std::nullopt, std::nullopt};
   if (mlir::Value len = op.getLengths()) {
     plain.len = argument(len);
     if (!plain.len)
+      return std::nullopt;
+  }
+  if (mlir::Value cu = op.getVarlen()) {
+    plain.cu = argument(cu);
+    if (!plain.cu)
       return std::nullopt;
   }
   return plain;
@@ -170,7 +176,7 @@ std::optional<PlainAttention> plainAttentionOf(mlir::func::FuncOp func) {
 
 /// The float64 gradient of every argument of `plain`'s spec at `inputs`
 /// given the cotangent `dO` of its O (empty for the arguments attention
-/// does not read: the lengths).
+/// does not read: the lengths, varlen's offsets).
 std::vector<std::vector<double>>
 plainAttentionGradients(PlainAttention plain,
                         const std::vector<HostTensor> &inputs,
@@ -186,11 +192,17 @@ plainAttentionGradients(PlainAttention plain,
   mask.cache = plain.op.getCache();
   mask.sq = q[2];
   mask.skv = k[2];
-  std::vector<int64_t> lengths;
+  std::vector<int64_t> lengths, offsets;
   if (plain.len) {
     for (double l : inputs[*plain.len].data)
       lengths.push_back(int64_t(l));
     mask.lengths = lengths.data();
+  }
+  if (plain.cu) {
+    for (double d : inputs[*plain.cu].data)
+      offsets.push_back(int64_t(d));
+    mask.offsets = offsets.data();
+    mask.numOffsets = int64_t(offsets.size());
   }
   std::vector<double> dQ(inputs[plain.q].data.size()),
       dK(inputs[plain.k].data.size()), dV(inputs[plain.v].data.size());
@@ -285,16 +297,17 @@ private:
                                    std::vector<HostTensor> &inputs) {
     int64_t largest = largestDimension(entry);
     // A cache's lengths within its capacity (past it the kernel refuses).
-    llvm::DenseMap<unsigned, int64_t> bounds = cacheInputBounds(func);
+    llvm::DenseMap<unsigned, InputBound> bounds = integerInputBounds(func);
     for (const jit::TensorSpec &arg : entry.args) {
       buffers.emplace_back(arg);
       Buffer &buffer = buffers.back();
       if (!arg.isOutput) {
         auto bound = bounds.find(inputs.size());
-        fillRandomInput(buffer, rng,
-                        bound == bounds.end()
-                            ? largest
-                            : std::min(largest, bound->second));
+        if (bound == bounds.end())
+          fillRandomInput(buffer, rng, largest);
+        else
+          fillRandomInput(buffer, rng, std::min(largest, bound->second.max),
+                          bound->second.sorted);
         inputs.push_back(buffer.values);
       }
     }

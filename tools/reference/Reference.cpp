@@ -430,6 +430,14 @@ bool isVisible(const MaskSpec &mask, int64_t b, int64_t h, int64_t i,
     return false;
   if (mask.lengths && j >= mask.lengths[b])
     return false;
+  if (mask.offsets) {
+    bool same = false;
+    for (int64_t d = 0; d + 1 < mask.numOffsets; ++d)
+      same |= mask.offsets[d] <= i && i < mask.offsets[d + 1] &&
+              mask.offsets[d] <= j && j < mask.offsets[d + 1];
+    if (!same)
+      return false;
+  }
   if (mask.maskMod && !mask.maskMod(b, h, i, j))
     return false;
   return true;

@@ -42,6 +42,11 @@ struct MaskSpec {
   /// lengths). The mask_mod still gets i.
   bool cache = false;
   int64_t sq = 0, skv = 0;
+  /// Packed sequences (`varlen`): numOffsets >= 2 nondecreasing offsets,
+  /// nullptr for none; visible only when i and j lie in one sequence
+  /// [offsets[d], offsets[d + 1]).
+  const int64_t *offsets = nullptr;
+  int64_t numOffsets = 0;
 };
 
 /// Returns true when key j is visible to query i of batch b, head h.

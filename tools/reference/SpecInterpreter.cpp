@@ -46,7 +46,7 @@ void roundTo(Type type, HostTensor &t) {
 /// The named mask conditions and mask_mod of attn.mask/attn.attention.
 struct MaskEvaluator {
   ref::MaskSpec spec;
-  std::vector<int64_t> lengths;
+  std::vector<int64_t> lengths, offsets;
   std::unique_ptr<RegionEvaluator> maskMod;
 };
 
@@ -422,6 +422,12 @@ private:
       for (double l : env[len].data)
         mask->lengths.push_back(int64_t(l));
       mask->spec.lengths = mask->lengths.data();
+    }
+    if (Value cu = attn::varlenOf(op)) {
+      for (double d : env[cu].data)
+        mask->offsets.push_back(int64_t(d));
+      mask->spec.offsets = mask->offsets.data();
+      mask->spec.numOffsets = int64_t(mask->offsets.size());
     }
     if (!op.getMaskMod().empty()) {
       FailureOr<std::unique_ptr<RegionEvaluator>> region =
