@@ -103,9 +103,8 @@ struct AttnExportAbiPass : attnc::impl::AttnExportAbiBase<AttnExportAbiPass> {
           b, loc, zero,
           arith::ConstantIndexOp::create(b, loc, type.getNumElements()),
           arith::ConstantIndexOp::create(b, loc, 1),
-          ValueRange{
-              arith::ConstantOp::create(b, loc, b.getBoolAttr(false)),
-              arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0))},
+          ValueRange{arith::ConstantOp::create(b, loc, b.getBoolAttr(false)),
+                     arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0))},
           [&](OpBuilder &nb, Location, Value e, ValueRange acc) {
             Value x = memref::LoadOp::create(nb, loc, arg, e);
             if (!x.getType().isInteger(64))

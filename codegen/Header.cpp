@@ -80,8 +80,8 @@ void emitHeader(llvm::ArrayRef<KernelSignature> kernels,
       // entry point checks it (the CPU's do; device memory is not read on
       // the host).
       if (arg.maxValue)
-        os << ":\n *     " << (arg.nondecreasing ? "nondecreasing entries"
-                                                : "entries")
+        os << ":\n *     "
+           << (arg.nondecreasing ? "nondecreasing entries" : "entries")
            << " in [0, " << *arg.maxValue << "]"
            << (vulkan || cuda ? " (not checked)"
                               : "; else 2 (ATTNC_STATUS_BAD_SIZE), "

@@ -26,9 +26,7 @@ struct MaskConditions {
   bool zeroFill = false; // masked entries become 0 instead of -inf
   bool cache = false;    // causal and window from the end of the keys
 
-  bool any() const {
-    return causal || window || lengths || varlen || maskMod;
-  }
+  bool any() const { return causal || window || lengths || varlen || maskMod; }
 };
 
 /// X[B,S,E] x W[E,H*D] -> [B,H,S,D] of `resultType`.

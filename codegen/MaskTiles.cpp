@@ -20,8 +20,7 @@ MaskTiles::Sequence MaskTiles::sequenceOf(OpBuilder &b, Location loc, Value x,
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   auto atMost = [&](Value d) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, load(d),
-                                 x);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, load(d), x);
   };
   // base: the last d with offset d <= x (0 when there is none); the
   // answer stays in [base, base + len).
@@ -145,8 +144,8 @@ std::pair<Value, Value> MaskTiles::rowsSeeing(ImplicitLocOpBuilder &b,
   if (numOffsets) {
     // Rows of the sequences the block's keys lie in.
     Value start = sequenceOf(b, j0).start;
-    firstRow = causal || window ? arith::MaxSIOp::create(b, firstRow, start)
-                                : start;
+    firstRow =
+        causal || window ? arith::MaxSIOp::create(b, firstRow, start) : start;
     end = sequenceOf(b, arith::AddIOp::create(b, j0, idx(b, width - 1))).end;
   }
   if (causal || window || numOffsets)

@@ -1,7 +1,7 @@
 // The named masks of a fused attention op (causal, sliding window, key
-// lengths, packed sequences) tile by tile: the index arithmetic every back end's flash
-// kernels build to skip the tiles a mask empties, run the tiles it leaves
-// whole without evaluating it, and evaluate it only on boundary tiles.
+// lengths, packed sequences) tile by tile: the index arithmetic every back
+// end's flash kernels build to skip the tiles a mask empties, run the tiles it
+// leaves whole without evaluating it, and evaluate it only on boundary tiles.
 // Target-neutral: scalars of index type (and, for the per-key predicate,
 // vectors of any integer type), built with arith ops.
 //

@@ -80,9 +80,8 @@ void registerAttncDialects(DialectRegistry &registry) {
                   cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
                   index::IndexDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
                   math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
-                  nvgpu::NVGPUDialect,
-                  scf::SCFDialect, spirv::SPIRVDialect, tensor::TensorDialect,
-                  ub::UBDialect, vector::VectorDialect,
+                  nvgpu::NVGPUDialect, scf::SCFDialect, spirv::SPIRVDialect,
+                  tensor::TensorDialect, ub::UBDialect, vector::VectorDialect,
                   x86vector::X86VectorDialect>();
   // One-shot bufferization, buffer deallocation and the folds that ask for
   // value bounds, of those dialects' ops.

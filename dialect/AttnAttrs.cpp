@@ -75,8 +75,7 @@ LogicalResult GpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult MmaPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   int64_t warps, int64_t queryBlock,
-                                  int64_t keyBlock, bool wgmma,
-                                  bool atomicDq) {
+                                  int64_t keyBlock, bool wgmma, bool atomicDq) {
   if (warps < 1 || warps > 16)
     return emitError() << "mma plan warps must be in [1, 16], got " << warps;
   for (auto [name, value] :

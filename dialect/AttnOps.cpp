@@ -121,7 +121,8 @@ ParseResult parseAttentionKeywordCheck(OpAsmParser &parser, IntegerAttr) {
 ParseResult parseAttentionGradKeywordCheck(OpAsmParser &parser, IntegerAttr) {
   return parseKeywordCheck(parser,
                            {"lse_grad", "scale", "causal", "window", "cache",
-                            "lengths", "varlen", "score_captures", "mask_captures"},
+                            "lengths", "varlen", "score_captures",
+                            "mask_captures"},
                            {"score_mod", "mask_mod"});
 }
 
@@ -159,10 +160,10 @@ ParseResult parseDistillRegionCheck(OpAsmParser &parser, IntegerAttr) {
 }
 
 ParseResult parseMaskKeywordCheck(OpAsmParser &parser, IntegerAttr) {
-  return parseKeywordCheck(
-      parser, {"causal", "window", "cache", "lengths", "varlen", "captures",
-               "zero_fill"},
-      {});
+  return parseKeywordCheck(parser,
+                           {"causal", "window", "cache", "lengths", "varlen",
+                            "captures", "zero_fill"},
+                           {});
 }
 
 /// The checks print nothing (the IntegerAttr, the window, is unused: a
@@ -343,8 +344,8 @@ LogicalResult verifyMaskOptions(Operation *op, std::optional<int64_t> window,
 /// and the keys alike (Sq == Skv), which a cache's rows (at the end of each
 /// batch's keys) cannot be; constant offsets are checked here, an
 /// argument's by the entry points.
-LogicalResult verifyVarlen(Operation *op, Value varlen, bool cache,
-                           int64_t sq, int64_t skv) {
+LogicalResult verifyVarlen(Operation *op, Value varlen, bool cache, int64_t sq,
+                           int64_t skv) {
   if (!varlen)
     return success();
   if (failed(verifyShape(op, varlen, 1, "varlen")))
@@ -356,7 +357,8 @@ LogicalResult verifyVarlen(Operation *op, Value varlen, bool cache,
   if (cache)
     return op->emitOpError(
         "takes 'varlen' or 'cache', not both: a cache's queries are the last "
-        "tokens of each batch's keys, packed sequences cut rows and keys alike");
+        "tokens of each batch's keys, packed sequences cut rows and keys "
+        "alike");
   if (sq != skv)
     return op->emitOpError()
            << "with varlen, queries and keys are packed alike: Sq must equal "
@@ -371,8 +373,8 @@ LogicalResult verifyVarlen(Operation *op, Value varlen, bool cache,
     if (cu < previous || cu > skv)
       return op->emitOpError()
              << "varlen offset " << d << " is " << cu
-             << ": the offsets must be nondecreasing, from 0 up to Skv ("
-             << skv << ")";
+             << ": the offsets must be nondecreasing, from 0 up to Skv (" << skv
+             << ")";
     previous = cu;
     ++d;
   }
@@ -616,8 +618,8 @@ template <typename OpTy> static LogicalResult verifyScoreOptions(OpTy op) {
   if (failed(verifyMaskOptions(raw, op.getWindow(), op.getLengths(), q[0])))
     return failure();
   if (failed(verifyCache(raw, isCache(op), op.getCausal(), op.getWindow())) ||
-      failed(verifyVarlen(raw, varlenOf(op), isCache(op), q[2],
-                          keyCountOf(op))))
+      failed(
+          verifyVarlen(raw, varlenOf(op), isCache(op), q[2], keyCountOf(op))))
     return failure();
   SmallVector<int64_t, 4> scores = {q[0], q[1], q[2], keyCountOf(op)};
   if (op.getScoreMod().empty()) {

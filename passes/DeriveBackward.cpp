@@ -134,9 +134,9 @@ public:
         .Case([&](MaskOp o) {
           // Masked entries get no gradient.
           auto grad = MaskOp::create(
-              b, loc, o.getType(), adjointOf(o.getResult()),
-              o.getCausalAttr(), b.getUnitAttr(), o.getWindowAttr(),
-              o.getCacheAttr(), o.getLengths() ? m(o.getLengths()) : Value(),
+              b, loc, o.getType(), adjointOf(o.getResult()), o.getCausalAttr(),
+              b.getUnitAttr(), o.getWindowAttr(), o.getCacheAttr(),
+              o.getLengths() ? m(o.getLengths()) : Value(),
               o.getVarlen() ? m(o.getVarlen()) : Value(),
               llvm::map_to_vector(o.getCaptures(), m));
           IRMapping regionMapping;
@@ -225,10 +225,9 @@ public:
           auto grad = AttentionGradOp::create(
               b, loc, o.getQuery().getType(), o.getKey().getType(),
               o.getValue().getType(), o.getScoreCaptures().getTypes(),
-              m(o.getQuery()), m(o.getKey()), m(o.getValue()),
-              m(o.getOutput()), m(o.getLse()), gOutput,
-              adjointOf(o.getLse()), o.getScaleAttr(), o.getCausalAttr(),
-              o.getWindowAttr(), o.getCacheAttr(),
+              m(o.getQuery()), m(o.getKey()), m(o.getValue()), m(o.getOutput()),
+              m(o.getLse()), gOutput, adjointOf(o.getLse()), o.getScaleAttr(),
+              o.getCausalAttr(), o.getWindowAttr(), o.getCacheAttr(),
               o.getLengths() ? m(o.getLengths()) : Value(),
               o.getVarlen() ? m(o.getVarlen()) : Value(),
               llvm::map_to_vector(o.getScoreCaptures(), m),

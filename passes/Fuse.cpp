@@ -75,8 +75,8 @@ FailureOr<AttentionOp> attnc::fuseAttentionChain(RewriterBase &rewriter,
     return failure();
 
   // The masks' conjunction: causal if any is, the narrowest window, one
-  // lengths tensor, one varlen tensor, one mask_mod region; the causal and window masks all
-  // from the start of the keys or all from the end (`cache`).
+  // lengths tensor, one varlen tensor, one mask_mod region; the causal and
+  // window masks all from the start of the keys or all from the end (`cache`).
   bool causal = false;
   std::optional<int64_t> window;
   std::optional<bool> cache;

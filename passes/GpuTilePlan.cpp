@@ -56,8 +56,8 @@ attn::MmaPlanAttr planMmaTiles(Operation *op, bool wgmma, bool atomicDq) {
   MLIRContext *context = op->getContext();
   if (auto fwd = dyn_cast<attn::AttentionOp>(op)) {
     if (fwd.getPages() ||
-        !covered({fwd.getQuery(), fwd.getKey(), fwd.getValue(),
-                  fwd.getOutput()}) ||
+        !covered(
+            {fwd.getQuery(), fwd.getKey(), fwd.getValue(), fwd.getOutput()}) ||
         !headsFit(fwd.getQuery(), fwd.getValue()))
       return nullptr;
     int64_t d = shapeOf(fwd.getQuery())[3], dv = shapeOf(fwd.getValue())[3];
@@ -84,7 +84,8 @@ attn::MmaPlanAttr planMmaTiles(Operation *op, bool wgmma, bool atomicDq) {
     return nullptr;
   // The dQ kernel keeps dQ, Q and dO fragments in registers, the dK/dV
   // kernel dK and dV: with heads over 64, half the step.
-  int64_t d = std::max(shapeOf(grad.getQuery())[3], shapeOf(grad.getValue())[3]);
+  int64_t d =
+      std::max(shapeOf(grad.getQuery())[3], shapeOf(grad.getValue())[3]);
   int64_t step = d > 64 ? 32 : 64;
   return attn::MmaPlanAttr::get(context, /*warps=*/4, step, step,
                                 /*wgmma=*/false, atomicDq);

@@ -39,8 +39,7 @@ attn::GpuPlanAttr planGpuTiles(mlir::Operation *op, const GpuTarget &target);
 /// Hopper's warpgroup MMA.
 /// With `atomicDq`, a backward's dK/dV kernel adds dQ with atomics (else
 /// dQ has a kernel of its own, deterministic).
-attn::MmaPlanAttr planMmaTiles(mlir::Operation *op, bool wgmma,
-                               bool atomicDq);
+attn::MmaPlanAttr planMmaTiles(mlir::Operation *op, bool wgmma, bool atomicDq);
 
 } // namespace attnc
 

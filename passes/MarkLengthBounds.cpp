@@ -64,8 +64,9 @@ struct AttnMarkLengthBounds
             return;
           for (auto [i, operand] : llvm::enumerate(call.getOperands()))
             if (auto b = callee.getArgAttrOfType<IntegerAttr>(i, name))
-              changed |= mark(func, operand,
-                              {b.getInt(), bool(callee.getArgAttr(i, sortedName))});
+              changed |=
+                  mark(func, operand,
+                       {b.getInt(), bool(callee.getArgAttr(i, sortedName))});
         });
     }
   }

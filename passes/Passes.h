@@ -41,7 +41,8 @@ struct InputBound {
 /// page, N - 1; the sequence offsets of a `varlen` op, sorted, up to Skv
 /// (attn-mark-length-bounds marks them; attnc run, bench and explain draw
 /// random entries within them).
-llvm::DenseMap<unsigned, InputBound> integerInputBounds(mlir::func::FuncOp func);
+llvm::DenseMap<unsigned, InputBound>
+integerInputBounds(mlir::func::FuncOp func);
 
 } // namespace attnc
 

@@ -908,8 +908,8 @@ ForwardStatistics forwardStatistics(attn::AttentionOp op,
     if (!stats || stats.getQuery() != op.getQuery() ||
         stats.getKey() != op.getKey() ||
         stats.getEffectiveScale() != op.getEffectiveScale() ||
-        stats.getCausal() != op.getCausal() || op.getCache() || op.getVarlen() ||
-        stats.getWindow() != op.getWindow() ||
+        stats.getCausal() != op.getCausal() || op.getCache() ||
+        op.getVarlen() || stats.getWindow() != op.getWindow() ||
         stats.getLengths() != op.getLengths() ||
         !llvm::equal(stats.getScoreCaptures(), op.getScoreCaptures()) ||
         !llvm::equal(stats.getMaskCaptures(), op.getMaskCaptures()))

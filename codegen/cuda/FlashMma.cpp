@@ -44,8 +44,7 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionOp op,
         Copier copy{g, tid, threads, {}};
         auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
         auto stageKeys = [&](Value j0, Value stage) {
-          copy.rows(k, blk.bi, blk.kvh, j0, Bk, D, s.Skv, blk.limit, ks,
-                    stage);
+          copy.rows(k, blk.bi, blk.kvh, j0, Bk, D, s.Skv, blk.limit, ks, stage);
           copy.rows(v, blk.bi, blk.kvh, j0, Bk, Dv, s.Skv, blk.limit, vs,
                     stage);
         };
@@ -78,8 +77,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionOp op,
             },
             [&](const Tiles &p, Value stage, SoftmaxState &st) {
               w.multiply(
-                  st.o, Bk, [&](int64_t kk) { return w.fragmentOf(p, kk); },
-                  vs, stage, /*kMajor=*/true);
+                  st.o, Bk, [&](int64_t kk) { return w.fragmentOf(p, kk); }, vs,
+                  stage, /*kMajor=*/true);
               // Every warp is done with this stage before it is refilled.
               g.barrier();
             });
@@ -110,8 +109,8 @@ ScoreGrad scoreGrad(GpuBuilder &g, Shape &s, Value dot, Value dp, Value bi,
   Value score = s.scaled(g, dot), dScore;
   if (!s.op.getScoreMod().empty()) {
     ScoreModAdjoints sweep = buildScoreModAdjoints(
-        b, b.getLoc(), s.op.getScoreMod(), s.scoreModArgs(g, score, bi, h, i, j),
-        g.cst(1.0f));
+        b, b.getLoc(), s.op.getScoreMod(),
+        s.scoreModArgs(g, score, bi, h, i, j), g.cst(1.0f));
     score = sweep.result;
     dScore = sweep.scoreAdjoint;
   }
@@ -170,41 +169,40 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
   Value dq = allocLike(b, op.getQueryGrad().getType());
   Value dk = allocLike(b, op.getKeyGrad().getType());
   Value dv = allocLike(b, op.getValueGrad().getType());
-  int64_t B = sq.B, H = sq.H, Hkv = sq.Hkv, Sq = sq.Sq, Skv = sq.Skv,
-          D = sq.D, Dv = sq.Dv;
-  Value delta = memref::AllocOp::create(
-      b, MemRefType::get({B, H, Sq}, b.getF32Type()));
+  int64_t B = sq.B, H = sq.H, Hkv = sq.Hkv, Sq = sq.Sq, Skv = sq.Skv, D = sq.D,
+          Dv = sq.Dv;
+  Value delta =
+      memref::AllocOp::create(b, MemRefType::get({B, H, Sq}, b.getF32Type()));
 
   // Delta = rowsum(dO * O) - dLSE: a warp per row, lanes over columns.
   int64_t rowsTotal = B * H * Sq;
   launch(b, (rowsTotal + warps - 1) / warps, 1, threads,
          [&](Value blk, Value, Value tid) {
            Value lane = g.remu(tid, g.idx(kWarp));
-           Value row = g.add(g.mul(blk, g.idx(warps)),
-                             g.divu(tid, g.idx(kWarp)));
+           Value row =
+               g.add(g.mul(blk, g.idx(warps)), g.divu(tid, g.idx(kWarp)));
            g.ifThen(g.ult(row, g.idx(rowsTotal)), [&] {
              Value i = g.remu(row, g.idx(Sq));
              Value bh = g.divu(row, g.idx(Sq));
              Value bi = g.divu(bh, g.idx(H)), h = g.remu(bh, g.idx(H));
-             Value sum = g.reduce(
-                 lane, g.idx(Dv), g.idx(kWarp), g.cst(0.0f),
-                 [&](Value c, Value acc) {
-                   return Value(math::FmaOp::create(
-                       b, g.load(dO, {bi, h, i, c}), g.load(o, {bi, h, i, c}),
-                       acc));
-                 });
+             Value sum = g.reduce(lane, g.idx(Dv), g.idx(kWarp), g.cst(0.0f),
+                                  [&](Value c, Value acc) {
+                                    return Value(math::FmaOp::create(
+                                        b, g.load(dO, {bi, h, i, c}),
+                                        g.load(o, {bi, h, i, c}), acc));
+                                  });
              for (int32_t offset : {16, 8, 4, 2, 1})
                sum = g.add(sum, gpu::ShuffleOp::create(b, sum, offset, kWarp,
                                                        gpu::ShuffleMode::XOR)
                                     .getShuffleResult());
              if (dLse)
                sum = g.sub(sum, g.load(dLse, {bi, h, i}));
-             g.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
-                                            g.idx(0)),
-                      [&] {
-                        memref::StoreOp::create(b, sum, delta,
-                                                ValueRange{bi, h, i});
-                      });
+             g.ifThen(
+                 arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lane,
+                                       g.idx(0)),
+                 [&] {
+                   memref::StoreOp::create(b, sum, delta, ValueRange{bi, h, i});
+                 });
            });
          });
 
@@ -243,13 +241,11 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
           Copier copy{g, tid, threads, {}};
           auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, R, Bk);
           auto stageKeys = [&](Value j0, Value stage) {
-            copy.rows(k, blk.bi, blk.kvh, j0, Bk, D, Skv, blk.limit, ks,
-                      stage);
+            copy.rows(k, blk.bi, blk.kvh, j0, Bk, D, Skv, blk.limit, ks, stage);
             copy.rows(v, blk.bi, blk.kvh, j0, Bk, Dv, Skv, blk.limit, vs,
                       stage);
           };
-          copy.rows(q, blk.bi, blk.h, blk.i0, R, D, Sq, g.idx(Sq), qs,
-                    nullptr);
+          copy.rows(q, blk.bi, blk.h, blk.i0, R, D, Sq, g.idx(Sq), qs, nullptr);
           copy.rows(dO, blk.bi, blk.h, blk.i0, R, Dv, Sq, g.idx(Sq), dos,
                     nullptr);
           stageKeys(keys.start, g.idx(0));
@@ -266,8 +262,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
           for (int64_t r = 0; r < 2; ++r) {
             rows[r] = g.add(blk.i0, g.add(warpRow, w.rowOf(2 * r)));
             Value at = g.minu(rows[r], g.idx(Sq - 1));
-            lse2[r] = lseLog2(
-                g, memref::LoadOp::create(b, lse, ValueRange{blk.bi, blk.h, at}));
+            lse2[r] = lseLog2(g, memref::LoadOp::create(
+                                     b, lse, ValueRange{blk.bi, blk.h, at}));
             rowDelta[r] =
                 memref::LoadOp::create(b, delta, ValueRange{blk.bi, blk.h, at});
           }
@@ -278,8 +274,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
               b, keys.start, keys.end, g.idx(Bk), init,
               [&](Value j0, ValueRange values) {
                 Tiles acc = unflatten(values, nQ);
-                Value step = g.divu(arith::SubIOp::create(b, j0, keys.start),
-                                    g.idx(Bk));
+                Value step =
+                    g.divu(arith::SubIOp::create(b, j0, keys.start), g.idx(Bk));
                 Value stage = g.remu(step, g.idx(2));
                 stageKeys(g.add(j0, g.idx(Bk)),
                           arith::SubIOp::create(b, g.idx(1), stage));
@@ -297,19 +293,18 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
                                               /*existsOnly=*/true);
                 // dS in place of S.
                 sc = unflatten(
-                    perElement(
-                        g, sc.size(), 1, whole,
-                        [&](int64_t n, int64_t c, bool isWhole) {
-                          Value i = rows[c / 2];
-                          Value j = g.add(j0, w.columnOf(n, c));
-                          Value mask = maskAt(g, s, blk.bi, blk.h, i, j,
-                                              blk.limit, isWhole);
-                          return SmallVector<Value>{
-                              scoreGrad(g, s, sc[n][c], dp[n][c], blk.bi,
-                                        blk.h, i, j, mask, lse2[c / 2],
-                                        rowDelta[c / 2])
-                                  .ds};
-                        }),
+                    perElement(g, sc.size(), 1, whole,
+                               [&](int64_t n, int64_t c, bool isWhole) {
+                                 Value i = rows[c / 2];
+                                 Value j = g.add(j0, w.columnOf(n, c));
+                                 Value mask = maskAt(g, s, blk.bi, blk.h, i, j,
+                                                     blk.limit, isWhole);
+                                 return SmallVector<Value>{
+                                     scoreGrad(g, s, sc[n][c], dp[n][c], blk.bi,
+                                               blk.h, i, j, mask, lse2[c / 2],
+                                               rowDelta[c / 2])
+                                         .ds};
+                               }),
                     sc.size());
                 // dQ += dS K.
                 w.multiply(
@@ -364,36 +359,34 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
       Value rowGroup = g.remu(w.warp, g.idx(rowGroups));
       Value m0 = g.mul(rowGroup, g.idx(16));
       for (int64_t cg = 0; cg < colGroups; ++cg)
-        g.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                       g.divu(w.warp, g.idx(rowGroups)),
-                                       g.idx(cg)),
-                 [&] {
-                   for (int64_t c0 = cg * width;
-                        c0 < std::min(D, (cg + 1) * width); c0 += 64) {
-                     int64_t cols = std::min({int64_t(64), D - c0,
-                                              (cg + 1) * width - c0});
-                     Tiles acc = w.zeros(cols);
-                     w.multiply(
-                         acc, R,
-                         [&](int64_t kk) {
-                           return w.loadATransposed(dsts, m0, kk * 16);
-                         },
-                         ks, nullptr, /*kMajor=*/true, c0);
-                     for (int64_t r = 0; r < 2; ++r) {
-                       Value row = g.add(i0, g.add(m0, w.rowOf(2 * r)));
-                       g.ifThen(g.ult(row, g.idx(Sq)), [&] {
-                         for (int64_t n = 0; n < int64_t(acc.size()); ++n)
-                           for (int64_t c = 2 * r; c < 2 * r + 2; ++c)
-                             memref::AtomicRMWOp::create(
-                                 b, arith::AtomicRMWKind::addf, acc[n][c],
-                                 dqAcc,
-                                 ValueRange{bi, h, row,
-                                            g.add(g.idx(c0),
-                                                  w.columnOf(n, c))});
-                       });
-                     }
-                   }
-                 });
+        g.ifThen(
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                  g.divu(w.warp, g.idx(rowGroups)), g.idx(cg)),
+            [&] {
+              for (int64_t c0 = cg * width; c0 < std::min(D, (cg + 1) * width);
+                   c0 += 64) {
+                int64_t cols =
+                    std::min({int64_t(64), D - c0, (cg + 1) * width - c0});
+                Tiles acc = w.zeros(cols);
+                w.multiply(
+                    acc, R,
+                    [&](int64_t kk) {
+                      return w.loadATransposed(dsts, m0, kk * 16);
+                    },
+                    ks, nullptr, /*kMajor=*/true, c0);
+                for (int64_t r = 0; r < 2; ++r) {
+                  Value row = g.add(i0, g.add(m0, w.rowOf(2 * r)));
+                  g.ifThen(g.ult(row, g.idx(Sq)), [&] {
+                    for (int64_t n = 0; n < int64_t(acc.size()); ++n)
+                      for (int64_t c = 2 * r; c < 2 * r + 2; ++c)
+                        memref::AtomicRMWOp::create(
+                            b, arith::AtomicRMWKind::addf, acc[n][c], dqAcc,
+                            ValueRange{bi, h, row,
+                                       g.add(g.idx(c0), w.columnOf(n, c))});
+                  });
+                }
+              }
+            });
     };
     launch(
         b, (Skv + R - 1) / R, B * Hkv, threads,
@@ -411,9 +404,9 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
           // Blocks of rows per head (0 when the keys are past the limit).
           Value span = arith::SubIOp::create(
               b, arith::MaxSIOp::create(b, end, first), first);
-          Value blocks = g.select(
-              g.ult(j0, limit),
-              g.divu(g.add(span, g.idx(Bq - 1)), g.idx(Bq)), g.idx(0));
+          Value blocks =
+              g.select(g.ult(j0, limit),
+                       g.divu(g.add(span, g.idx(Bq - 1)), g.idx(Bq)), g.idx(0));
           Value steps = g.mul(blocks, g.idx(group));
           Value perHead = arith::MaxUIOp::create(b, blocks, g.idx(1));
           // Step t: head kvh * group + t / blocks, rows from first + Bq
@@ -450,9 +443,9 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
                 Tiles dkAcc = unflatten(values.take_front(nK * 4), nK);
                 Tiles dvAcc = unflatten(values.drop_front(nK * 4), nV);
                 Value stage = g.remu(t, g.idx(2));
-                Value nextStep = g.minu(g.add(t, g.idx(1)),
-                                        arith::SubIOp::create(b, steps,
-                                                              g.idx(1)));
+                Value nextStep =
+                    g.minu(g.add(t, g.idx(1)),
+                           arith::SubIOp::create(b, steps, g.idx(1)));
                 stageRows(nextStep, arith::SubIOp::create(b, g.idx(1), stage));
                 Value grp = copy.commit();
                 copy.wait(grp, 1);
@@ -480,8 +473,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
                   for (int64_t c = 0; c < 2; ++c) {
                     Value col = w.columnOf(n, c);
                     rowLse.push_back(lseLog2(
-                        g, memref::LoadOp::create(b, ls,
-                                                  ValueRange{stage, col})));
+                        g,
+                        memref::LoadOp::create(b, ls, ValueRange{stage, col})));
                     rowDelta.push_back(
                         memref::LoadOp::create(b, ds, ValueRange{stage, col}));
                   }
@@ -490,8 +483,7 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
                     [&](int64_t n, int64_t c, bool isWhole) {
                       Value i = g.add(i0, w.columnOf(n, c));
                       Value j = keyOf[c / 2];
-                      Value mask =
-                          maskAt(g, s, bi, h, i, j, limit, isWhole);
+                      Value mask = maskAt(g, s, bi, h, i, j, limit, isWhole);
                       ScoreGrad sg = scoreGrad(
                           g, s, st[n][c], dpt[n][c], bi, h, i, j, mask,
                           rowLse[2 * n + c % 2], rowDelta[2 * n + c % 2]);

@@ -33,9 +33,9 @@ using namespace cuda_kernels;
 
 namespace {
 
-constexpr int64_t kAtom = 64;         // columns of a swizzle atom
-constexpr int64_t kAtomRow = 128;     // bytes of an atom's row
-constexpr int64_t kRowGroup = 1024;   // bytes of 8 rows of an atom
+constexpr int64_t kAtom = 64;       // columns of a swizzle atom
+constexpr int64_t kAtomRow = 128;   // bytes of an atom's row
+constexpr int64_t kRowGroup = 1024; // bytes of 8 rows of an atom
 
 /// Warpgroup MMA steps of a warpgroup's 64 rows.
 class Warpgroup {
@@ -50,12 +50,12 @@ public:
     auto c = [&](int64_t v) {
       return Value(arith::ConstantIntOp::create(b, i64, v));
     };
-    Value start = arith::IndexCastUIOp::create(
-        b, i64, g.add(address, g.idx(offset)));
-    start = arith::ShRUIOp::create(b, arith::AndIOp::create(b, start, c(0x3FFFF)),
-                                   c(4));
-    int64_t fields = ((leading >> 4) << 16) | ((stride >> 4) << 32) |
-                     (int64_t(1) << 62);
+    Value start =
+        arith::IndexCastUIOp::create(b, i64, g.add(address, g.idx(offset)));
+    start = arith::ShRUIOp::create(
+        b, arith::AndIOp::create(b, start, c(0x3FFFF)), c(4));
+    int64_t fields =
+        ((leading >> 4) << 16) | ((stride >> 4) << 32) | (int64_t(1) << 62);
     return arith::OrIOp::create(b, start, c(fields));
   }
 
@@ -86,8 +86,8 @@ public:
         NVVM::MMAShapeAttr::get(b.getContext(), 64, n, 16), type, type,
         NVVM::WGMMATypes::f32,
         accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-        NVVM::MMALayout::row, NVVM::MMALayout::col, nullptr);
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col, nullptr);
   }
 
   /// acc (64 x n) += A B over one k step, A the warp's fragment in
@@ -155,8 +155,8 @@ private:
   std::string elementName() { return w.element.isBF16() ? "bf16" : "f16"; }
   /// A register pair as the 32-bit word PTX takes.
   Value word(Value pair) {
-    Value v = vector::BitCastOp::create(
-        b, VectorType::get({1}, b.getI32Type()), pair);
+    Value v = vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()),
+                                        pair);
     return vector::ExtractOp::create(b, v, 0);
   }
 
@@ -206,8 +206,7 @@ LogicalResult lowerToFlashWgmma(RewriterBase &rewriter, attn::AttentionOp op,
         Copier copy{g, tid, threads, {}, /*swizzle=*/true};
         auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
         auto stageKeys = [&](Value j0, Value stage) {
-          copy.rows(k, blk.bi, blk.kvh, j0, Bk, D, s.Skv, blk.limit, ks,
-                    stage);
+          copy.rows(k, blk.bi, blk.kvh, j0, Bk, D, s.Skv, blk.limit, ks, stage);
           copy.rows(v, blk.bi, blk.kvh, j0, Bk, Dv, s.Skv, blk.limit, vs,
                     stage);
         };
@@ -246,8 +245,8 @@ LogicalResult lowerToFlashWgmma(RewriterBase &rewriter, attn::AttentionOp op,
               for (int64_t kk = 0; kk < D / 16; ++kk)
                 acc = wg.multiplyShared(
                     acc, qDesc[kk],
-                    wg.descriptor(kBase, kk / 4 * kAtomBytes + kk % 4 * 32,
-                                  16, kRowGroup),
+                    wg.descriptor(kBase, kk / 4 * kAtomBytes + kk % 4 * 32, 16,
+                                  kRowGroup),
                     Bk, /*accumulate=*/kk > 0);
               wg.commitAndWait();
               return wg.tilesOf(acc, Bk);
@@ -262,11 +261,11 @@ LogicalResult lowerToFlashWgmma(RewriterBase &rewriter, attn::AttentionOp op,
               Value o = wg.structOf(st.o);
               wg.fence();
               for (int64_t kk = 0; kk < Bk / 16; ++kk)
-                o = wg.multiplyRegisters(
-                    o, p[kk],
-                    wg.descriptor(vBase, kk * 2 * kRowGroup, kAtomBytes,
-                                  kRowGroup),
-                    Dv);
+                o = wg.multiplyRegisters(o, p[kk],
+                                         wg.descriptor(vBase,
+                                                       kk * 2 * kRowGroup,
+                                                       kAtomBytes, kRowGroup),
+                                         Dv);
               wg.commitAndWait();
               st.o = wg.tilesOf(o, Dv);
               // Every warp is done with this stage before it is refilled.

@@ -26,13 +26,13 @@ struct AttnCudaMinBlocksPass
     getOperation().walk([](gpu::GPUFuncOp func) {
       if (!func.isKernel())
         return;
-      bool tensorCores = func.walk([](NVVM::MmaOp) {
-                               return WalkResult::interrupt();
-                             }).wasInterrupted();
+      bool tensorCores =
+          func.walk([](NVVM::MmaOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
       if (tensorCores)
-        func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                      IntegerAttr::get(IntegerType::get(func.getContext(), 32),
-                                       1));
+        func->setAttr(
+            NVVM::NVVMDialect::getMinctasmAttrName(),
+            IntegerAttr::get(IntegerType::get(func.getContext(), 32), 1));
     });
   }
 };

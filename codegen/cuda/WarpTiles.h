@@ -109,10 +109,9 @@ public:
   std::array<Value, 4> loadB(Value tile, Value stage, int64_t n0, int64_t k0,
                              bool kMajor) {
     if (kMajor)
-      return ldmatrix(tile,
-                      indices(stage, g.add(g.idx(k0), aRow),
-                              g.add(g.idx(n0), aCol)),
-                      /*trans=*/true);
+      return ldmatrix(
+          tile, indices(stage, g.add(g.idx(k0), aRow), g.add(g.idx(n0), aCol)),
+          /*trans=*/true);
     return ldmatrix(
         tile, indices(stage, g.add(g.idx(n0), bRow), g.add(g.idx(k0), bCol)),
         /*trans=*/false);
@@ -121,13 +120,12 @@ public:
   /// c + a b over one m16n8k16 step.
   Tile mma(const AFragment &a, Value b0, Value b1, const Tile &c) {
     Type f32 = b.getF32Type();
-    Type result = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                   {f32, f32, f32, f32});
+    Type result =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
     NVVM::MMATypes type =
         element.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-    SmallVector<Value> as = llvm::map_to_vector(a, [&](Value v) {
-      return operand(v);
-    });
+    SmallVector<Value> as =
+        llvm::map_to_vector(a, [&](Value v) { return operand(v); });
     Value d = NVVM::MmaOp::create(
         b, result, as, ValueRange{operand(b0), operand(b1)}, ValueRange(c),
         ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
@@ -173,9 +171,9 @@ public:
   /// v reduced over the 4 lanes of a quad (one row of a C tile).
   Value quadReduce(Value v, bool max) {
     for (int32_t offset : {1, 2}) {
-      Value other = gpu::ShuffleOp::create(b, v, offset, kWarp,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
+      Value other =
+          gpu::ShuffleOp::create(b, v, offset, kWarp, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
       v = max ? Value(arith::MaximumFOp::create(b, v, other))
               : Value(arith::AddFOp::create(b, v, other));
     }
@@ -209,8 +207,8 @@ private:
     // bf16 operands are typed i32 (mma.sync's bf16 form in NVVM).
     if (!element.isBF16())
       return v;
-    Value word = vector::BitCastOp::create(
-        b, VectorType::get({1}, b.getI32Type()), v);
+    Value word =
+        vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), v);
     return vector::ExtractOp::create(b, word, 0);
   }
   SmallVector<Value> indices(Value stage, Value row, Value col) {
@@ -227,9 +225,8 @@ private:
 class SharedTiles {
 public:
   explicit SharedTiles(MLIRContext *context, int64_t alignment = 16)
-      : alignment(alignment),
-        space(gpu::AddressSpaceAttr::get(context,
-                                         gpu::AddressSpace::Workgroup)) {
+      : alignment(alignment), space(gpu::AddressSpaceAttr::get(
+                                  context, gpu::AddressSpace::Workgroup)) {
     if (alignment > 16)
       bytes = alignment;
   }
@@ -321,8 +318,8 @@ struct Copier {
       if (stage)
         at.insert(at.begin(), stage);
       tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-          g.b, nvgpu::DeviceAsyncTokenType::get(g.b.getContext()), dst, at,
-          src, ValueRange{bi, head, srcRow, c}, g.b.getIndexAttr(kChunk),
+          g.b, nvgpu::DeviceAsyncTokenType::get(g.b.getContext()), dst, at, src,
+          ValueRange{bi, head, srcRow, c}, g.b.getIndexAttr(kChunk),
           g.select(valid, g.idx(kChunk), g.idx(0)), g.b.getUnitAttr()));
     }
   }
@@ -336,8 +333,7 @@ struct Copier {
       tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
           g.b, nvgpu::DeviceAsyncTokenType::get(g.b.getContext()), dst,
           ValueRange{stage, r}, src,
-          ValueRange{bi, h, g.minu(i, g.idx(extent - 1))},
-          g.b.getIndexAttr(1),
+          ValueRange{bi, h, g.minu(i, g.idx(extent - 1))}, g.b.getIndexAttr(1),
           g.select(g.ult(i, g.idx(extent)), g.idx(1), g.idx(0)), nullptr));
     }
   }
@@ -361,14 +357,13 @@ inline constexpr float kLn2 = llvm::numbers::ln2f;
 /// A loop from lo to hi by step carrying `init`: body(iv, values) returns
 /// the next values.
 inline SmallVector<Value>
-carry(ImplicitLocOpBuilder &b, Value lo, Value hi, Value step,
-      ValueRange init,
+carry(ImplicitLocOpBuilder &b, Value lo, Value hi, Value step, ValueRange init,
       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
   auto loop = scf::ForOp::create(b, lo, hi, step, init);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
-  scf::YieldOp::create(b, body(loop.getInductionVar(),
-                               loop.getRegionIterArgs()));
+  scf::YieldOp::create(b,
+                       body(loop.getInductionVar(), loop.getRegionIterArgs()));
   return SmallVector<Value>(loop.getResults());
 }
 
@@ -388,9 +383,9 @@ inline Tiles unflatten(ValueRange values, int64_t count) {
 /// Stores 16-row accumulator tiles of the warp (rows from `row0`) into
 /// dst[bi, head, row, :] in dst's element type, times `scale` (per row
 /// r in {0, 1}: rows g and g + 8), for rows before `extent`.
-inline void storeTiles(Warp &w, const Tiles &tiles, Value dst, Value bi, Value head,
-                Value row0, int64_t extent,
-                function_ref<Value(int64_t)> rowScale) {
+inline void storeTiles(Warp &w, const Tiles &tiles, Value dst, Value bi,
+                       Value head, Value row0, int64_t extent,
+                       function_ref<Value(int64_t)> rowScale) {
   GpuBuilder &g = w.g;
   for (int64_t r = 0; r < 2; ++r) {
     Value row = g.add(row0, w.rowOf(2 * r));
@@ -418,8 +413,7 @@ perElement(GpuBuilder &g, int64_t count, int64_t arity, Value whole,
   auto ifOp = scf::IfOp::create(g.b, types, whole, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(g.b);
   for (bool isWhole : {true, false}) {
-    g.b.setInsertionPointToStart(isWhole ? ifOp.thenBlock()
-                                         : ifOp.elseBlock());
+    g.b.setInsertionPointToStart(isWhole ? ifOp.thenBlock() : ifOp.elseBlock());
     SmallVector<Value> values;
     for (int64_t n = 0; n < count; ++n)
       for (int64_t c = 0; c < 4; ++c)
@@ -437,7 +431,6 @@ Value maskAt(GpuBuilder &g, Shape &s, Value bi, Value h, Value i, Value j,
   return isWhole ? s.maskMod(g, bi, h, i, j)
                  : s.visible(g, bi, h, i, j, limit, nullptr);
 }
-
 
 /// The forward's running state of a warp's 16 rows: O tiles, the row
 /// maxima (log2 units) and the lane's part of the row sums, for rows g
@@ -523,32 +516,31 @@ inline void softmaxStep(Warp &w, Tiles &sc, SoftmaxState &st) {
 /// into P, and `accumulate(P, stage, state)` adds P V into the state's O.
 /// Returns the state after the last block.
 template <typename Shape>
-SoftmaxState
-forwardLoop(Warp &w, Shape &s, const QueryBlock &blk,
-            const MaskTiles::KeyRange &keys, ArrayRef<Value> rows,
-            function_ref<Tiles(Value, Value)> products,
-            function_ref<void(const Tiles &, Value, SoftmaxState &)> accumulate) {
+SoftmaxState forwardLoop(
+    Warp &w, Shape &s, const QueryBlock &blk, const MaskTiles::KeyRange &keys,
+    ArrayRef<Value> rows, function_ref<Tiles(Value, Value)> products,
+    function_ref<void(const Tiles &, Value, SoftmaxState &)> accumulate) {
   GpuBuilder &g = w.g;
   ImplicitLocOpBuilder &b = g.b;
-  SoftmaxState init{w.zeros(s.Dv),
-                    {g.negInf(), g.negInf()},
-                    {g.cst(0.0f), g.cst(0.0f)}};
+  SoftmaxState init{
+      w.zeros(s.Dv), {g.negInf(), g.negInf()}, {g.cst(0.0f), g.cst(0.0f)}};
   int64_t tiles = s.Dv / 8;
-  SmallVector<Value> result = carry(
-      b, keys.start, keys.end, g.idx(s.Bk), init.values(),
-      [&](Value j0, ValueRange values) {
-        SoftmaxState st = SoftmaxState::of(values, tiles);
-        Value stage = g.remu(
-            g.divu(arith::SubIOp::create(b, j0, keys.start), g.idx(s.Bk)),
-            g.idx(2));
-        Tiles sc = products(j0, stage);
-        Value whole = s.masks.isWhole(b, blk.limit, blk.i0, s.Bq, j0, s.Bk,
-                                      /*existsOnly=*/true);
-        applyRule(w, s, sc, blk.bi, blk.h, rows, j0, blk.limit, whole);
-        softmaxStep(w, sc, st);
-        accumulate(sc, stage, st);
-        return st.values();
-      });
+  SmallVector<Value> result =
+      carry(b, keys.start, keys.end, g.idx(s.Bk), init.values(),
+            [&](Value j0, ValueRange values) {
+              SoftmaxState st = SoftmaxState::of(values, tiles);
+              Value stage = g.remu(
+                  g.divu(arith::SubIOp::create(b, j0, keys.start), g.idx(s.Bk)),
+                  g.idx(2));
+              Tiles sc = products(j0, stage);
+              Value whole =
+                  s.masks.isWhole(b, blk.limit, blk.i0, s.Bq, j0, s.Bk,
+                                  /*existsOnly=*/true);
+              applyRule(w, s, sc, blk.bi, blk.h, rows, j0, blk.limit, whole);
+              softmaxStep(w, sc, st);
+              accumulate(sc, stage, st);
+              return st.values();
+            });
   return SoftmaxState::of(result, tiles);
 }
 
@@ -565,22 +557,21 @@ inline void storeForward(Warp &w, const SoftmaxState &st, Value out, Value lse,
     Value l = w.quadReduce(st.l[r], /*max=*/false);
     Value seen =
         arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, l, g.cst(0.0f));
-    inv[r] = g.select(seen, arith::DivFOp::create(b, g.cst(1.0f), l),
-                      g.cst(0.0f));
+    inv[r] =
+        g.select(seen, arith::DivFOp::create(b, g.cst(1.0f), l), g.cst(0.0f));
     logSum[r] = g.select(
         seen, g.mul(g.add(st.m[r], math::Log2Op::create(b, l)), g.cst(kLn2)),
         g.negInf());
   }
   storeTiles(w, st.o, out, bi, h, row0, Sq, [&](int64_t r) { return inv[r]; });
-  g.ifThen(
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, w.quad, g.idx(0)),
-      [&] {
-        for (int64_t r = 0; r < 2; ++r)
-          g.ifThen(g.ult(rows[r], g.idx(Sq)), [&] {
-            memref::StoreOp::create(b, logSum[r], lse,
-                                    ValueRange{bi, h, rows[r]});
-          });
-      });
+  g.ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, w.quad, g.idx(0)),
+           [&] {
+             for (int64_t r = 0; r < 2; ++r)
+               g.ifThen(g.ult(rows[r], g.idx(Sq)), [&] {
+                 memref::StoreOp::create(b, logSum[r], lse,
+                                         ValueRange{bi, h, rows[r]});
+               });
+           });
 }
 
 } // namespace cuda_kernels

@@ -163,8 +163,8 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   b.setInsertionPoint(op);
-  FlashShape<attn::AttentionOp> s(b, op, plan.getQueryBlock(), plan.getKeyBlock(),
-                                  plan.getWorkgroupSize());
+  FlashShape<attn::AttentionOp> s(b, op, plan.getQueryBlock(),
+                                  plan.getKeyBlock(), plan.getWorkgroupSize());
   GpuBuilder g(b);
   Value q = bufferOf(b, op.getQuery()), k = bufferOf(b, op.getKey()),
         v = bufferOf(b, op.getValue()), lengths = bufferOf(b, op.getLengths()),
@@ -284,9 +284,8 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   b.setInsertionPoint(op);
-  FlashShape<attn::AttentionGradOp> s(b, op, plan.getQueryBlock(),
-                                      plan.getKeyBlock(),
-                                      plan.getWorkgroupSize());
+  FlashShape<attn::AttentionGradOp> s(
+      b, op, plan.getQueryBlock(), plan.getKeyBlock(), plan.getWorkgroupSize());
   GpuBuilder g(b);
   Value q = bufferOf(b, op.getQuery()), k = bufferOf(b, op.getKey()),
         v = bufferOf(b, op.getValue()), lse = bufferOf(b, op.getLse()),

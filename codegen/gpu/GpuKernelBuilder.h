@@ -248,9 +248,9 @@ inline void launch(ImplicitLocOpBuilder &b, int64_t x, int64_t y,
                    function_ref<void(Value, Value, Value)> body,
                    int64_t sharedBytes = 0) {
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
-  Value shared =
-      sharedBytes ? Value(arith::ConstantIntOp::create(b, sharedBytes, 32))
-                  : Value();
+  Value shared = sharedBytes
+                     ? Value(arith::ConstantIntOp::create(b, sharedBytes, 32))
+                     : Value();
   auto op = gpu::LaunchOp::create(b, c(x), c(y), c(1), c(threads), c(1), c(1),
                                   shared);
   OpBuilder::InsertionGuard guard(b);

@@ -82,8 +82,8 @@ struct AttentionCase {
        << " Skv=" << Skv << " D=" << D << " Dv=" << Dv << " " << dtype
        << (causal ? " causal" : "") << " window=" << window
        << (cache ? " cache" : "") << (lengths ? " lengths" : "")
-       << " sequences=" << sequences
-       << " mod=" << int(scoreMod) << (documentMask ? " documents" : "")
+       << " sequences=" << sequences << " mod=" << int(scoreMod)
+       << (documentMask ? " documents" : "")
        << (maskAsRegion ? " mask-region" : "") << (graphForm ? " graph" : "")
        << " affine-conjuncts=" << affineMask.size() << (fuse ? "" : " unfused")
        << " cpu=" << cpu << (target == jit::Target::Vulkan ? " vulkan" : "")
@@ -364,11 +364,12 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   // The fused form returns the LSE; a fused graph-form chain saves it.
   bool returnsLse = !c.graphForm, savesLse = c.graphForm && c.fuse;
 
-  Buffer q(c.B * c.H * c.Sq * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
-      v(c.B * c.Hkv * c.Skv * c.Dv, c.dtype), o(c.B * c.H * c.Sq * c.Dv, c.dtype),
-      lse(c.B * c.H * c.Sq, "f32"), lengths(c.B, "i32"),
-      offsets(c.sequences + 1, "i32"),
-      docQ(c.Sq, "i32"), docK(c.Skv, "i32");
+  Buffer q(c.B * c.H * c.Sq * c.D, c.dtype),
+      k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
+      v(c.B * c.Hkv * c.Skv * c.Dv, c.dtype),
+      o(c.B * c.H * c.Sq * c.Dv, c.dtype), lse(c.B * c.H * c.Sq, "f32"),
+      lengths(c.B, "i32"), offsets(c.sequences + 1, "i32"), docQ(c.Sq, "i32"),
+      docK(c.Skv, "i32");
   ref::fillRandom(q.values.data(), q.values.size(), seed + 1, -2, 2);
   ref::fillRandom(k.values.data(), k.values.size(), seed + 2, -2, 2);
   ref::fillRandom(v.values.data(), v.values.size(), seed + 3);
@@ -893,11 +894,9 @@ TEST(KernelTest, PackedSequencesMatchSeparateCalls) {
     offsets.values[d] = double(cu[d]);
   for (Buffer *x : {&q, &k, &v, &offsets})
     x->pack();
-  auto status =
-      callHost(*packedKernel, "kernel",
-               {q.data(), k.data(), v.data(), offsets.data(), o.data(),
-                lse.data()},
-               1);
+  auto status = callHost(
+      *packedKernel, "kernel",
+      {q.data(), k.data(), v.data(), offsets.data(), o.data(), lse.data()}, 1);
   ASSERT_TRUE(status.ok()) << status.error << " status " << status.status;
   o.unpack();
   lse.unpack();
@@ -932,10 +931,9 @@ TEST(KernelTest, PackedSequencesMatchSeparateCalls) {
     };
     Buffer qs = slice(q, H), ks = slice(k, Hkv), vs = slice(v, Hkv),
            os(H * n * D, "f32"), lses(H * n, "f32");
-    auto st = callHost(*kernel, "kernel",
-                       {qs.data(), ks.data(), vs.data(), os.data(),
-                        lses.data()},
-                       1);
+    auto st =
+        callHost(*kernel, "kernel",
+                 {qs.data(), ks.data(), vs.data(), os.data(), lses.data()}, 1);
     ASSERT_TRUE(st.ok()) << st.error << " status " << st.status;
     os.unpack();
     lses.unpack();
@@ -973,10 +971,10 @@ TEST(KernelTest, PackedSequencesRefuseBadOffsets) {
     offsets.values = bad;
     offsets.pack();
     std::fill(o.bytes.begin(), o.bytes.end(), 0x7f);
-    auto status = callHost(*kernels, "kernel",
-                           {q.data(), q.data(), q.data(), offsets.data(),
-                            o.data(), lse.data()},
-                           1);
+    auto status = callHost(
+        *kernels, "kernel",
+        {q.data(), q.data(), q.data(), offsets.data(), o.data(), lse.data()},
+        1);
     ASSERT_TRUE(status.error.empty()) << status.error;
     EXPECT_EQ(status.status, ATTNC_STATUS_BAD_SIZE) << bad[0] << " " << bad[2];
     EXPECT_TRUE(std::all_of(o.bytes.begin(), o.bytes.end(),

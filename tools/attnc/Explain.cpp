@@ -1894,10 +1894,11 @@ mlir::LogicalResult Explainer::explainFunction(
                          attn::getTilePlan(plannedOp.getOperation()))) {
       std::optional<HostTensor> offsets;
       if (attention->mask.offsets)
-        offsets = HostTensor{{attention->mask.numOffsets},
-                             std::vector<double>(attention->mask.offsets,
-                                                 attention->mask.offsets +
-                                                     attention->mask.numOffsets)};
+        offsets =
+            HostTensor{{attention->mask.numOffsets},
+                       std::vector<double>(attention->mask.offsets,
+                                           attention->mask.offsets +
+                                               attention->mask.numOffsets)};
       TileMap map = tileMapOf(plannedOp, attention->mask.lengths,
                               offsets ? &*offsets : nullptr);
       if (!picture(tilePart, name + "_tiles.png",
