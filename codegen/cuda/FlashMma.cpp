@@ -421,8 +421,8 @@ LogicalResult lowerToFlashMma(RewriterBase &rewriter, attn::AttentionGradOp op,
             Value h = headOf(t), i0 = rowsOf(t);
             copy.rows(q, bi, h, i0, Bq, D, Sq, g.idx(Sq), qs, stage);
             copy.rows(dO, bi, h, i0, Bq, Dv, Sq, g.idx(Sq), dos, stage);
-            copy.vector(lse, bi, h, i0, Bq, Sq, ls, stage);
-            copy.vector(delta, bi, h, i0, Bq, Sq, ds, stage);
+            copy.entries(lse, bi, h, i0, Bq, Sq, ls, stage);
+            copy.entries(delta, bi, h, i0, Bq, Sq, ds, stage);
           };
           copy.rows(k, bi, kvh, j0, R, D, Skv, limit, ks, nullptr);
           copy.rows(v, bi, kvh, j0, R, Dv, Skv, limit, vs, nullptr);

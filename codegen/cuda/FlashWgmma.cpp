@@ -40,7 +40,7 @@ constexpr int64_t kRowGroup = 1024; // bytes of 8 rows of an atom
 /// Warpgroup MMA steps of a warpgroup's 64 rows.
 class Warpgroup {
 public:
-  Warpgroup(Warp &w) : w(w), g(w.g), b(w.g.b) {}
+  explicit Warpgroup(Warp &w) : w(w), g(w.g), b(w.g.b) {}
 
   /// A 128-byte-swizzled matrix descriptor of the tile at shared address
   /// `address` (index) plus `offset` bytes.

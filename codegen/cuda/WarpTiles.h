@@ -325,8 +325,8 @@ struct Copier {
   }
   /// Entries [i0, i0 + rows) of src[bi, h, :] (f32) into dst[stage][:], 4
   /// bytes a copy (any alignment); entries from `extent` on read as 0.
-  void vector(Value src, Value bi, Value h, Value i0, int64_t rows,
-              int64_t extent, Value dst, Value stage) {
+  void entries(Value src, Value bi, Value h, Value i0, int64_t rows,
+               int64_t extent, Value dst, Value stage) {
     for (int64_t k = 0; k * threads < rows; ++k) {
       Value r = g.minu(g.add(tid, g.idx(k * threads)), g.idx(rows - 1));
       Value i = g.add(i0, r);
