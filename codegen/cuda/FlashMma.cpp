@@ -106,14 +106,8 @@ ScoreGrad scoreGrad(GpuBuilder &g, Shape &s, Value dot, Value dp, Value bi,
                     Value h, Value i, Value j, Value mask, Value lse2,
                     Value delta) {
   ImplicitLocOpBuilder &b = g.b;
-  Value score = s.scaled(g, dot), dScore;
-  if (!s.op.getScoreMod().empty()) {
-    ScoreModAdjoints sweep = buildScoreModAdjoints(
-        b, b.getLoc(), s.op.getScoreMod(),
-        s.scoreModArgs(g, score, bi, h, i, j), g.cst(1.0f));
-    score = sweep.result;
-    dScore = sweep.scoreAdjoint;
-  }
+  ScoreModAdjoints sweep = s.modifiedScoreAdjoints(g, dot, bi, h, i, j);
+  Value score = sweep.result, dScore = sweep.scoreAdjoint;
   if (mask)
     score = g.select(mask, score, g.negInf());
   Value p = math::Exp2Op::create(b, g.sub(g.mul(score, g.cst(kLog2e)), lse2));

@@ -345,16 +345,9 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
           g.expShifted(s.maskedScore(g, dot, bi, h, i, j, limit, nullptr),
                        row.lse),
           nullptr};
-    Value score = s.scaled(g, dot), dScore;
-    SmallVector<CaptureAdjoint> adjoints;
-    if (!s.op.getScoreMod().empty()) {
-      ScoreModAdjoints sweep = buildScoreModAdjoints(
-          b, b.getLoc(), s.op.getScoreMod(),
-          s.scoreModArgs(g, score, bi, h, i, j), g.cst(1.0f));
-      score = sweep.result;
-      dScore = sweep.scoreAdjoint;
-      adjoints = std::move(sweep.captures);
-    }
+    ScoreModAdjoints sweep = s.modifiedScoreAdjoints(g, dot, bi, h, i, j);
+    Value score = sweep.result, dScore = sweep.scoreAdjoint;
+    SmallVector<CaptureAdjoint> adjoints = std::move(sweep.captures);
     score =
         g.select(s.visible(g, bi, h, i, j, limit, nullptr), score, g.negInf());
     Value p = g.expShifted(score, row.lse);

@@ -9,6 +9,7 @@
 
 #include "codegen/MaskTiles.h"
 #include "codegen/TensorBuffers.h"
+#include "passes/ScalarGradients.h"
 #include "dialect/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -205,6 +206,19 @@ template <typename OpTy> struct FlashShape {
       score =
           g.inlineRegion(op.getScoreMod(), scoreModArgs(g, score, bi, h, i, j));
     return score;
+  }
+  /// The backward's view of the modified score of (b, h, i, j): its value,
+  /// d score / d (scaled product) (null without a score_mod) and the
+  /// score_mod's capture adjoints, from one reverse sweep of the region
+  /// seeded with 1 (the adjoints are linear in the seed); unmasked.
+  ScoreModAdjoints modifiedScoreAdjoints(GpuBuilder &g, Value dot, Value bi,
+                                         Value h, Value i, Value j) {
+    Value score = scaled(g, dot);
+    if (op.getScoreMod().empty())
+      return {score, nullptr, {}};
+    return buildScoreModAdjoints(g.b, g.b.getLoc(), op.getScoreMod(),
+                                 scoreModArgs(g, score, bi, h, i, j),
+                                 g.cst(1.0f));
   }
   /// The modified, masked score of (b, h, i, j) from the raw product.
   Value maskedScore(GpuBuilder &g, Value dot, Value bi, Value h, Value i,
