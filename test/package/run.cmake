@@ -80,3 +80,8 @@ endif()
 
 step("build the consumer" "${CMAKE_COMMAND}" --build "${build}" -j 1)
 step("run the consumer" "${build}/consumer")
+if(ATTNC_EXPECT_JIT)
+  # Its JIT cache stays in the test's folder.
+  step("run examples/jit_host" "${CMAKE_COMMAND}" -E env
+    "ATTNC_CACHE_DIR=${work}/jit-cache" "${build}/jit-host")
+endif()
