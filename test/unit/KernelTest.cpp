@@ -70,6 +70,9 @@ struct AttentionCase {
   double scale = 0;       // 0: the default 1/sqrt(D)
   double inputScale = 1;  // Q and K times this (large logits)
   double tolerance = 0;   // if larger than the dtype's (ill-conditioned cases)
+  // O's, the LSE's and the gradients' tolerances times this (logits larger
+  // than a few units: see randomFlashCase).
+  double conditioning = 1;
   // K and V rows past each batch's length hold NaN (a cache's unwritten
   // rows): no result may change (the reference sees zeros there).
   bool nanPastLengths = false;
@@ -519,7 +522,8 @@ void runCase(const AttentionCase &c, uint64_t seed) {
                         mod, q.values.data(), k.values.data(), v.values.data(),
                         expectedO.data(), expectedLse.data());
 
-  double tolerance = std::max(toleranceFor(c.dtype), c.tolerance);
+  double tolerance =
+      std::max(toleranceFor(c.dtype) * c.conditioning, c.tolerance);
   EXPECT_LE(ref::maxRelativeError(o.values.data(), expectedO.data(),
                                   expectedO.size()),
             tolerance);
@@ -541,7 +545,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
       }
       // LSE is f32 in every dtype: compare relative to its magnitude + 1.
       EXPECT_NEAR(lse.values[i], expectedLse[i],
-                  (c.dtype == "f32" ? 1e-5 : 1e-4) *
+                  (c.dtype == "f32" ? 1e-5 : 1e-4) * c.conditioning *
                       (1 + std::fabs(expectedLse[i])))
           << "row " << i;
     }
@@ -628,16 +632,19 @@ void runCase(const AttentionCase &c, uint64_t seed) {
                          mask, mod, q.values.data(), k.values.data(),
                          v.values.data(), dO.values.data(), expectedDQ.data(),
                          expectedDK.data(), expectedDV.data());
-  double gradTolerance = std::max(c.dtype == "f32"   ? 1e-4
-                                  : c.dtype == "f16" ? 1e-2
-                                                     : 5e-2,
+  double gradTolerance = std::max(c.conditioning * (c.dtype == "f32"   ? 1e-4
+                                                   : c.dtype == "f16" ? 1e-2
+                                                                      : 5e-2),
                                   c.tolerance);
-  EXPECT_LE(gradientError(dQ.values, expectedDQ), gradTolerance) << "dQ";
-  EXPECT_LE(gradientError(dK.values, expectedDK), gradTolerance) << "dK";
-  EXPECT_LE(gradientError(dV.values, expectedDV), gradTolerance) << "dV";
+  EXPECT_LE(gradientError(dQ.values, expectedDQ), gradTolerance)
+      << "dQ " << test::nanMismatch(dQ.values, expectedDQ);
+  EXPECT_LE(gradientError(dK.values, expectedDK), gradTolerance)
+      << "dK " << test::nanMismatch(dK.values, expectedDK);
+  EXPECT_LE(gradientError(dV.values, expectedDV), gradTolerance)
+      << "dV " << test::nanMismatch(dV.values, expectedDV);
   if (!expectedCapture.empty())
     EXPECT_LE(gradientError(dCapture.values, expectedCapture), gradTolerance)
-        << "d capture";
+        << "d capture " << test::nanMismatch(dCapture.values, expectedCapture);
 }
 
 TEST(KernelTest, Examples) {
@@ -802,6 +809,86 @@ TEST(KernelTest, RandomSpecs) {
     if (c.graphForm) {
       c.fuse = false;
       runCase(c, 100 + n);
+    }
+  }
+}
+
+/// A random spec at the sizes the flash kernels tile (heads of 16 to 128,
+/// several query and key tiles, partial last tiles), with any mask, cache,
+/// packed sequences, score mod, dtype and form, on the host's kernels or
+/// those of a CPU without AMX or AVX-512 BF16.
+static AttentionCase randomFlashCase(std::mt19937_64 &rng, int n) {
+  auto pick = picker(rng);
+  AttentionCase c;
+  c.B = pick({1, 2});
+  c.Hkv = pick({1, 2, 4});
+  c.H = c.Hkv * pick({1, 2, 4});
+  c.Sq = pick({1, 4, 16, 63, 129, 257});
+  c.Skv = pick({17, 64, 200, 257, 520});
+  c.D = pick({16, 32, 64, 128});
+  c.Dv = rng() % 2 ? c.D : pick({16, 32, 64, 128});
+  c.dtype = n % 3 == 1 ? "bf16" : n % 6 == 5 ? "f16" : "f32";
+  c.causal = rng() % 2;
+  c.window = rng() % 4 == 0 ? pick({1, 16, 100}) : 0;
+  c.lengths = rng() % 3 == 0;
+  // Every score mod but NonFinite: a row with a +inf or NaN score is NaN,
+  // and what its gradients put into the keys it does not see (masked: NaN
+  // or 0) differs between the kernels and the reference
+  // (NonFiniteScoresMakeTheirRowNaN checks such rows without masks).
+  int64_t kind = rng() % 8;
+  c.scoreMod = kind < 5 ? ScoreModKind(kind) : ScoreModKind::None;
+  c.documentMask = rng() % 4 == 0;
+  c.scale = rng() % 5 == 0 ? 0.3 : 0;
+  c.inputScale = rng() % 6 == 0 ? 4 : 1;
+  int64_t layout = rng() % 6;
+  if (layout == 0 && (c.causal || c.window)) {
+    c.cache = true;
+    c.Sq = std::min(c.Sq, c.Skv);
+  } else if (layout == 1) {
+    c.Sq = c.Skv;
+    c.sequences = pick({1, 2, 5});
+  } else {
+    c.maskAsRegion = rng() % 4 == 0;
+  }
+  c.graphForm = rng() % 4 == 0;
+  int64_t cpu = rng() % 4;
+  c.cpu = cpu == 1   ? "native,-amx-tile,-amx-bf16"
+          : cpu == 2 ? "native,-amx-tile,-amx-bf16,-avx512bf16"
+                     : "native";
+  // The tolerances scaled by the logits' size: an f32 score carries a
+  // rounding error of about 6e-8 |S'|, and P and O inherit it. Scores here
+  // reach ~4 sigma of scale |q| |k| (q, k uniform in +-2 times inputScale)
+  // and ALiBi's slope (up to 1) times the distance; the dtypes'
+  // tolerances are for logits of a few units (8).
+  double sigma = (c.scale ? c.scale : 1 / std::sqrt(double(c.D))) *
+                 std::sqrt(double(c.D)) * (4.0 / 3) * c.inputScale *
+                 c.inputScale;
+  double logits = 4 * sigma + (c.scoreMod == ScoreModKind::Alibi
+                                   ? double(std::max(c.Sq, c.Skv))
+                                   : 0.0);
+  c.conditioning = std::max(1.0, logits / 8);
+  return c;
+}
+
+/// Random specs at flash-kernel sizes, forward and every gradient against
+/// the float64 reference. ATTNC_RANDOM_CASES (default 8) and
+/// ATTNC_RANDOM_SEED run more, or others, as a soak:
+///   ATTNC_RANDOM_CASES=500 ATTNC_RANDOM_SEED=7 build/bin/attnc-unit-tests \
+///     --gtest_filter=KernelTest.RandomFlashSpecs
+TEST(KernelTest, RandomFlashSpecs) {
+  const char *cases = std::getenv("ATTNC_RANDOM_CASES");
+  const char *seed = std::getenv("ATTNC_RANDOM_SEED");
+  int count = cases ? std::atoi(cases) : 8;
+  uint64_t base = seed ? std::strtoull(seed, nullptr, 10) : 20261204;
+  std::mt19937_64 rng(base);
+  for (int n = 0; n < count; ++n) {
+    AttentionCase c = randomFlashCase(rng, n);
+    SCOPED_TRACE("case " + std::to_string(n) + " of seed " +
+                 std::to_string(base));
+    runCase(c, base + 1000 * n);
+    if (c.graphForm) {
+      c.fuse = false;
+      runCase(c, base + 1000 * n);
     }
   }
 }

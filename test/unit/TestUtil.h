@@ -101,6 +101,18 @@ inline double errorOf(const std::vector<double> &actual,
   return diff / norm;
 }
 
+/// Where `actual` has NaN and `expected` a number, or the reverse, first:
+/// "element N: A against E" for a failing check's message; "" if nowhere.
+inline std::string nanMismatch(const std::vector<double> &actual,
+                               const std::vector<double> &expected) {
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (std::isnan(actual[i]) != std::isnan(expected[i]))
+      return "element " + std::to_string(i) + ": " +
+             std::to_string(actual[i]) + " against " +
+             std::to_string(expected[i]);
+  return "";
+}
+
 /// Calls entry point `name` with one Buffer per tensor, in order (their
 /// count checked).
 inline jit::Result call(const jit::Module &module, const std::string &name,
