@@ -90,11 +90,11 @@ int run(int64_t seqLen, const std::string &mask, int64_t window) {
   for (std::vector<float> *t : {&q, &k, &v})
     for (float &x : *t)
       x = uniform(rng);
-  attnc::jit::Result result = module->forward(
-      {{q.data(), {1, kHeads, seqLen, kDim}},
-       {k.data(), {1, kKvHeads, seqLen, kDim}},
-       {v.data(), {1, kKvHeads, seqLen, kDim}},
-       {o.data(), {1, kHeads, seqLen, kDim}}});
+  attnc::jit::Result result =
+      module->forward({{q.data(), {1, kHeads, seqLen, kDim}},
+                       {k.data(), {1, kKvHeads, seqLen, kDim}},
+                       {v.data(), {1, kKvHeads, seqLen, kDim}},
+                       {o.data(), {1, kHeads, seqLen, kDim}}});
   if (!result.ok()) {
     std::fprintf(stderr, "call failed: %s (status %d)\n",
                  result.error.c_str(), result.status);

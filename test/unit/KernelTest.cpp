@@ -633,8 +633,8 @@ void runCase(const AttentionCase &c, uint64_t seed) {
                          v.values.data(), dO.values.data(), expectedDQ.data(),
                          expectedDK.data(), expectedDV.data());
   double gradTolerance = std::max(c.conditioning * (c.dtype == "f32"   ? 1e-4
-                                                   : c.dtype == "f16" ? 1e-2
-                                                                      : 5e-2),
+                                                    : c.dtype == "f16" ? 1e-2
+                                                                       : 5e-2),
                                   c.tolerance);
   EXPECT_LE(gradientError(dQ.values, expectedDQ), gradTolerance)
       << "dQ " << test::nanMismatch(dQ.values, expectedDQ);
@@ -863,9 +863,9 @@ static AttentionCase randomFlashCase(std::mt19937_64 &rng, int n) {
   double sigma = (c.scale ? c.scale : 1 / std::sqrt(double(c.D))) *
                  std::sqrt(double(c.D)) * (4.0 / 3) * c.inputScale *
                  c.inputScale;
-  double logits = 4 * sigma + (c.scoreMod == ScoreModKind::Alibi
-                                   ? double(std::max(c.Sq, c.Skv))
-                                   : 0.0);
+  double logits =
+      4 * sigma +
+      (c.scoreMod == ScoreModKind::Alibi ? double(std::max(c.Sq, c.Skv)) : 0.0);
   c.conditioning = std::max(1.0, logits / 8);
   return c;
 }

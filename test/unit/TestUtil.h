@@ -107,9 +107,8 @@ inline std::string nanMismatch(const std::vector<double> &actual,
                                const std::vector<double> &expected) {
   for (size_t i = 0; i < expected.size(); ++i)
     if (std::isnan(actual[i]) != std::isnan(expected[i]))
-      return "element " + std::to_string(i) + ": " +
-             std::to_string(actual[i]) + " against " +
-             std::to_string(expected[i]);
+      return "element " + std::to_string(i) + ": " + std::to_string(actual[i]) +
+             " against " + std::to_string(expected[i]);
   return "";
 }
 
