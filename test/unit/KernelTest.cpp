@@ -878,11 +878,16 @@ static AttentionCase randomFlashCase(std::mt19937_64 &rng, int n) {
 TEST(KernelTest, RandomFlashSpecs) {
   const char *cases = std::getenv("ATTNC_RANDOM_CASES");
   const char *seed = std::getenv("ATTNC_RANDOM_SEED");
+  // ATTNC_RANDOM_TARGET=vulkan: the same cases on the Vulkan kernels.
+  const char *target = std::getenv("ATTNC_RANDOM_TARGET");
+  bool vulkan = target && std::string(target) == "vulkan";
   int count = cases ? std::atoi(cases) : 8;
   uint64_t base = seed ? std::strtoull(seed, nullptr, 10) : 20261204;
   std::mt19937_64 rng(base);
   for (int n = 0; n < count; ++n) {
     AttentionCase c = randomFlashCase(rng, n);
+    if (vulkan)
+      c.target = jit::Target::Vulkan;
     SCOPED_TRACE("case " + std::to_string(n) + " of seed " +
                  std::to_string(base));
     runCase(c, base + 1000 * n);
