@@ -78,6 +78,10 @@ struct AttentionCase {
   bool nanPastLengths = false;
   // The batch written as `?` (codegen/DynamicBatch.h), B given at the call.
   bool dynamicBatch = false;
+  // A call that returns ATTNC_STATUS_DEVICE_LIMIT (lavapipe cut its loops
+  // short, and the kernel said so) ends the case without a failure: random
+  // Vulkan cases may be larger than lavapipe runs.
+  bool deviceLimitEnds = false;
 
   std::string describe() const {
     std::ostringstream os;
@@ -460,6 +464,8 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   if (noVulkanDevice(status))
     GTEST_SKIP() << "no Vulkan device";
   ASSERT_TRUE(status.error.empty()) << status.error;
+  if (c.deviceLimitEnds && status.status == ATTNC_STATUS_DEVICE_LIMIT)
+    return;
   ASSERT_EQ(status.status, 0);
   o.unpack();
 
@@ -564,6 +570,8 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     fwdArgs.push_back(savedLse.data());
   auto fwdStatus = callHost(*kernels, "kernel_fwd", fwdArgs, c.B);
   ASSERT_TRUE(fwdStatus.error.empty()) << fwdStatus.error;
+  if (c.deviceLimitEnds && fwdStatus.status == ATTNC_STATUS_DEVICE_LIMIT)
+    return;
   ASSERT_EQ(fwdStatus.status, 0);
   EXPECT_EQ(o2.bytes, o.bytes);
 
@@ -589,6 +597,8 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     bwdArgs.push_back(dCapture.data());
   auto bwdStatus = callHost(*kernels, "kernel_bwd", bwdArgs, c.B);
   ASSERT_TRUE(bwdStatus.error.empty()) << bwdStatus.error;
+  if (c.deviceLimitEnds && bwdStatus.status == ATTNC_STATUS_DEVICE_LIMIT)
+    return;
   ASSERT_EQ(bwdStatus.status, 0);
   for (Buffer *grad : {&dQ, &dK, &dV, &dCapture})
     grad->unpack();
@@ -886,8 +896,10 @@ TEST(KernelTest, RandomFlashSpecs) {
   std::mt19937_64 rng(base);
   for (int n = 0; n < count; ++n) {
     AttentionCase c = randomFlashCase(rng, n);
-    if (vulkan)
+    if (vulkan) {
       c.target = jit::Target::Vulkan;
+      c.deviceLimitEnds = true;
+    }
     SCOPED_TRACE("case " + std::to_string(n) + " of seed " +
                  std::to_string(base));
     runCase(c, base + 1000 * n);
