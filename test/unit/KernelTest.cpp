@@ -952,7 +952,7 @@ static AttentionCase randomPackedCase(std::mt19937_64 &rng, int n) {
 /// Packed variable-length sequences (`varlen`) on the CPU: forward and
 /// every gradient against the float64 reference, graph forms fused and
 /// unfused (attn.mask varlen in linalg), with and without the AVX-512 BF16
-/// and AMX products where the host has them.
+/// and AMX products where the host has them, and with a dynamic batch.
 TEST(KernelTest, PackedSequences) {
   std::mt19937_64 rng(20261205);
   for (int n = 0; n < 24; ++n) {
@@ -964,6 +964,14 @@ TEST(KernelTest, PackedSequences) {
       c.fuse = false;
       runCase(c, 900 + n);
     }
+  }
+  // With a dynamic batch (`?`): every entry packs its sequences at the same
+  // offsets (the offsets have no batch), batches of 1, 3 and 5.
+  for (int n = 0; n < 6; ++n) {
+    AttentionCase c = randomPackedCase(rng, n);
+    c.dynamicBatch = true;
+    c.B = 1 + 2 * (n % 3);
+    runCase(c, 950 + n);
   }
 }
 
