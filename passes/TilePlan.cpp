@@ -246,8 +246,12 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   int64_t queryTiles = heads ? heads * ((sq + rows - 1) / rows) : 1;
   // Up to 8 query tiles per task share each key block read from L2 (at
   // S=2048 and D=128 on AVX-512, 4 tiles ran 22% faster than 1, and 8 8%
-  // faster than 4; 16 2% more), keeping 64 tasks or more for the pool.
-  int64_t queryBlock = rows * std::clamp<int64_t>(queryTiles / 64, 1, 8);
+  // faster than 4; 16 2% more), keeping 64 tasks or more for the pool; 16
+  // for forwards without AMX, whose tasks may pack each key block they
+  // visit (codegen/cpu/FlashForward.h, packedBlocks): twice the tiles
+  // share each packing.
+  int64_t queryBlock =
+      rows * std::clamp<int64_t>(queryTiles / 64, 1, fwd && !amx ? 16 : 8);
   // The keys a query tile sees, in whole 32-key tiles: larger steps share
   // the per-row softmax work (reductions, the rescale of O) among more
   // keys; 256 ran 2-3% faster than 128 at D=64 and 4% at D=128 (S=2048,

@@ -41,7 +41,9 @@ public:
                                              : plan.getQueryBlock() / rows);
     if (foldHeads)
       groupTiles = qTiles;
-    packedBlocks = !similarity && (qTiles <= groupTiles || op.getPages());
+    packedBlocks =
+        !similarity && (qTiles <= groupTiles || op.getPages() ||
+                        (!amx && perCallCopyBytes() > kMaxCopyBytes));
     pipelined = amx && rows > kAmxRows && (similarity ? H : groupTiles) > 1;
     kvSplits = packedBlocks && !entropy && !gk ? plan.getSplits() : 1;
     headsPerTask = similarity ? H
@@ -258,13 +260,22 @@ private:
   // into its scratch rather than reading per-call copies of K and V: where
   // one task covers all of a head's query tiles (decoding, short chunks),
   // so that no copy is shared, and its extra memory is a block per thread
-  // whatever Skv. Where several tasks share a head, the copy once per call
-  // is cheaper than a pack per task (K's transpose gathers): at S = 2048,
-  // D = 64 packing per task ran the forward ~15% slower. (Not with
-  // similarity: a task's heads then read different KV heads' blocks.)
-  // With dot products or AMX tiles a block's K and V are paired per task
-  // (pairColumns, pairKeys: the layout of the per-call copies). A paged
-  // cache is always read so: its pages are never copied whole.
+  // whatever Skv; and, without AMX, wherever the copies would take more
+  // than kMaxCopyBytes, so that a call's extra memory stays bounded
+  // whatever Skv. Where several tasks share a head, the copy once per
+  // call is a little cheaper than a pack per task (K's transposes, once
+  // per task rather than per head): with query blocks of up to 16 tiles,
+  // packing ran the forward 0-7% slower at S = 2048 (B=1, H=8, D=64 and
+  // 128, f32 and bf16, causal or not; median of 5 interleaved rounds on a
+  // 2-core Zen 5), hence copies up to 16 MiB (those shapes' are 4-16 MiB),
+  // and 4% slower at S = 16384 (f32, H=4, D=64), where it took 1 MB beyond
+  // inputs and outputs rather than 33 MB.
+  // (Not with similarity: a task's heads then read different KV heads'
+  // blocks. Not on AMX above a head's 8 query tiles: its per-task pairing
+  // was not measured there.) With dot products or AMX tiles a block's K
+  // and V are paired per task (pairColumns, pairKeys: the layout of the
+  // per-call copies). A paged cache is always read so: its pages are never
+  // copied whole.
   bool packedBlocks;
   // Split-KV (the plan's splits, with packed blocks and no statistics):
   // each query block's keys in kvSplits ranges of equal whole key blocks,
@@ -286,6 +297,14 @@ private:
   // at each read: 5.1-5.7 -> 6.2-6.7 ms) and at Sq=16 (GQA: 19.2 -> 20.5-21.3).
   bool valuesInPlace;
   static constexpr int64_t kMaxRowsForValuesInPlace = 8;
+  // The most the per-call copies of K and V may take (packedBlocks).
+  static constexpr int64_t kMaxCopyBytes = 16 << 20;
+  /// What the per-call copies of K and V would take: bf16 pairs, or f32
+  /// K^T tiles and V chunks.
+  int64_t perCallCopyBytes() const {
+    int64_t keys = (Skv + kCols - 1) / kCols * kCols;
+    return B * Hkv * keys * (D + Dv) * (paired ? 2 : 4);
+  }
   // The fewest tasks (batch x KV heads) worth grouping query heads for:
   // fewer would leave threads idle.
   static constexpr int64_t kMinTasks = 8;

@@ -1,4 +1,5 @@
 // RUN: attnc-opt %s -split-input-file -attn-plan-tiles -attn-lower-cpu | FileCheck %s
+// RUN: attnc-opt %s -split-input-file -attn-plan-tiles | FileCheck %s --check-prefix=PLAN
 
 // A GQA decoding step (one query row a head): no per-call copy of K or V.
 // One task per (batch, KV head), 8 of them, runs both query heads of its
@@ -38,4 +39,27 @@ func.func @decode(%q: tensor<2x8x1x32xf32>, %k: tensor<2x4x300x32xf32>, %v: tens
 func.func @decode_bf16(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x4x300x32xbf16>, %v: tensor<2x4x300x32xbf16>) -> tensor<2x8x1x32xbf16> {
   %o, %lse = attn.attention %q, %k, %v : tensor<2x8x1x32xbf16>, tensor<2x4x300x32xbf16>, tensor<2x4x300x32xbf16> -> tensor<2x8x1x32xbf16>, tensor<2x8x1xf32>
   return %o : tensor<2x8x1x32xbf16>
+}
+
+// -----
+
+// A long prefill (many tasks per head) whose per-call copies of K^T and V
+// would take 32 MiB, past FlashForward's 16 MiB: each task packs the key
+// block it is at, as decoding steps do, so that the call's extra memory
+// stays a block per thread. (A shorter one copies them once per call:
+// lower-cpu.mlir.) Its tasks take 10 query tiles (of up to 16 without AMX),
+// which share each packing.
+// PLAN: #attn.cpu_plan<rows = 12, query_block = 120, key_block = 256>
+// CHECK-NOT: __attnc_flash_transpose
+// CHECK-NOT: __attnc_flash_chunk
+// CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK-SAME: (%{{.*}}: memref<1x2x4096x64xf32>, %{{.*}}: memref<1x1x65536x64xf32>, %{{.*}}: memref<1x1x65536x64xf32>
+// CHECK-DAG: %[[KT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x64x32xf32>
+// CHECK-DAG: %[[VC:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x2x256x32xf32>
+// CHECK: vector.store %{{.*}}, %[[KT]]
+// CHECK: vector.store %{{.*}}, %[[VC]]
+// CHECK-LABEL: func.func @long_prefill
+func.func @long_prefill(%q: tensor<1x2x4096x64xf32>, %k: tensor<1x1x65536x64xf32>, %v: tensor<1x1x65536x64xf32>) -> tensor<1x2x4096x64xf32> {
+  %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x4096x64xf32>, tensor<1x1x65536x64xf32>, tensor<1x1x65536x64xf32> -> tensor<1x2x4096x64xf32>, tensor<1x2x4096xf32>
+  return %o : tensor<1x2x4096x64xf32>
 }

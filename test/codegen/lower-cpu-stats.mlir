@@ -8,8 +8,18 @@
 // rows afterwards. The pooled map's row cells (5 rows) are finer than a
 // query tile: it comes from the statistics kernel, which recomputes P a
 // score tile at a time (one task per row cell: 8 cells x 2 batches).
+// With the similarity, the forward's tasks read K^T and V from copies made
+// once per call (K^T in padded 32-key tiles, V in f32 column chunks), which
+// the products prefetch ahead, whatever their size (without the
+// similarity, copies past 16 MiB are packed a block at a time per task
+// instead: lower-cpu-packed.mlir).
+// CHECK-LABEL: func.func private @__attnc_flash_transpose_2x2x48x16xf32_3
+// CHECK-LABEL: func.func private @__attnc_flash_chunk_2x2x48x16xf32
 // CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK-SAME: (%{{.*}}: memref<2x4x40x16xf32>, %{{.*}}: memref<2x2x3x16x32xf32>, %{{.*}}: memref<2x2x1x64x32xf32>
 // CHECK-SAME: memref<2x4x40x16xf32>, %{{.*}}: memref<2x4x40xf32>, %{{.*}}: memref<2x4x40xf32>, %{{.*}}: memref<2x1x4x4xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK: memref.prefetch %{{.*}}, read, locality<3>, data : memref<2x2x48x32xf32>
+// CHECK: memref.prefetch %{{.*}}, read, locality<3>, data : memref<2x2x1x64x32xf32>
 // CHECK-LABEL: func.func private @__attnc_flash_stats
 // CHECK-SAME: memref<2x4x8x6xf32>, %{{.*}}: memref<2x8x4x1xf32>
 // CHECK-LABEL: func.func @stats

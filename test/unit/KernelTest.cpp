@@ -1353,6 +1353,28 @@ TEST(KernelTest, Bf16BackwardDotProducts) {
   runBf16BackwardTileShapes("native,-amx-tile,-amx-bf16");
 }
 
+/// Forwards whose per-call copies of K^T and V would pass 16 MiB (33000
+/// f32 keys of 64 + 64 columns: 16.1 MiB) and whose heads have several
+/// tasks: each task packs the key blocks it visits (FlashForward.h,
+/// packedBlocks), causal or not, with lengths, windows and a score_mod,
+/// forward and every gradient against the reference.
+TEST(KernelTest, LongKeysArePackedPerTask) {
+  for (int n = 0; n < 4; ++n) {
+    AttentionCase c;
+    c.B = 1;
+    c.H = 2;
+    c.Hkv = 1;
+    c.Sq = 130; // 11 query tiles a head: more than one task's
+    c.Skv = 33000;
+    c.D = c.Dv = 64;
+    c.causal = n % 2 == 0;
+    c.window = n == 2 ? 5000 : 0;
+    c.lengths = n == 3;
+    c.scoreMod = n == 1 ? ScoreModKind::Softcap : ScoreModKind::None;
+    runCase(c, 1900 + n);
+  }
+}
+
 /// Split-KV: forwards of few (batch, KV head) pairs and a query block per
 /// head over 2048 keys or more take the plan's key splits (partial O and
 /// LSE per split, merged), forward and backward against the reference:
