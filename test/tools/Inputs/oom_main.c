@@ -1,6 +1,7 @@
 /* A kernel whose allocations fail returns ATTNC_STATUS_OUT_OF_MEMORY, and
  * the next call, with memory, works: run with the address space limited to
- * what the process has mapped plus 16 MB. */
+ * what the process has mapped plus 16 MB. A forward that packs its key
+ * blocks per task runs within that limit. */
 #include "attnc/runtime.h"
 #include "oom.h"
 
@@ -29,6 +30,7 @@ int main(void) {
   float *k = calloc((size_t)H * S * D, sizeof(float));
   float *v = malloc((size_t)H * S * D * sizeof(float));
   float *o = calloc(H * SQ * D, sizeof(float));
+  float sim[H * H];
   if (!q || !k || !v || !o)
     return 1;
   for (size_t i = 0; i < (size_t)H * S * D; ++i)
@@ -40,12 +42,19 @@ int main(void) {
   tight.rlim_cur = (rlim_t)mapped_bytes() + (16 << 20);
   if (setrlimit(RLIMIT_AS, &tight) != 0)
     return 1;
-  int status = big(q, k, v, o);
+  int status = big(q, k, v, o, sim);
   printf("limited: status %d %s\n", status, attnc_status_string(status));
+  status = packed(q, k, v, o);
+  int ones = 1;
+  for (int i = 0; i < H * SQ * D; ++i)
+    ones &= o[i] == 1.0f;
+  printf("limited, packed per task: status %d ones %d\n", status, ones);
   setrlimit(RLIMIT_AS, &unlimited);
   attnc_workspace_release();
-  status = big(q, k, v, o);
-  int ones = 1;
+  for (int i = 0; i < H * SQ * D; ++i)
+    o[i] = 0.0f;
+  status = big(q, k, v, o, sim);
+  ones = 1;
   for (int i = 0; i < H * SQ * D; ++i)
     ones &= o[i] == 1.0f;
   printf("unlimited: status %d ones %d\n", status, ones);
