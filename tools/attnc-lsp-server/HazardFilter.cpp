@@ -24,6 +24,25 @@ json::Object positionOf(StringRef text, size_t offset) {
                       {"character", character}};
 }
 
+/// A notification's method and params, or nullopt for another message.
+std::optional<std::pair<StringRef, json::Object *>>
+notificationOf(json::Value &message) {
+  json::Object *object = message.getAsObject();
+  json::Object *params = object ? object->getObject("params") : nullptr;
+  std::optional<StringRef> method =
+      object ? object->getString("method") : std::nullopt;
+  if (!params || !method)
+    return std::nullopt;
+  return std::make_pair(*method, params);
+}
+
+/// params.textDocument, and its uri.
+std::pair<json::Object *, std::optional<StringRef>>
+documentOf(json::Object &params) {
+  json::Object *document = params.getObject("textDocument");
+  return {document, document ? document->getString("uri") : std::nullopt};
+}
+
 } // namespace
 
 std::string HazardFilter::update(StringRef uri, int64_t version,
@@ -46,28 +65,21 @@ std::string HazardFilter::update(StringRef uri, int64_t version,
 }
 
 json::Value HazardFilter::fromClient(json::Value message) {
-  json::Object *object = message.getAsObject();
-  json::Object *params = object ? object->getObject("params") : nullptr;
-  std::optional<StringRef> method =
-      object ? object->getString("method") : std::nullopt;
-  if (!params || !method)
+  auto notification = notificationOf(message);
+  if (!notification)
     return message;
+  auto [method, params] = *notification;
+  auto [document, uri] = documentOf(*params);
   std::lock_guard<std::mutex> lock(mutex);
-  if (*method == "textDocument/didOpen") {
-    json::Object *document = params->getObject("textDocument");
-    std::optional<StringRef> uri =
-        document ? document->getString("uri") : std::nullopt;
+  if (method == "textDocument/didOpen") {
     std::optional<StringRef> text =
         document ? document->getString("text") : std::nullopt;
     if (uri && text)
       (*document)["text"] = update(
           *uri, document->getInteger("version").value_or(0), text->str());
-  } else if (*method == "textDocument/didChange") {
+  } else if (method == "textDocument/didChange") {
     // (The URI as a string: lsp::URIForFile knows only the schemes the
     // server registers, file and MLIR's test scheme.)
-    json::Object *document = params->getObject("textDocument");
-    std::optional<StringRef> uri =
-        document ? document->getString("uri") : std::nullopt;
     json::Array *changes = params->getArray("contentChanges");
     auto known = uri ? texts.find(*uri) : texts.end();
     if (!changes || known == texts.end())
@@ -87,24 +99,18 @@ json::Value HazardFilter::fromClient(json::Value message) {
     (*params)["contentChanges"] = json::Array{json::Object{
         {"text", update(*uri, document->getInteger("version").value_or(0),
                         std::move(text))}}};
-  } else if (*method == "textDocument/didClose") {
-    json::Object *document = params->getObject("textDocument");
-    if (std::optional<StringRef> uri =
-            document ? document->getString("uri") : std::nullopt) {
-      texts.erase(*uri);
-      hazards.erase(*uri);
-    }
+  } else if (method == "textDocument/didClose" && uri) {
+    texts.erase(*uri);
+    hazards.erase(*uri);
   }
   return message;
 }
 
 json::Value HazardFilter::fromServer(json::Value message) {
-  json::Object *object = message.getAsObject();
-  json::Object *params = object ? object->getObject("params") : nullptr;
-  std::optional<StringRef> method =
-      object ? object->getString("method") : std::nullopt;
-  if (!params || method != "textDocument/publishDiagnostics")
+  auto notification = notificationOf(message);
+  if (!notification || notification->first != "textDocument/publishDiagnostics")
     return message;
+  json::Object *params = notification->second;
   std::optional<StringRef> uri = params->getString("uri");
   std::lock_guard<std::mutex> lock(mutex);
   auto document = uri ? hazards.find(*uri) : hazards.end();
