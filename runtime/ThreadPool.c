@@ -1,4 +1,5 @@
 /* The thread pool generated kernels run their parallel loops on. */
+#include "Arena.h"
 #include "attnc/runtime.h"
 
 #include <pthread.h>
@@ -23,6 +24,7 @@ typedef struct {
   int helpers;       /* workers that take tasks in this job */
   atomic_int active; /* workers still inside the current job */
   atomic_int out_of_memory; /* a task's allocation failed */
+  attnc_arena *arena;       /* the caller's: its tasks allocate there */
 } job_t;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -62,6 +64,8 @@ static void run_tasks(job_t *j) {
  * fails: the job is marked, and no further task starts. */
 static void run_tasks_guarded(job_t *j) {
   _Alignas(16) char frame[ATTNC_KERNEL_FRAME_BYTES];
+  attnc_arena *own = attnc_arena_current();
+  attnc_arena_set(j->arena);
   attnc_kernel_enter(frame);
   if (setjmp(*(jmp_buf *)frame)) {
     atomic_store(&j->out_of_memory, 1);
@@ -70,6 +74,7 @@ static void run_tasks_guarded(job_t *j) {
     run_tasks(j);
   }
   attnc_kernel_leave(frame);
+  attnc_arena_set(own);
 }
 
 /* How long a worker spins between jobs before it sleeps, and the caller
@@ -164,6 +169,7 @@ void attnc_parallel_for_threads(int64_t n, attnc_task_fn fn, void *ctx,
   atomic_store(&job.next, 0);
   atomic_store(&job.active, workers);
   atomic_store(&job.out_of_memory, 0);
+  job.arena = attnc_arena_current();
   atomic_fetch_add(&generation, 1);
   pthread_cond_broadcast(&wake);
   pthread_mutex_unlock(&lock);

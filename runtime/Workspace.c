@@ -9,7 +9,12 @@
  * call. So blocks of ATTNC_CACHE_MIN bytes or more are kept when freed and
  * handed to the next request they fit, up to a total of
  * ATTNC_WORKSPACE_CACHE_MB (default 256; 0 caches nothing). Smaller blocks
- * go straight back to malloc. */
+ * go straight back to malloc.
+ *
+ * A live block (allocated, not yet freed) is linked into the arena of the
+ * call that allocated it (Arena.h), so that a call that runs out of memory
+ * can free what it had allocated. */
+#include "Arena.h"
 #include "attnc/runtime.h"
 
 #include <pthread.h>
@@ -18,9 +23,56 @@
 
 #define ATTNC_CACHE_MIN (1u << 20)
 #define ATTNC_CACHE_SLOTS 32
-/* Every block starts with its capacity; 16 bytes keep malloc's alignment
- * (MLIR aligns further by hand where a memref asks for more). */
-#define ATTNC_HEADER 16
+/* Every block starts with a header: its capacity and its links in its
+ * arena; 32 bytes keep malloc's alignment (MLIR aligns further by hand
+ * where a memref asks for more). */
+typedef struct header {
+  size_t capacity;
+  attnc_arena *arena; /* null: in none */
+  struct header *prev, *next;
+} header_t;
+#define ATTNC_HEADER 32
+_Static_assert(sizeof(header_t) <= ATTNC_HEADER, "the block header grew");
+
+struct attnc_arena {
+  pthread_mutex_t lock;
+  header_t *head;
+};
+
+static _Thread_local attnc_arena own_arena = {PTHREAD_MUTEX_INITIALIZER, NULL};
+static _Thread_local attnc_arena *current_arena;
+
+attnc_arena *attnc_arena_current(void) { return current_arena; }
+void attnc_arena_set(attnc_arena *arena) { current_arena = arena; }
+attnc_arena *attnc_arena_own(void) { return &own_arena; }
+
+static void link_block(header_t *h, attnc_arena *arena) {
+  h->arena = arena;
+  h->prev = NULL;
+  if (!arena)
+    return;
+  pthread_mutex_lock(&arena->lock);
+  h->next = arena->head;
+  if (h->next)
+    h->next->prev = h;
+  arena->head = h;
+  pthread_mutex_unlock(&arena->lock);
+}
+
+static void unlink_block(header_t *h) {
+  attnc_arena *arena = h->arena;
+  if (!arena)
+    return;
+  pthread_mutex_lock(&arena->lock);
+  if (h->prev)
+    h->prev->next = h->next;
+  else
+    arena->head = h->next;
+  if (h->next)
+    h->next->prev = h->prev;
+  pthread_mutex_unlock(&arena->lock);
+  h->arena = NULL;
+}
 
 typedef struct {
   char *base;
@@ -45,7 +97,9 @@ static size_t cache_limit(void) {
 static void *with_header(char *base, size_t capacity) {
   if (!base)
     return NULL;
-  *(size_t *)base = capacity;
+  header_t *h = (header_t *)base;
+  h->capacity = capacity;
+  link_block(h, current_arena);
   return base + ATTNC_HEADER;
 }
 
@@ -79,11 +133,9 @@ void *_mlir_memref_to_llvm_alloc(uint64_t size) {
   return with_header(base, size);
 }
 
-void _mlir_memref_to_llvm_free(void *ptr) {
-  if (!ptr)
-    return;
-  char *base = (char *)ptr - ATTNC_HEADER;
-  size_t capacity = *(size_t *)base;
+/* A block no longer live: kept in the cache, or back to malloc. */
+static void put_back(char *base) {
+  size_t capacity = ((header_t *)base)->capacity;
   if (capacity >= ATTNC_CACHE_MIN) {
     pthread_mutex_lock(&cache_lock);
     size_t max = cache_limit();
@@ -101,6 +153,27 @@ void _mlir_memref_to_llvm_free(void *ptr) {
     pthread_mutex_unlock(&cache_lock);
   }
   free(base);
+}
+
+void _mlir_memref_to_llvm_free(void *ptr) {
+  if (!ptr)
+    return;
+  char *base = (char *)ptr - ATTNC_HEADER;
+  unlink_block((header_t *)base);
+  put_back(base);
+}
+
+void attnc_arena_release(attnc_arena *arena) {
+  pthread_mutex_lock(&arena->lock);
+  header_t *h = arena->head;
+  arena->head = NULL;
+  pthread_mutex_unlock(&arena->lock);
+  while (h) {
+    header_t *next = h->next;
+    h->arena = NULL;
+    put_back((char *)h);
+    h = next;
+  }
 }
 
 int64_t attnc_workspace_release(void) {

@@ -87,9 +87,10 @@ void _mlir_memref_to_llvm_free(void *ptr);
  * - Out of memory: an allocation of the kernel that fails calls
  *   attnc_out_of_memory, which jumps back to the innermost frame of this
  *   thread; the entry point then returns ATTNC_STATUS_OUT_OF_MEMORY. What
- *   the call had allocated by then is not freed, and its outputs may be
- *   partly written. Without a frame (a kernel called other than through its
- *   entry point) it aborts with a message.
+ *   the call had allocated by then is freed (the pool's workers'
+ *   allocations for it too), and its outputs may be partly written. Without a
+ * frame (a kernel called other than through its entry point) it aborts with a
+ * message.
  * - Floating point: the work runs with denormals flushed to zero (FTZ and
  *   DAZ on x86), on the pool's threads too.
  * leave restores the previous frame and floating-point mode. */

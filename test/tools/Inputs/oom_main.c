@@ -1,10 +1,11 @@
 /* A kernel whose allocations fail returns ATTNC_STATUS_OUT_OF_MEMORY, and
  * the next call, with memory, works: run with the address space limited to
  * what the process has mapped plus 16 MB. A forward that packs its key
- * blocks per task runs within that limit. */
+ * blocks per task runs within that limit. A failed call leaks nothing. */
 #include "attnc/runtime.h"
 #include "oom.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -44,6 +45,13 @@ int main(void) {
     return 1;
   int status = big(q, k, v, o, sim);
   printf("limited: status %d %s\n", status, attnc_status_string(status));
+  /* A failed call leaks nothing (what it had allocated is freed). */
+  attnc_workspace_release();
+  size_t before = mallinfo2().uordblks;
+  status = big(q, k, v, o, sim);
+  attnc_workspace_release();
+  printf("limited again: status %d, %zu bytes leaked\n", status,
+         mallinfo2().uordblks - before);
   status = packed(q, k, v, o);
   int ones = 1;
   for (int i = 0; i < H * SQ * D; ++i)
