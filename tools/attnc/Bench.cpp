@@ -520,8 +520,10 @@ int benchSpec(const std::string &path, const BenchOptions &options,
   for (const std::string &name : options.shuffled)
     given.emplace_back(name, "shuffled");
   for (const auto &[name, value] : given) {
+    // (A named copy: a lambda may not capture a structured binding in C++17.)
+    const std::string &wanted = name;
     auto arg = llvm::find_if(entry.args, [&](const jit::TensorSpec &a) {
-      return a.name == name && !a.isOutput;
+      return a.name == wanted && !a.isOutput;
     });
     if (arg == entry.args.end() || isFloat(arg->dtype)) {
       errs << "attnc: error: --fill " << name << "=" << value << ": @"
