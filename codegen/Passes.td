@@ -168,7 +168,7 @@ def AttnExportAbi : Pass<"attn-export-abi", "mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def AttnLowerGpu : Pass<"attn-lower-gpu", "mlir::ModuleOp"> {
-  let summary = "Lower attn.attention(_grad) to target-neutral GPU flash kernels";
+  let summary = "Lower attn.attention(_grad) and attn.attention_stats to target-neutral GPU flash kernels";
   let description = [{
     Every decision comes from the op's `attn.tile_plan` (#attn.gpu_plan,
     from attn-plan-gpu-tiles; an op without one, whose tiles fit no
@@ -186,9 +186,15 @@ def AttnLowerGpu : Pass<"attn-lower-gpu", "mlir::ModuleOp"> {
     of every query head of its group, and one per (batch, head, query
     block) for dQ (no atomics: deterministic); float score captures get
     per-key partial gradients summed in key order by a kernel of their own.
-    Score_mod and mask_mod regions are evaluated per element, capture reads
-    as loads. Ops the kernels do not cover (capture partials over 64 MiB)
-    are left to attn-lower-to-linalg.
+    Each attn.attention_stats recomputes P = exp(S' - LSE) a key block at a
+    time and never stores it: a kernel per (batch, head, query block) for
+    the entropies and each row's sums over the pooled grid's key cells, one
+    per (batch, query block) with every head's P of a key block in
+    workgroup memory for the head similarity's partials, then kernels that
+    sum the pooled cells, the mean entropies and the similarity in a fixed
+    order. Score_mod and mask_mod regions are evaluated per element,
+    capture reads as loads. Ops the kernels do not cover (capture partials
+    over 64 MiB) are left to attn-lower-to-linalg.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",

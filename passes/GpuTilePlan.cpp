@@ -18,6 +18,15 @@ int64_t gpuSharedWords(Operation *op, int64_t queryBlock, int64_t keyBlock) {
     // Q, K, V, P and O tiles; row max, sum and rescale.
     return q * d + k * d + k * dv + q * k + q * dv + 3 * q;
   }
+  if (auto stats = dyn_cast<attn::AttentionStatsOp>(op)) {
+    int64_t d = shapeOf(stats.getQuery())[3], h = shapeOf(stats.getQuery())[1],
+            group = h / shapeOf(stats.getKey())[1];
+    // Rows kernel: Q, K and P tiles, the rows' entropy sums; similarity
+    // kernel: the Q rows of one KV head's group, K, and every head's P.
+    int64_t rows = q * d + k * d + q * k + q;
+    int64_t similarity = group * q * d + k * d + h * q * k;
+    return stats.getSimilarity() ? std::max(rows, similarity) : rows;
+  }
   auto grad = cast<attn::AttentionGradOp>(op);
   auto [d, dv] = heads(grad.getQuery(), grad.getValue());
   // dQ kernel: Q, dO, K, V, dS and dQ tiles; LSE, Delta and dLSE.

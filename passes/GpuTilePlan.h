@@ -22,8 +22,9 @@ struct GpuTarget {
 };
 
 /// The f32 words of workgroup memory the flash kernels of `op` (an
-/// attn.attention or attn.attention_grad) stage for `queryBlock` rows and
-/// `keyBlock` keys: the forward's, or the largest of the backward's.
+/// attn.attention, attn.attention_grad or attn.attention_stats) stage for
+/// `queryBlock` rows and `keyBlock` keys: the forward's, or the largest of
+/// the backward's or the statistics' kernels.
 int64_t gpuSharedWords(mlir::Operation *op, int64_t queryBlock,
                        int64_t keyBlock);
 

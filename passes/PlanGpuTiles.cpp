@@ -41,11 +41,10 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
         attn::setTilePlan(op, gpuPlan);
     };
     getOperation().walk([&](Operation *op) {
-      // The statistics and distillations have no GPU kernel: they keep the
-      // unfused lowering.
+      // The distillations have no GPU kernel: they keep the unfused
+      // lowering.
       if (promoteMaskModOfFusedOp(op) &&
-          !isa<attn::AttentionStatsOp, attn::DistillOp, attn::DistillGradOp>(
-              op))
+          !isa<attn::DistillOp, attn::DistillGradOp>(op))
         plan(op);
     });
   }

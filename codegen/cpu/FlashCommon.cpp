@@ -1,5 +1,6 @@
 // The flash kernels' shared building blocks (see FlashCommon.h).
 #include "codegen/cpu/FlashCommon.h"
+#include "codegen/PooledCells.h"
 
 #include "codegen/cpu/FastExp.h"
 #include "codegen/cpu/WidenRegion.h"
@@ -526,16 +527,11 @@ SmallVector<Value> FlashCommon::rowOf(Value n) {
 }
 
 Value FlashCommon::cellOf(Value e, int64_t n, int64_t count) {
-  // floor(((e + 1) count - 1) / n): the last cell whose start is <= e.
-  Value scaled =
-      arith::MulIOp::create(b, arith::AddIOp::create(b, e, idx(1)), idx(count));
-  return arith::DivUIOp::create(b, arith::SubIOp::create(b, scaled, idx(1)),
-                                idx(n));
+  return pooledCellOf(b, e, n, count);
 }
 
 Value FlashCommon::cellStart(Value c, int64_t n, int64_t count) {
-  return arith::DivUIOp::create(b, arith::MulIOp::create(b, c, idx(n)),
-                                idx(count));
+  return pooledCellStart(b, c, n, count);
 }
 
 void FlashCommon::addToKeyCells(Value p, Value j0, int64_t w, int64_t cells,

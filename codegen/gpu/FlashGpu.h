@@ -1,9 +1,9 @@
-// The target-neutral GPU flash-attention kernels of attn.attention and
-// attn.attention_grad: gpu.launch ops whose workgroups stage query rows and
-// key blocks in workgroup memory between barriers, keep the online
-// softmax's row statistics with subgroup reductions (any subgroup size:
-// each subgroup owns whole rows, its lanes stride over keys, then over the
-// value dimension) and skip the key blocks the named masks empty
+// The target-neutral GPU flash-attention kernels of attn.attention,
+// attn.attention_grad and attn.attention_stats: gpu.launch ops whose workgroups
+// stage query rows and key blocks in workgroup memory between barriers, keep
+// the online softmax's row statistics with subgroup reductions (any subgroup
+// size: each subgroup owns whole rows, its lanes stride over keys, then over
+// the value dimension) and skip the key blocks the named masks empty
 // (MaskTiles, as the CPU kernels do). Built before bufferization: inputs
 // through bufferization.to_buffer, results back through to_tensor.
 #ifndef ATTNC_CODEGEN_GPU_FLASHGPU_H
@@ -33,6 +33,15 @@ mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
 /// atomics) in place of `op`.
 mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
                                     attn::AttentionGradOp op,
+                                    attn::GpuPlanAttr plan);
+
+/// Builds the statistics kernels of `op` in place of `op`: the entropies
+/// and pooled rows from P recomputed from the LSE a key block at a time,
+/// the head similarity's partials from every head's P of a key block in
+/// workgroup memory, then the means and norms (FlashGpuStats.cpp). No
+/// Sq x Skv buffer; no atomics.
+mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
+                                    attn::AttentionStatsOp op,
                                     attn::GpuPlanAttr plan);
 
 } // namespace attnc

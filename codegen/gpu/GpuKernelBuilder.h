@@ -151,12 +151,17 @@ template <typename OpTy> struct FlashShape {
              int64_t W)
       : op(op), masks(op), Bq(Bq), Bk(Bk), W(W) {
     masks.offsets = bufferOf(b, attn::varlenOf(op));
-    auto q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
-         v = shapeOf(op.getValue());
+    auto q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
     B = q[0], H = q[1], Sq = q[2], D = q[3];
-    Hkv = k[1], Skv = attn::keyCountOf(op), Dv = v[3];
+    Hkv = k[1], Skv = attn::keyCountOf(op), Dv = valueDimOf(op);
     scale = op.getEffectiveScale();
   }
+
+  /// V's head dimension; 0 for the statistics (no V).
+  template <typename T> static int64_t valueDimOf(T op) {
+    return shapeOf(op.getValue())[3];
+  }
+  static int64_t valueDimOf(attn::AttentionStatsOp) { return 0; }
 
   /// The score_mod's arguments for (b, h, i, j) and the scaled product
   /// `raw`: i and j clamped into range, so that capture reads stay inside.
@@ -247,6 +252,115 @@ struct QueryBlock {
     limit = s.masks.keyLimit(g.b, lengths, bi);
   }
 };
+
+/// The subgroup's lane, its size, its index and the workgroup's count.
+struct Subgroup {
+  Value lane, size, id, count;
+  explicit Subgroup(ImplicitLocOpBuilder &b)
+      : lane(gpu::LaneIdOp::create(b, nullptr)),
+        size(gpu::SubgroupSizeOp::create(b, nullptr)),
+        id(gpu::SubgroupIdOp::create(b, nullptr)),
+        count(gpu::NumSubgroupsOp::create(b, nullptr)) {}
+};
+
+/// The tile-level steps every kernel shares, for a workgroup of `W`
+/// invocations of which this one is `tid`.
+struct Workgroup {
+  GpuBuilder &g;
+  Value tid;
+  int64_t W;
+
+  /// body(r, c) for the elements of a rows x cols tile this invocation
+  /// owns: e = tid, tid + W, ... in row-major order.
+  void forEachElement(int64_t rows, int64_t cols,
+                      function_ref<void(Value, Value)> body) {
+    g.loop(tid, g.idx(rows * cols), g.idx(W), [&](Value e) {
+      body(g.divu(e, g.idx(cols)), g.remu(e, g.idx(cols)));
+    });
+  }
+  void fill(Value tile, int64_t rows, int64_t cols, Value value) {
+    forEachElement(rows, cols, [&](Value r, Value c) {
+      memref::StoreOp::create(g.b, value, tile, ValueRange{r, c});
+    });
+  }
+  /// Copies rows [r0, r0 + rows) of `src[bi, head, :, :]` (zero past
+  /// `extent`) into the tile `dst` (rows x width), in f32.
+  void stageRows(Value src, Value bi, Value head, Value r0, int64_t rows,
+                 int64_t width, int64_t extent, Value dst) {
+    forEachElement(rows, width, [&](Value r, Value c) {
+      Value row = g.add(r0, r);
+      Value v = g.load(src, {bi, head, g.minu(row, g.idx(extent - 1)), c});
+      memref::StoreOp::create(
+          g.b, g.select(g.ult(row, g.idx(extent)), v, g.cst(0.0f)), dst,
+          ValueRange{r, c});
+    });
+  }
+  /// dst[r][c] = key row r0 + r of K or V (src) for (bi, head), zeros from
+  /// `limit` on (a cache's rows past a batch's length may hold anything,
+  /// NaN included, and P V multiplies them by p = 0): src is [B, Hkv,
+  /// extent, width], or with a block table `table` [B, M] a pool of pages
+  /// [N, Hkv, P, width] whose row j of batch bi is row j % P of page
+  /// table[bi, j / P] (an entry outside [0, N) reads page 0).
+  void stageKeys(Value src, Value table, Value bi, Value head, Value r0,
+                 int64_t rows, int64_t width, int64_t extent, Value limit,
+                 Value dst) {
+    ArrayRef<int64_t> shape = cast<MemRefType>(src.getType()).getShape();
+    forEachElement(rows, width, [&](Value r, Value c) {
+      Value row = g.add(r0, r);
+      Value at = g.minu(row, g.idx(extent - 1));
+      SmallVector<Value> index = {bi, head, at, c};
+      if (table) {
+        Value entry = memref::LoadOp::create(
+            g.b, table, ValueRange{bi, g.divu(at, g.idx(shape[2]))});
+        Value page = arith::IndexCastOp::create(g.b, g.b.getIndexType(), entry);
+        page = g.select(g.ult(page, g.idx(shape[0])), page, g.idx(0));
+        index = {page, head, g.remu(at, g.idx(shape[2])), c};
+      }
+      Value v = g.load(src, index);
+      memref::StoreOp::create(g.b, g.select(g.ult(row, limit), v, g.cst(0.0f)),
+                              dst, ValueRange{r, c});
+    });
+  }
+  /// Writes map(tile[r][c], r) to dst[bi, head, r0 + r, c] for the rows
+  /// before `extent`, in dst's element type.
+  void storeRows(Value tile, int64_t rows, int64_t cols, Value dst, Value bi,
+                 Value head, Value r0, int64_t extent,
+                 function_ref<Value(Value, Value)> map) {
+    forEachElement(rows, cols, [&](Value r, Value c) {
+      Value row = g.add(r0, r);
+      g.ifThen(g.ult(row, g.idx(extent)), [&] {
+        Value v = memref::LoadOp::create(g.b, tile, ValueRange{r, c});
+        g.store(map(v, r), dst, {bi, head, row, c});
+      });
+    });
+  }
+  /// acc = acc * rowScale(r) (when given) + x y, for the tiles acc (rows x
+  /// cols), x (rows x inner) and y (inner x cols): the kernels' block
+  /// product (P V, dS K), an invocation per element of acc. The one place a
+  /// target would put its matrix instructions.
+  void multiplyAccumulate(Value acc, Value x, Value y, int64_t rows,
+                          int64_t inner, int64_t cols,
+                          function_ref<Value(Value)> rowScale = nullptr) {
+    forEachElement(rows, cols, [&](Value r, Value c) {
+      Value init = memref::LoadOp::create(g.b, acc, ValueRange{r, c});
+      if (rowScale)
+        init = g.mul(init, rowScale(r));
+      Value sum = g.reduce(
+          g.idx(0), g.idx(inner), g.idx(1), init, [&](Value k, Value a) {
+            return g.add(a, g.mul(g.load(x, {r, k}), g.load(y, {k, c})));
+          });
+      memref::StoreOp::create(g.b, sum, acc, ValueRange{r, c});
+    });
+  }
+};
+
+/// body() on lane 0 of the subgroup only (it records a row's statistics).
+inline void onLaneZero(GpuBuilder &g, const Subgroup &sg,
+                       function_ref<void()> body) {
+  g.ifThen(
+      arith::CmpIOp::create(g.b, arith::CmpIPredicate::eq, sg.lane, g.idx(0)),
+      body);
+}
 
 inline Value allocLike(ImplicitLocOpBuilder &b, Type tensorType) {
   auto type = cast<RankedTensorType>(tensorType);

@@ -1,5 +1,5 @@
-// attn-lower-gpu: attn.attention(_grad) as target-neutral GPU flash
-// kernels (FlashGpu.h), as their GPU plans say.
+// attn-lower-gpu: attn.attention(_grad) and attn.attention_stats as
+// target-neutral GPU flash kernels (FlashGpu.h), as their GPU plans say.
 #include "codegen/Passes.h"
 #include "codegen/gpu/FlashGpu.h"
 
@@ -33,7 +33,8 @@ struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
       return signalPassFailure();
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp>(op))
+      if (isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp,
+              attnc::attn::AttentionStatsOp>(op))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -47,6 +48,8 @@ struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
       LogicalResult lowered = failure();
       if (auto fwd = dyn_cast<attnc::attn::AttentionOp>(op))
         lowered = attnc::lowerToFlashGpu(rewriter, fwd, plan);
+      else if (auto stats = dyn_cast<attnc::attn::AttentionStatsOp>(op))
+        lowered = attnc::lowerToFlashGpu(rewriter, stats, plan);
       else
         lowered = attnc::lowerToFlashGpu(
             rewriter, cast<attnc::attn::AttentionGradOp>(op), plan);

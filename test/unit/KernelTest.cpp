@@ -19,6 +19,7 @@ using namespace attnc;
 namespace {
 
 using test::Buffer;
+using test::noVulkanDevice;
 using test::tensorType;
 using test::testOptions;
 
@@ -347,14 +348,6 @@ jit::Result callHost(const jit::Module &module, const std::string &name,
       tensors.push_back({buffers[k], entry.args[k].shape, entry.args[k].dtype});
   }
   return module.call(name, tensors);
-}
-
-/// Whether a status says there is no Vulkan device: such tests skip unless
-/// ATTNC_REQUIRE_VULKAN=1 (then they fail).
-bool noVulkanDevice(const jit::Result &result) {
-  const char *require = std::getenv("ATTNC_REQUIRE_VULKAN");
-  return result.error.empty() && result.status == ATTNC_STATUS_NO_DEVICE &&
-         !(require && std::string(require) == "1");
 }
 
 void runCase(const AttentionCase &c, uint64_t seed) {

@@ -30,6 +30,7 @@ struct StatsCase {
   bool softcap = false;   // score_mod: 5 tanh(s / 5)
   bool documents = false; // mask_mod: same document (ids captured)
   std::string cpu = "native"; // jit::Options::cpu
+  jit::Target target = jit::Target::Cpu;
 
   std::string describe() const {
     std::ostringstream os;
@@ -37,7 +38,8 @@ struct StatsCase {
        << " Skv=" << Skv << " D=" << D << " grid=" << Gq << "x" << Gk << " "
        << dtype << (causal ? " causal" : "") << " window=" << window
        << (lengths ? " lengths" : "") << (softcap ? " softcap" : "")
-       << (documents ? " documents" : "") << " cpu=" << cpu;
+       << (documents ? " documents" : "") << " cpu=" << cpu
+       << (target == jit::Target::Vulkan ? " vulkan" : "");
     return os.str();
   }
 };
@@ -110,6 +112,7 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
   std::string error;
   jit::Options options = test::testOptions();
   options.cpu = c.cpu;
+  options.target = c.target;
   auto module = jit::Module::compile(spec, options, &error);
   ASSERT_TRUE(module) << error;
 
@@ -147,6 +150,8 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
   if (gradients)
     args.push_back(&lse);
   jit::Result status = call(*module, gradients ? "stats_fwd" : "stats", args);
+  if (test::noVulkanDevice(status))
+    GTEST_SKIP() << "no Vulkan device";
   ASSERT_TRUE(status.ok()) << status.error << " status " << status.status;
   for (Buffer *r : results)
     r->unpack();
@@ -397,6 +402,48 @@ TEST(StatsTest, GenericCpus) {
   for (const char *cpu : {"x86-64", "x86-64-v3"}) {
     c.cpu = cpu;
     runCase(c, 52, /*gradients=*/false);
+  }
+}
+
+/// The GPU kernels through Vulkan (lavapipe in the test suite): the
+/// statistics recomputed from the LSE a key block at a time, never P.
+TEST(StatsTest, VulkanKernels) {
+  StatsCase c;
+  c.target = jit::Target::Vulkan;
+  c.B = 2, c.H = 4, c.Hkv = 2, c.Sq = 40, c.Skv = 70, c.Gq = 8, c.Gk = 6;
+  c.causal = true;
+  runCase(c, 71, /*gradients=*/true);
+  // Many heads (78 head pairs over 64 invocations), GQA, rows over many
+  // key blocks, an empty batch; key cells smaller than a key block (one
+  // key each) and larger ones.
+  c.B = 2, c.H = 12, c.Hkv = 3, c.Sq = 70, c.Skv = 300, c.Gq = 5, c.Gk = 300;
+  c.causal = false, c.lengths = true;
+  runCase(c, 73, /*gradients=*/false);
+  c.Gk = 7, c.dtype = "bf16", c.lengths = false, c.window = 40;
+  c.softcap = true;
+  runCase(c, 74, /*gradients=*/false);
+  c.dtype = "f32", c.window = 0, c.softcap = false, c.documents = true;
+  c.Sq = 33, c.Gq = 33;
+  runCase(c, 75, /*gradients=*/false);
+  std::mt19937_64 rng(72);
+  for (int n = 0; n < 6; ++n) {
+    c = StatsCase{};
+    c.target = jit::Target::Vulkan;
+    c.B = 1 + rng() % 2;
+    c.Hkv = 1 + rng() % 2;
+    c.H = c.Hkv * (1 + rng() % 3);
+    c.Sq = 1 + rng() % 50;
+    c.Skv = 1 + rng() % 90;
+    c.D = 16 * (1 + rng() % 2);
+    c.Gq = 1 + rng() % c.Sq;
+    c.Gk = 1 + rng() % c.Skv;
+    c.causal = rng() % 3 == 0;
+    c.window = rng() % 4 == 0 ? 1 + rng() % 20 : 0;
+    c.lengths = rng() % 3 == 0;
+    c.softcap = rng() % 3 == 0;
+    c.documents = rng() % 4 == 0;
+    c.dtype = rng() % 3 == 0 ? "bf16" : "f32";
+    runCase(c, 80 + n, /*gradients=*/n % 3 == 0);
   }
 }
 

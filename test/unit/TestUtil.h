@@ -3,11 +3,13 @@
 #define ATTNC_TEST_UNIT_TESTUTIL_H
 
 #include "attnc/jit.h"
+#include "attnc/runtime.h"
 #include "tools/reference/Reference.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <limits>
@@ -110,6 +112,14 @@ inline std::string nanMismatch(const std::vector<double> &actual,
       return "element " + std::to_string(i) + ": " + std::to_string(actual[i]) +
              " against " + std::to_string(expected[i]);
   return "";
+}
+
+/// Whether a status says there is no Vulkan device: such tests skip unless
+/// ATTNC_REQUIRE_VULKAN=1 (then they fail).
+inline bool noVulkanDevice(const jit::Result &result) {
+  const char *require = std::getenv("ATTNC_REQUIRE_VULKAN");
+  return result.error.empty() && result.status == ATTNC_STATUS_NO_DEVICE &&
+         !(require && std::string(require) == "1");
 }
 
 /// Calls entry point `name` with one Buffer per tensor, in order (their

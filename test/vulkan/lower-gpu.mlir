@@ -37,3 +37,36 @@ func.func @paged(%q: tensor<2x4x1x32xf32>, %k: tensor<6x2x16x32xf32>, %v: tensor
       : tensor<2x4x1x32xf32>, tensor<6x2x16x32xf32>, tensor<6x2x16x32xf32> -> tensor<2x4x1x32xf32>, tensor<2x4x1xf32>
   return %o : tensor<2x4x1x32xf32>
 }
+
+// The statistics: P recomputed from the LSE a key block at a time, never
+// stored. A kernel for the entropies and the rows' sums over the pooled
+// grid's key cells ([B, H, Sq, Gk]), one for the head similarity's
+// partials per query block ([B, blocks, H, H]) with every head's P of a
+// key block in workgroup memory, then the pooled means, the mean entropies
+// and the similarity.
+// PLAN-LABEL: func.func @stats
+// PLAN: attn.attention_stats {{.*}}attn.tile_plan = #attn.gpu_plan<query_block = 16, key_block = 32
+// CHECK-LABEL: func.func @stats
+// CHECK-NOT: memref<1x4x300x500xf32>
+// CHECK: memref.alloc() : memref<1x4x300xf32>
+// CHECK: memref.alloc() : memref<1x4x300x8xf32>
+// CHECK: gpu.launch
+// CHECK: gpu.subgroup_reduce add
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: memref.alloc() : memref<1x19x4x4xf32>
+// CHECK: gpu.launch
+// CHECK: memref.alloc() : memref<64x32xf32, 3>
+// CHECK: gpu.launch
+// CHECK: math.sqrt
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: attn.attention_stats
+// CHECK-NOT: memref<1x4x300x500xf32>
+// CHECK: return
+func.func @stats(%q: tensor<1x4x300x32xf32>, %k: tensor<1x2x500x32xf32>, %lse: tensor<1x4x300xf32>)
+    -> (tensor<1x4x300xf32>, tensor<1x4xf32>, tensor<1x4x8x8xf32>, tensor<1x4x4xf32>) {
+  %h, %m, %p, %s = attn.attention_stats %q, %k, %lse causal
+      : tensor<1x4x300x32xf32>, tensor<1x2x500x32xf32>, tensor<1x4x300xf32>
+        -> entropy tensor<1x4x300xf32> mean_entropy tensor<1x4xf32> pooled tensor<1x4x8x8xf32> similarity tensor<1x4x4xf32>
+  return %h, %m, %p, %s : tensor<1x4x300xf32>, tensor<1x4xf32>, tensor<1x4x8x8xf32>, tensor<1x4x4xf32>
+}
