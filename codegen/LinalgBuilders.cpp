@@ -1347,45 +1347,47 @@ AttentionStatsGrads buildAttentionStatsGrad(OpBuilder &b, Location loc,
                     .getResult());
           })
           .getResult(0);
-  // mu_i = sum_j P_ij S'_ij; dLSE_i = g_i (1 + mu_i).
-  Value mu = buildRowSum(
+  // The partial derivatives of H_i = sum_j P_ij (LSE_i - S'_ij), P_ij =
+  // exp(S'_ij - LSE_i), for the LSE operand as given (any value, as the
+  // forward computes H for any):
+  //   dLSE_i = g_i sum_j P_ij (1 + S'_ij - LSE_i),
+  //   dS'_ij = g_i P_ij (LSE_i - S'_ij - 1).
+  AttentionStatsGrads grads;
+  Value sums = buildRowSum(
       b, loc, masked, probs,
-      [](OpBuilder &nb, Location nl, Value s, Value p, Value) -> Value {
-        return arith::MulFOp::create(nb, nl, p, s);
+      [](OpBuilder &nb, Location nl, Value s, Value p, Value l) -> Value {
+        Value t = arith::SubFOp::create(
+            nb, nl, arith::AddFOp::create(nb, nl, f32Constant(nb, nl, 1.0f), s),
+            l);
+        return arith::MulFOp::create(nb, nl, p, t);
       },
       lse);
-  AttentionStatsGrads grads;
-  grads.lse = linalg::GenericOp::create(
-                  b, loc, TypeRange{lse.getType()}, ValueRange{g, mu},
-                  ValueRange{empty(b, loc, rows, f32)},
-                  ArrayRef<AffineMap>{rowId, rowId, rowId},
-                  SmallVector<IteratorType>(3, kPar),
-                  [&](OpBuilder &nb, Location nl, ValueRange args) {
-                    linalg::YieldOp::create(
-                        nb, nl,
-                        arith::MulFOp::create(
-                            nb, nl, args[0],
-                            arith::AddFOp::create(
-                                nb, nl, f32Constant(nb, nl, 1.0f), args[1]))
-                            .getResult());
-                  })
-                  .getResult(0);
-  // dS'_ij = -g_i P_ij (S'_ij + 1).
+  grads.lse =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{lse.getType()}, ValueRange{g, sums},
+          ValueRange{empty(b, loc, rows, f32)},
+          ArrayRef<AffineMap>{rowId, rowId, rowId},
+          SmallVector<IteratorType>(3, kPar),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            linalg::YieldOp::create(
+                nb, nl,
+                arith::MulFOp::create(nb, nl, args[0], args[1]).getResult());
+          })
+          .getResult(0);
   AffineMap full = b.getMultiDimIdentityMap(4), row = rowMap(ctx);
   Value modifiedGrad =
       linalg::GenericOp::create(
-          b, loc, TypeRange{probs.getType()}, ValueRange{masked, probs, g},
+          b, loc, TypeRange{probs.getType()}, ValueRange{masked, probs, g, lse},
           ValueRange{empty(b, loc, shapeOf(probs), f32)},
-          ArrayRef<AffineMap>{full, full, row, full},
+          ArrayRef<AffineMap>{full, full, row, row, full},
           SmallVector<IteratorType>(4, kPar),
           [&](OpBuilder &nb, Location nl, ValueRange args) {
-            Value shifted = arith::AddFOp::create(nb, nl, args[0],
-                                                  f32Constant(nb, nl, 1.0f));
-            Value x = arith::NegFOp::create(
-                nb, nl,
-                arith::MulFOp::create(
-                    nb, nl, args[2],
-                    arith::MulFOp::create(nb, nl, args[1], shifted)));
+            Value shifted = arith::SubFOp::create(
+                nb, nl, arith::SubFOp::create(nb, nl, args[3], args[0]),
+                f32Constant(nb, nl, 1.0f));
+            Value x = arith::MulFOp::create(
+                nb, nl, args[2],
+                arith::MulFOp::create(nb, nl, args[1], shifted));
             linalg::YieldOp::create(nb, nl, whereProbable(nb, nl, args[1], x));
           })
           .getResult(0);

@@ -367,8 +367,9 @@ def Attn_AttentionStatsOp : Attn_Op<"attention_stats",
     - `similarity` [B,H,H]: the cosine similarity of the heads' attention
       distributions, `<P_h, P_g> / (|P_h| |P_g|)` over all (i, j) (0 where a
       head attends nowhere).
-    The kernels recompute P tile by tile from LSE and never store it (on
-    CPU; other targets use the unfused lowering). A row whose softmax is
+    The kernels recompute P tile by tile from LSE and never store it (CPU,
+    Vulkan and CUDA; the statistics' gradients on GPU targets use the
+    unfused lowering). A row whose softmax is
     undefined (a score of +inf or NaN) makes its statistics NaN. `lse` must
     be the LSE of the same attention (for any other value the results are
     those of `exp(S' - lse)`). attn-derive-backward differentiates
@@ -683,10 +684,12 @@ def Attn_AttentionStatsGradOp : Attn_Op<"attention_stats_grad",
     [B,H] (at least one), returns dQ, dK, the gradient of its `lse` operand
     and one gradient per score capture. With `g_i` the row's cotangent (the
     mean's shared among the rows that see a key), `P = exp(S' - LSE)` and
-    `mu_i = sum_j P_ij S'_ij`: `dS'_ij = -g_i P_ij (S'_ij + 1)` and
-    `dLSE_i = g_i (1 + mu_i)` (the entropy's partial derivatives with LSE
-    held fixed; through the attention's LSE gradient, the total is
-    `-g_i P_ij (S'_ij - mu_i)`), then as in `attn.attention_grad`:
+    the entropy `H_i = sum_j P_ij (LSE_i - S'_ij)` as the forward computes
+    it for any `lse`: `dS'_ij = g_i P_ij (LSE_i - S'_ij - 1)` and
+    `dLSE_i = g_i sum_j P_ij (1 + S'_ij - LSE_i)` (its partial derivatives;
+    when `lse` is the attention's own, through that LSE's gradient the
+    total is `-g_i P_ij (S'_ij - mu_i)` with `mu_i = sum_j P_ij S'_ij`),
+    then as in `attn.attention_grad`:
     `dS = dS' * dscore_mod/dS`, `dQ = scale dS K`, `dK = scale dS^T Q`.
 
     ```mlir

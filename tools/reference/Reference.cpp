@@ -95,6 +95,16 @@ int64_t cellStart(int64_t cell, int64_t n, int64_t cells) {
   return cell * n / cells;
 }
 
+/// The row's p as exp(S' - lse) for a given `lse` (0 where S' is -inf, and
+/// everywhere when lse is -inf: the row counts as one that sees no key).
+void withLse(Row &row, double lse) {
+  row.lse = lse;
+  for (size_t j = 0; j < row.p.size(); ++j)
+    row.p[j] = row.visible[j] && row.modded[j] != kNegInf && lse != kNegInf
+                   ? std::exp(row.modded[j] - lse)
+                   : 0.0;
+}
+
 /// -sum_j p log p over a row's visible keys, as sum_j p (LSE - S'_j);
 /// 0 for a row that sees no key, NaN for an undefined one.
 double rowEntropy(const Row &row) {
@@ -109,11 +119,10 @@ double rowEntropy(const Row &row) {
 
 } // namespace
 
-AttentionStatistics attentionStatistics(const AttentionShape &s, double scale,
-                                        const MaskSpec &mask,
-                                        const ScoreMod &scoreMod,
-                                        const double *q, const double *k,
-                                        int64_t Gq, int64_t Gk) {
+AttentionStatistics
+attentionStatistics(const AttentionShape &s, double scale, const MaskSpec &mask,
+                    const ScoreMod &scoreMod, const double *q, const double *k,
+                    int64_t Gq, int64_t Gk, const double *lse) {
   checkShape(s);
   if (Gq <= 0 || Gk <= 0 || Gq > s.Sq || Gk > s.Skv)
     throw std::invalid_argument("attnc::ref: invalid statistics grid");
@@ -140,6 +149,8 @@ AttentionStatistics attentionStatistics(const AttentionShape &s, double scale,
           computeRow(s, scale, mask, scoreMod, q + rowIdx * s.D,
                      k + (b * s.Hkv + h / group) * s.Skv * s.D, b, h, i,
                      rows[h]);
+          if (lse && !std::isnan(rows[h].lse))
+            withLse(rows[h], lse[rowIdx]);
           double entropy = rowEntropy(rows[h]);
           stats.entropy[rowIdx] = entropy;
           if (rows[h].lse != kNegInf) {

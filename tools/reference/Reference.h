@@ -106,12 +106,16 @@ struct AttentionStatistics {
 
 /// Cells: rows [floor(I Sq / Gq), floor((I + 1) Sq / Gq)), keys likewise
 /// with Skv and Gk (Gq <= Sq, Gk <= Skv). A row whose softmax is undefined
-/// (a visible score of +inf or NaN) makes its statistics NaN.
+/// (a visible score of +inf or NaN) makes its statistics NaN. With `lse`
+/// [B, H, Sq], the statistics of p = exp(S' - lse) for that LSE (as
+/// attn.attention_stats defines them for any lse operand: a row whose lse
+/// is -inf counts as one that sees no key); without, of each row's own.
 AttentionStatistics attentionStatistics(const AttentionShape &shape,
                                         double scale, const MaskSpec &mask,
                                         const ScoreMod &scoreMod,
                                         const double *q, const double *k,
-                                        int64_t Gq, int64_t Gk);
+                                        int64_t Gq, int64_t Gk,
+                                        const double *lse = nullptr);
 
 /// Gradients of the entropy (and mean entropy) of attentionStatistics given
 /// their cotangents dEntropy [B, H, Sq] and dMeanEntropy [B, H] (either may

@@ -278,8 +278,8 @@ private:
     return success();
   }
 
-  /// The statistics of the op's own P (its lse operand is the LSE of that
-  /// P by the op's contract; the reference recomputes it).
+  /// The statistics of exp(S' - lse) for the op's lse operand (the LSE of
+  /// its own P by the op's contract, but an argument may be any value).
   LogicalResult evaluateOp(attn::AttentionStatsOp a) {
     auto q = shapeOf(a.getQuery()), k = shapeOf(a.getKey());
     FailureOr<std::unique_ptr<MaskEvaluator>> mask =
@@ -294,7 +294,8 @@ private:
     ref::AttentionStatistics stats = ref::attentionStatistics(
         {q[0], q[1], k[1], q[2], k[2], q[3], /*Dv=*/0},
         double(float(a.getEffectiveScale())), (*mask)->spec, *mod,
-        env[a.getQuery()].data.data(), env[a.getKey()].data.data(), gq, gk);
+        env[a.getQuery()].data.data(), env[a.getKey()].data.data(), gq, gk,
+        env[a.getLse()].data.data());
     auto set = [&](Value result, std::vector<double> &data) {
       if (result)
         env[result] = {shapeOf(result).vec(), std::move(data)};
