@@ -51,18 +51,25 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
   bool fused = isa<AttentionOp, AttentionGradOp, AttentionStatsOp, DistillOp,
                    DistillGradOp>(op);
   bool gemm = isa<ProjectionOp, MergeOp, ProjectionGradOp, MergeGradOp>(op);
-  if (!fused && !gemm)
+  // The statistics' gradients have GPU kernels only.
+  bool gpuOnly = isa<AttentionStatsGradOp>(op);
+  if (!fused && !gemm && !gpuOnly)
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' is only valid on attn.attention(_grad), "
-                              "attn.attention_stats, attn.distill(_grad), "
-                              "projections and merges";
+                              "attn.attention_stats(_grad), "
+                              "attn.distill(_grad), projections and merges";
   auto cpu = dyn_cast<CpuPlanAttr>(plan);
   if (!cpu) {
-    if (!fused)
+    if (!fused && !gpuOnly)
       return op->emitError() << "a GPU tile plan is only valid on "
-                                "attn.attention(_grad)";
+                                "attn.attention(_grad), "
+                                "attn.attention_stats(_grad) and "
+                                "attn.distill(_grad)";
     return success();
   }
+  if (gpuOnly)
+    return op->emitError() << "a CPU tile plan is not valid on '"
+                           << op->getName() << "' (it has GPU kernels only)";
   if (fused && (!cpu.getQueryBlock() || !cpu.getKeyBlock()))
     return op->emitError() << "the tile plan of '" << op->getName()
                            << "' must give query_block and key_block, got "

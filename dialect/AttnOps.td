@@ -368,8 +368,7 @@ def Attn_AttentionStatsOp : Attn_Op<"attention_stats",
       distributions, `<P_h, P_g> / (|P_h| |P_g|)` over all (i, j) (0 where a
       head attends nowhere).
     The kernels recompute P tile by tile from LSE and never store it (CPU,
-    Vulkan and CUDA; the statistics' gradients on GPU targets use the
-    unfused lowering). A row whose softmax is
+    Vulkan and CUDA). A row whose softmax is
     undefined (a score of +inf or NaN) makes its statistics NaN. `lse` must
     be the LSE of the same attention (for any other value the results are
     those of `exp(S' - lse)`). attn-derive-backward differentiates

@@ -27,6 +27,12 @@ int64_t gpuSharedWords(Operation *op, int64_t queryBlock, int64_t keyBlock) {
     int64_t similarity = group * q * d + k * d + h * q * k;
     return stats.getSimilarity() ? std::max(rows, similarity) : rows;
   }
+  if (auto statsGrad = dyn_cast<attn::AttentionStatsGradOp>(op)) {
+    int64_t d = shapeOf(statsGrad.getQuery())[3];
+    // dQ kernel: Q, K, dS and dQ tiles, the rows' dLSE sums; dK kernel: K,
+    // Q, dS^T and dK tiles.
+    return std::max(2 * q * d + k * d + q * k + q, 2 * k * d + q * d + k * q);
+  }
   auto grad = cast<attn::AttentionGradOp>(op);
   auto [d, dv] = heads(grad.getQuery(), grad.getValue());
   // dQ kernel: Q, dO, K, V, dS and dQ tiles; LSE, Delta and dLSE.

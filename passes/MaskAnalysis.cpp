@@ -182,6 +182,7 @@ IndexBounds analyzeMaskMod(Region &maskMod) {
 
 bool promoteMaskMod(attn::AttentionOp op) { return promote(op); }
 bool promoteMaskMod(attn::AttentionGradOp op) { return promote(op); }
+bool promoteMaskMod(attn::AttentionStatsGradOp op) { return promote(op); }
 
 bool promoteMaskModOfFusedOp(Operation *op) {
   if (auto fwd = dyn_cast<attn::AttentionOp>(op))

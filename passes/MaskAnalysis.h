@@ -25,6 +25,7 @@ IndexBounds analyzeMaskMod(mlir::Region &maskMod);
 /// masks say all it says. Returns whether the op changed.
 bool promoteMaskMod(attn::AttentionOp op);
 bool promoteMaskMod(attn::AttentionGradOp op);
+bool promoteMaskMod(attn::AttentionStatsGradOp op);
 
 /// What the tile planners do first: for an attn.attention,
 /// attn.attention_grad, attn.attention_stats or attn.distill(_grad),

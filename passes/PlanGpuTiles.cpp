@@ -46,6 +46,12 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
       if (promoteMaskModOfFusedOp(op) &&
           !isa<attn::DistillOp, attn::DistillGradOp>(op))
         plan(op);
+      // The statistics' gradients have GPU kernels only (the CPU folds
+      // them into the attention's backward, or keeps them unfused).
+      if (auto statsGrad = dyn_cast<attn::AttentionStatsGradOp>(op)) {
+        promoteMaskMod(statsGrad);
+        plan(op);
+      }
     });
   }
 };

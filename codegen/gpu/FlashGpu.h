@@ -1,10 +1,10 @@
 // The target-neutral GPU flash-attention kernels of attn.attention,
-// attn.attention_grad and attn.attention_stats: gpu.launch ops whose workgroups
-// stage query rows and key blocks in workgroup memory between barriers, keep
-// the online softmax's row statistics with subgroup reductions (any subgroup
-// size: each subgroup owns whole rows, its lanes stride over keys, then over
-// the value dimension) and skip the key blocks the named masks empty
-// (MaskTiles, as the CPU kernels do). Built before bufferization: inputs
+// attn.attention_grad and attn.attention_stats(_grad): gpu.launch ops whose
+// workgroups stage query rows and key blocks in workgroup memory between
+// barriers, keep the online softmax's row statistics with subgroup reductions
+// (any subgroup size: each subgroup owns whole rows, its lanes stride over
+// keys, then over the value dimension) and skip the key blocks the named masks
+// empty (MaskTiles, as the CPU kernels do). Built before bufferization: inputs
 // through bufferization.to_buffer, results back through to_tensor.
 #ifndef ATTNC_CODEGEN_GPU_FLASHGPU_H
 #define ATTNC_CODEGEN_GPU_FLASHGPU_H
@@ -42,6 +42,18 @@ mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
 /// Sq x Skv buffer; no atomics.
 mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
                                     attn::AttentionStatsOp op,
+                                    attn::GpuPlanAttr plan);
+
+/// Whether the GPU kernels cover `op`: those without float score captures
+/// (whose gradients keep the unfused lowering).
+bool canLowerToFlashGpu(attn::AttentionStatsGradOp op);
+
+/// Builds the entropy's gradient kernels of `op` in place of `op`: g per
+/// row, then dQ and dLSE per query block and dK per key block from P
+/// recomputed from the LSE (FlashGpuStatsGrad.cpp). No Sq x Skv buffer; no
+/// atomics.
+mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
+                                    attn::AttentionStatsGradOp op,
                                     attn::GpuPlanAttr plan);
 
 } // namespace attnc

@@ -32,16 +32,6 @@ namespace {
 
 using Shape = FlashShape<attn::AttentionStatsOp>;
 
-/// LSE[bi, h, i] (i clamped into range), +inf where it is -inf: the row
-/// sees no key, and p = exp(S' - LSE) must be 0 on its lanes rather than
-/// exp(-inf + inf) = NaN.
-Value rowLse(GpuBuilder &g, const Shape &s, Value lse, Value bi, Value h,
-             Value i) {
-  Value l = g.load(lse, {bi, h, g.minu(i, g.idx(s.Sq - 1))});
-  return g.select(g.isNegInf(l), g.cst(std::numeric_limits<float>::infinity()),
-                  l);
-}
-
 /// An index as f32 (through i32: every count here is far below 2^31).
 Value toF32(GpuBuilder &g, Value index) {
   Value i32 = arith::IndexCastUIOp::create(g.b, g.b.getI32Type(), index);
@@ -85,7 +75,7 @@ void rowsKernel(GpuBuilder &g, Shape &s, Value q, Value k, Value lse,
           // subgroup per row.
           g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
             Value i = g.add(blk.i0, r);
-            Value l = rowLse(g, s, lse, blk.bi, blk.h, i);
+            Value l = rowLseOrInf(g, s.Sq, lse, blk.bi, blk.h, i);
             Value local = g.reduce(
                 sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
                 [&](Value jj, Value acc) {
@@ -255,7 +245,7 @@ void similarityKernel(GpuBuilder &g, Shape &s, Value q, Value k, Value lse,
           Value i = g.add(i0, g.remu(x, g.idx(Bs)));
           Value score = s.maskedScore(g, g.dot(qs, x, ks, jj, D), bi, h, i,
                                       g.add(j0, jj), limit, whole);
-          Value p = g.expShifted(score, rowLse(g, s, lse, bi, h, i));
+          Value p = g.expShifted(score, rowLseOrInf(g, s.Sq, lse, bi, h, i));
           Value at = g.add(g.mul(kvh, g.idx(group * Bs)), x);
           memref::StoreOp::create(b, p, pt, ValueRange{at, jj});
         });

@@ -162,6 +162,7 @@ template <typename OpTy> struct FlashShape {
     return shapeOf(op.getValue())[3];
   }
   static int64_t valueDimOf(attn::AttentionStatsOp) { return 0; }
+  static int64_t valueDimOf(attn::AttentionStatsGradOp) { return 0; }
 
   /// The score_mod's arguments for (b, h, i, j) and the scaled product
   /// `raw`: i and j clamped into range, so that capture reads stay inside.
@@ -360,6 +361,16 @@ inline void onLaneZero(GpuBuilder &g, const Subgroup &sg,
   g.ifThen(
       arith::CmpIOp::create(g.b, arith::CmpIPredicate::eq, sg.lane, g.idx(0)),
       body);
+}
+
+/// LSE[bi, h, i] of a [B, H, Sq] buffer (i clamped into range), +inf
+/// where it is -inf: P = exp(S' - LSE) recomputed from it is then 0 on a row
+/// that sees no key, not exp(-inf + inf) = NaN.
+inline Value rowLseOrInf(GpuBuilder &g, int64_t Sq, Value lse, Value bi,
+                         Value h, Value i) {
+  Value l = g.load(lse, {bi, h, g.minu(i, g.idx(Sq - 1))});
+  return g.select(g.isNegInf(l), g.cst(std::numeric_limits<float>::infinity()),
+                  l);
 }
 
 inline Value allocLike(ImplicitLocOpBuilder &b, Type tensorType) {

@@ -1,4 +1,4 @@
-// attn-lower-gpu: attn.attention(_grad) and attn.attention_stats as
+// attn-lower-gpu: attn.attention(_grad) and attn.attention_stats(_grad) as
 // target-neutral GPU flash kernels (FlashGpu.h), as their GPU plans say.
 #include "codegen/Passes.h"
 #include "codegen/gpu/FlashGpu.h"
@@ -34,7 +34,8 @@ struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       if (isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp,
-              attnc::attn::AttentionStatsOp>(op))
+              attnc::attn::AttentionStatsOp, attnc::attn::AttentionStatsGradOp>(
+              op))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -50,6 +51,8 @@ struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
         lowered = attnc::lowerToFlashGpu(rewriter, fwd, plan);
       else if (auto stats = dyn_cast<attnc::attn::AttentionStatsOp>(op))
         lowered = attnc::lowerToFlashGpu(rewriter, stats, plan);
+      else if (auto statsGrad = dyn_cast<attnc::attn::AttentionStatsGradOp>(op))
+        lowered = attnc::lowerToFlashGpu(rewriter, statsGrad, plan);
       else
         lowered = attnc::lowerToFlashGpu(
             rewriter, cast<attnc::attn::AttentionGradOp>(op), plan);

@@ -115,8 +115,16 @@ func.func @gpu_plan_gemm(%x: tensor<1x8x32xf32>, %w: tensor<32x32xf32>) -> tenso
 
 // -----
 
+func.func @cpu_plan_stats_grad(%q: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{a CPU tile plan is not valid on 'attn.attention_stats_grad' (it has GPU kernels only)}}
+  %dq, %dk, %dl = attn.attention_stats_grad %q, %q, %lse entropy_grad(%lse : tensor<1x2x8xf32>) {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 16, key_block = 32>} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+  return %dq : tensor<1x2x8x16xf32>
+}
+
+// -----
+
 func.func @plan_on_scores(%q: tensor<1x2x8x16xf32>) -> tensor<1x2x8x8xf32> {
-  // expected-error @+1 {{'attn.tile_plan' is only valid on attn.attention(_grad), attn.attention_stats, attn.distill(_grad), projections and merges}}
+  // expected-error @+1 {{'attn.tile_plan' is only valid on attn.attention(_grad), attn.attention_stats(_grad), attn.distill(_grad), projections and merges}}
   %s = attn.scores %q, %q {attn.tile_plan = #attn.cpu_plan<rows = 8>} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x8xf32>
   return %s : tensor<1x2x8x8xf32>
 }

@@ -418,13 +418,13 @@ TEST(StatsTest, VulkanKernels) {
   // key each) and larger ones.
   c.B = 2, c.H = 12, c.Hkv = 3, c.Sq = 70, c.Skv = 300, c.Gq = 5, c.Gk = 300;
   c.causal = false, c.lengths = true;
-  runCase(c, 73, /*gradients=*/false);
+  runCase(c, 73, /*gradients=*/true);
   c.Gk = 7, c.dtype = "bf16", c.lengths = false, c.window = 40;
   c.softcap = true;
   runCase(c, 74, /*gradients=*/false);
   c.dtype = "f32", c.window = 0, c.softcap = false, c.documents = true;
   c.Sq = 33, c.Gq = 33;
-  runCase(c, 75, /*gradients=*/false);
+  runCase(c, 75, /*gradients=*/true);
   std::mt19937_64 rng(72);
   for (int n = 0; n < 6; ++n) {
     c = StatsCase{};

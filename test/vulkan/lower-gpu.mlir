@@ -70,3 +70,37 @@ func.func @stats(%q: tensor<1x4x300x32xf32>, %k: tensor<1x2x500x32xf32>, %lse: t
         -> entropy tensor<1x4x300xf32> mean_entropy tensor<1x4xf32> pooled tensor<1x4x8x8xf32> similarity tensor<1x4x4xf32>
   return %h, %m, %p, %s : tensor<1x4x300xf32>, tensor<1x4xf32>, tensor<1x4x8x8xf32>, tensor<1x4x4xf32>
 }
+
+// The entropy's gradients: g per row, then a dQ/dLSE kernel per query block
+// and a dK kernel per key block, each recomputing P from the LSE (no Sq x
+// Skv buffer); the mask_mod that is a window becomes the named mask.
+// PLAN-LABEL: func.func @stats_grad
+// PLAN: attn.attention_stats_grad {{.*}} causal window 16 {attn.tile_plan = #attn.gpu_plan
+// PLAN-NOT: mask_mod
+// CHECK-LABEL: func.func @stats_grad
+// CHECK-NOT: memref<1x4x64x80xf32>
+// CHECK: memref.alloc() : memref<1x4x64xf32>
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: gpu.subgroup_reduce add
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: attn.attention_stats_grad
+// CHECK-NOT: memref<1x4x64x80xf32>
+// CHECK: return
+func.func @stats_grad(%q: tensor<1x4x64x32xf32>, %k: tensor<1x2x80x32xf32>, %lse: tensor<1x4x64xf32>,
+                      %dh: tensor<1x4x64xf32>, %dm: tensor<1x4xf32>)
+    -> (tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>) {
+  %dq, %dk, %dlse = attn.attention_stats_grad %q, %k, %lse
+      entropy_grad(%dh : tensor<1x4x64xf32>) mean_entropy_grad(%dm : tensor<1x4xf32>)
+      : tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>
+        -> tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>
+      mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %d = arith.subi %i, %j : index
+    %c16 = arith.constant 16 : index
+    %lt = arith.cmpi ult, %d, %c16 : index
+    attn.yield %lt : i1
+  }
+  return %dq, %dk, %dlse : tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>
+}
