@@ -4,7 +4,9 @@
 // and graph forms, every mask kind, score_mod expressions over random
 // arithmetic and math ops with float and integer captures, mask_mod regions,
 // GQA/MQA, f32/f16/bf16, degenerate and odd shapes, and head dimensions up to
-// 320 (too wide for the workgroup memory of the GPU plan: the unfused path).
+// 320 (too wide for the workgroup memory of the GPU plan: the unfused path),
+// and attention statistics over the LSE (their forward and entropy
+// gradient kernels).
 #include "codegen/Compile.h"
 #include "codegen/Registration.h"
 #include "test/unit/TestUtil.h"
@@ -153,25 +155,74 @@ struct Generator {
       os << " mask_captures(%doc : " << docType << ")";
     os << "\n      : " << q << ", " << k << ", " << v << " -> " << o << ", "
        << lse << "\n";
+    std::ostringstream regions;
     if (scoreMod) {
-      os << "      score_mod {\n  ^bb0(%s: f32, %b: index, %h: index, %i: "
-            "index, %j: index";
+      regions << "      score_mod {\n  ^bb0(%s: f32, %b: index, %h: index, "
+                 "%i: index, %j: index";
       if (slopes)
-        os << ", %slopesArg: " << captureTypes[0];
+        regions << ", %slopesArg: " << captureTypes[0];
       if (bias)
-        os << ", %biasArg: " << captureTypes.back();
-      os << "):\n" << scoreModBody(slopes, bias, H, Sq, Skv) << "  }";
+        regions << ", %biasArg: " << captureTypes.back();
+      regions << "):\n" << scoreModBody(slopes, bias, H, Sq, Skv) << "  }";
     }
     if (maskMod)
-      os << " mask_mod {\n  ^bb0(%b: index, %h: index, %i: index, %j: index, "
-            "%docArg: "
-         << docType << "):\n"
-         << "    %di = tensor.extract %docArg[%i] : " << docType << "\n"
-         << "    %dj = tensor.extract %docArg[%j] : " << docType << "\n"
-         << "    %same = arith.cmpi sle, %dj, %di : i32\n"
-         << "    attn.yield %same : i1\n  }";
-    os << "\n  return %o, %lse : " << o << ", " << lse << "\n}\n";
-    return os.str();
+      regions << " mask_mod {\n  ^bb0(%b: index, %h: index, %i: index, %j: "
+                 "index, %docArg: "
+              << docType << "):\n"
+              << "    %di = tensor.extract %docArg[%i] : " << docType << "\n"
+              << "    %dj = tensor.extract %docArg[%j] : " << docType << "\n"
+              << "    %same = arith.cmpi sle, %dj, %di : i32\n"
+              << "    attn.yield %same : i1\n  }";
+    os << regions.str();
+    // Statistics over the LSE, with the same masks and regions: a random
+    // subset (the entropies are differentiated) and pooled grid.
+    std::vector<std::string> results = {"%o", "%lse"}, resultTypes = {o, lse};
+    if (chance(3)) {
+      std::string headRows = attnc::test::tensorType({B, H, Sq}),
+                  heads = attnc::test::tensorType({B, H}),
+                  pooled =
+                      attnc::test::tensorType({B, H, 1 + int64_t(rng() % Sq),
+                                               1 + int64_t(rng() % Skv)}),
+                  sim = attnc::test::tensorType({B, H, H});
+      std::vector<std::pair<std::string, std::string>> all = {
+          {"entropy", headRows},
+          {"mean_entropy", heads},
+          {"pooled", pooled},
+          {"similarity", sim}};
+      std::vector<std::pair<std::string, std::string>> picked;
+      for (auto &stat : all)
+        if (chance(2))
+          picked.push_back(stat);
+      if (picked.empty())
+        picked.push_back(all[rng() % all.size()]);
+      std::string names, types;
+      for (size_t n = 0; n < picked.size(); ++n) {
+        std::string name = "%st" + std::to_string(n);
+        names += (n ? ", " : "") + name;
+        types += " " + picked[n].first + " " + picked[n].second;
+        results.push_back(name);
+        resultTypes.push_back(picked[n].second);
+      }
+      os << "\n  " << names << " = attn.attention_stats %q, %k, %lse" << masks;
+      if (lengths)
+        os << " lengths(%len : tensor<" << B << "xi32>)";
+      if (!captures.empty())
+        os << " score_captures(" << list(captures) << " : "
+           << list(captureTypes) << ")";
+      if (maskMod)
+        os << " mask_captures(%doc : " << docType << ")";
+      os << "\n      : " << q << ", " << k << ", " << lse << " ->" << types
+         << "\n"
+         << regions.str();
+    }
+    os << "\n  return " << list(results) << " : " << list(resultTypes)
+       << "\n}\n";
+    std::string text = os.str();
+    // The function's result types, now that the statistics are known.
+    std::string head = ") -> (" + o + ", " + lse + ") {";
+    text.replace(text.find(head), head.size(),
+                 ") -> (" + list(resultTypes) + ") {");
+    return text;
   }
 };
 

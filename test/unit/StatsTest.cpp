@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <vector>
 
 using namespace attnc;
 
@@ -426,7 +427,7 @@ TEST(StatsTest, VulkanKernels) {
   c.Sq = 33, c.Gq = 33;
   runCase(c, 75, /*gradients=*/true);
   std::mt19937_64 rng(72);
-  for (int n = 0; n < 6; ++n) {
+  for (int n = 0; n < 10; ++n) {
     c = StatsCase{};
     c.target = jit::Target::Vulkan;
     c.B = 1 + rng() % 2;
@@ -434,7 +435,7 @@ TEST(StatsTest, VulkanKernels) {
     c.H = c.Hkv * (1 + rng() % 3);
     c.Sq = 1 + rng() % 50;
     c.Skv = 1 + rng() % 90;
-    c.D = 16 * (1 + rng() % 2);
+    c.D = std::vector<int64_t>{1, 7, 16, 32, 80}[rng() % 5];
     c.Gq = 1 + rng() % c.Sq;
     c.Gk = 1 + rng() % c.Skv;
     c.causal = rng() % 3 == 0;
