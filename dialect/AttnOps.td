@@ -761,10 +761,9 @@ def Attn_DistillOp : Attn_Op<"distill",
     The LSEs must be those of the same attentions (for other values the
     result is that of the formulas above). attn-derive-backward
     differentiates it into `attn.distill_grad`, whose LSE gradients flow on
-    into each side's `attn.attention_grad`. On CPU kernels compute the KL
-    and its gradients from both sides' score tiles a key block at a time
-    (never an Sq x Skv buffer); the GPU targets use the unfused lowering,
-    which materializes both sides' scores.
+    into each side's `attn.attention_grad`. The kernels (CPU, Vulkan and
+    CUDA) compute the KL and its gradients from both sides' score tiles a
+    key block at a time, never an Sq x Skv buffer.
 
     ```mlir
     %os, %ls = attn.attention %qs, %ks, %vs causal

@@ -27,6 +27,17 @@ int64_t gpuSharedWords(Operation *op, int64_t queryBlock, int64_t keyBlock) {
     int64_t similarity = group * q * d + k * d + h * q * k;
     return stats.getSimilarity() ? std::max(rows, similarity) : rows;
   }
+  if (isa<attn::DistillOp, attn::DistillGradOp>(op)) {
+    int64_t ds = shapeOf(op->getOperand(0))[3],
+            dt = shapeOf(op->getOperand(3))[3];
+    // KL (and dQ) kernel: both sides' Q and K tiles (with the gradients,
+    // both dS and dQ tiles), the rows' sums; dK kernel: both sides' Q and K
+    // tiles, dS^T and one side's dK.
+    if (isa<attn::DistillOp>(op))
+      return (q + k) * (ds + dt) + q;
+    return std::max(2 * q * (ds + dt) + k * (ds + dt) + 2 * q * k + 2 * q,
+                    (q + k) * (ds + dt) + k * q + k * std::max(ds, dt));
+  }
   if (auto statsGrad = dyn_cast<attn::AttentionStatsGradOp>(op)) {
     int64_t d = shapeOf(statsGrad.getQuery())[3];
     // dQ kernel: Q, K, dS and dQ tiles, the rows' dLSE sums; dK kernel: K,

@@ -22,8 +22,8 @@ struct GpuTarget {
 };
 
 /// The f32 words of workgroup memory the flash kernels of `op` (an
-/// attn.attention, attn.attention_grad, attn.attention_stats or
-/// attn.attention_stats_grad) stage for
+/// attn.attention, attn.attention_grad, attn.attention_stats(_grad) or
+/// attn.distill(_grad)) stage for
 /// `queryBlock` rows and `keyBlock` keys: the forward's, or the largest of
 /// the backward's or the statistics' kernels.
 int64_t gpuSharedWords(mlir::Operation *op, int64_t queryBlock,

@@ -41,10 +41,7 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
         attn::setTilePlan(op, gpuPlan);
     };
     getOperation().walk([&](Operation *op) {
-      // The distillations have no GPU kernel: they keep the unfused
-      // lowering.
-      if (promoteMaskModOfFusedOp(op) &&
-          !isa<attn::DistillOp, attn::DistillGradOp>(op))
+      if (promoteMaskModOfFusedOp(op))
         plan(op);
       // The statistics' gradients have GPU kernels only (the CPU folds
       // them into the attention's backward, or keeps them unfused).

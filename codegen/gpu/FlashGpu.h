@@ -1,11 +1,12 @@
 // The target-neutral GPU flash-attention kernels of attn.attention,
-// attn.attention_grad and attn.attention_stats(_grad): gpu.launch ops whose
-// workgroups stage query rows and key blocks in workgroup memory between
-// barriers, keep the online softmax's row statistics with subgroup reductions
-// (any subgroup size: each subgroup owns whole rows, its lanes stride over
-// keys, then over the value dimension) and skip the key blocks the named masks
-// empty (MaskTiles, as the CPU kernels do). Built before bufferization: inputs
-// through bufferization.to_buffer, results back through to_tensor.
+// attn.attention_grad, attn.attention_stats(_grad) and attn.distill(_grad):
+// gpu.launch ops whose workgroups stage query rows and key blocks in workgroup
+// memory between barriers, keep the online softmax's row statistics with
+// subgroup reductions (any subgroup size: each subgroup owns whole rows, its
+// lanes stride over keys, then over the value dimension) and skip the key
+// blocks the named masks empty (MaskTiles, as the CPU kernels do). Built before
+// bufferization: inputs through bufferization.to_buffer, results back through
+// to_tensor.
 #ifndef ATTNC_CODEGEN_GPU_FLASHGPU_H
 #define ATTNC_CODEGEN_GPU_FLASHGPU_H
 
@@ -54,6 +55,17 @@ bool canLowerToFlashGpu(attn::AttentionStatsGradOp op);
 /// atomics.
 mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
                                     attn::AttentionStatsGradOp op,
+                                    attn::GpuPlanAttr plan);
+
+/// Builds the kernels of `op` in place of `op`: the KL per row from both
+/// sides' scores a key block at a time (and its mean over the rows that see
+/// a key), or its gradients: both sides' dQ and dLSE per query block, each
+/// side's dK per key block of its KV heads (FlashGpuDistill.cpp). No Sq x
+/// Skv buffer; no atomics.
+mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
+                                    attn::DistillOp op, attn::GpuPlanAttr plan);
+mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
+                                    attn::DistillGradOp op,
                                     attn::GpuPlanAttr plan);
 
 } // namespace attnc

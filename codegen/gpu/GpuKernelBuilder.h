@@ -157,12 +157,14 @@ template <typename OpTy> struct FlashShape {
     scale = op.getEffectiveScale();
   }
 
-  /// V's head dimension; 0 for the statistics (no V).
+  /// V's head dimension; 0 for the statistics and distillations (no V).
   template <typename T> static int64_t valueDimOf(T op) {
     return shapeOf(op.getValue())[3];
   }
   static int64_t valueDimOf(attn::AttentionStatsOp) { return 0; }
   static int64_t valueDimOf(attn::AttentionStatsGradOp) { return 0; }
+  static int64_t valueDimOf(attn::DistillOp) { return 0; }
+  static int64_t valueDimOf(attn::DistillGradOp) { return 0; }
 
   /// The score_mod's arguments for (b, h, i, j) and the scaled product
   /// `raw`: i and j clamped into range, so that capture reads stay inside.

@@ -1,4 +1,5 @@
-// attn-lower-gpu: attn.attention(_grad) and attn.attention_stats(_grad) as
+// attn-lower-gpu: attn.attention(_grad), attn.attention_stats(_grad) and
+// attn.distill(_grad) as
 // target-neutral GPU flash kernels (FlashGpu.h), as their GPU plans say.
 #include "codegen/Passes.h"
 #include "codegen/gpu/FlashGpu.h"
@@ -34,8 +35,8 @@ struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       if (isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp,
-              attnc::attn::AttentionStatsOp, attnc::attn::AttentionStatsGradOp>(
-              op))
+              attnc::attn::AttentionStatsOp, attnc::attn::AttentionStatsGradOp,
+              attnc::attn::DistillOp, attnc::attn::DistillGradOp>(op))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -53,6 +54,10 @@ struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
         lowered = attnc::lowerToFlashGpu(rewriter, stats, plan);
       else if (auto statsGrad = dyn_cast<attnc::attn::AttentionStatsGradOp>(op))
         lowered = attnc::lowerToFlashGpu(rewriter, statsGrad, plan);
+      else if (auto distill = dyn_cast<attnc::attn::DistillOp>(op))
+        lowered = attnc::lowerToFlashGpu(rewriter, distill, plan);
+      else if (auto distillGrad = dyn_cast<attnc::attn::DistillGradOp>(op))
+        lowered = attnc::lowerToFlashGpu(rewriter, distillGrad, plan);
       else
         lowered = attnc::lowerToFlashGpu(
             rewriter, cast<attnc::attn::AttentionGradOp>(op), plan);

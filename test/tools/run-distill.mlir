@@ -1,4 +1,5 @@
 // RUN: attnc run %s --check | FileCheck %s
+// RUN: %if vulkan %{ attnc run %s --target=vulkan --check | FileCheck %s %}
 
 // attn.distill's KL (per row and mean) against the float64 interpreter, and
 // the gradients of both sides (through attn.distill_grad and each

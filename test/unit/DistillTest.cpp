@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <vector>
 
 using namespace attnc;
 
@@ -32,6 +33,7 @@ struct DistillCase {
   bool lengths = false;    // batch 0 sees no key (fully masked rows)
   bool documents = false;  // mask_mod: same document (ids captured)
   std::string cpu = "native"; // jit::Options::cpu
+  jit::Target target = jit::Target::Cpu;
   double teacherScale = 0; // explicit (scale of the teacher's attention and
                            // teacher_scale of attn.distill); 0: default
 
@@ -41,7 +43,8 @@ struct DistillCase {
        << " Sq=" << Sq << " Skv=" << Skv << " Ds=" << Ds << " Dt=" << Dt << " "
        << dtype << (mean ? " mean" : " per-row") << (causal ? " causal" : "")
        << " window=" << window << (lengths ? " lengths" : "")
-       << (documents ? " documents" : "") << " teacher_scale=" << teacherScale;
+       << (documents ? " documents" : "") << " teacher_scale=" << teacherScale
+       << (target == jit::Target::Vulkan ? " vulkan" : "");
     return os.str();
   }
 };
@@ -116,6 +119,7 @@ Errors runCase(const DistillCase &c, uint64_t seed) {
   std::string error;
   jit::Options options = test::testOptions();
   options.cpu = c.cpu;
+  options.target = c.target;
   auto module = jit::Module::compile(spec, options, &error);
   EXPECT_TRUE(module) << error;
   if (!module)
@@ -161,6 +165,10 @@ Errors runCase(const DistillCase &c, uint64_t seed) {
   args.insert(args.end(), results.begin(), results.end());
   args.insert(args.end(), saved.begin(), saved.end());
   jit::Result status = call(*module, "f_fwd", args);
+  if (test::noVulkanDevice(status)) {
+    [] { GTEST_SKIP() << "no Vulkan device"; }();
+    return {};
+  }
   EXPECT_TRUE(status.ok()) << status.error << " status " << status.status;
   if (!status.ok())
     return {};
@@ -359,6 +367,44 @@ TEST(DistillTest, Bf16) {
   report("bf16 per row", {runCase(c, 5)});
   c.mean = true;
   report("bf16 mean", {runCase(c, 6)});
+}
+
+/// The GPU kernels through Vulkan (lavapipe in the test suite): the KL
+/// and its gradients from both sides' scores a key block at a time.
+TEST(DistillTest, VulkanKernels) {
+  std::mt19937_64 rng(23);
+  std::vector<Errors> f32, bf16;
+  DistillCase fixed;
+  fixed.target = jit::Target::Vulkan;
+  fixed.B = 2, fixed.H = 4, fixed.HkvS = 2, fixed.HkvT = 4, fixed.Sq = 37,
+  fixed.Skv = 75, fixed.Ds = 16, fixed.Dt = 32;
+  fixed.causal = true, fixed.lengths = true;
+  f32.push_back(runCase(fixed, 41));
+  fixed.mean = true, fixed.documents = true, fixed.causal = false;
+  fixed.Ds = 7, fixed.Dt = 80;
+  f32.push_back(runCase(fixed, 42));
+  for (int n = 0; n < 8; ++n) {
+    DistillCase c;
+    c.target = jit::Target::Vulkan;
+    c.B = 1 + rng() % 2;
+    c.HkvS = 1 + rng() % 2;
+    c.HkvT = 1 + rng() % 2;
+    c.H = c.HkvS * c.HkvT * (1 + rng() % 2);
+    c.Sq = 1 + rng() % 50;
+    c.Skv = 1 + rng() % 90;
+    c.Ds = std::vector<int64_t>{1, 16, 32}[rng() % 3];
+    c.Dt = std::vector<int64_t>{7, 16, 64}[rng() % 3];
+    c.mean = rng() % 2 == 0;
+    c.causal = rng() % 3 == 0;
+    c.window = rng() % 4 == 0 ? 1 + rng() % 20 : 0;
+    c.lengths = rng() % 3 == 0;
+    c.documents = rng() % 4 == 0;
+    c.teacherScale = rng() % 4 == 0 ? 0.1 : 0.0;
+    c.dtype = rng() % 3 == 0 ? "bf16" : "f32";
+    (c.dtype == "f32" ? f32 : bf16).push_back(runCase(c, 140 + n));
+  }
+  report("vulkan f32", f32);
+  report("vulkan bf16", bf16);
 }
 
 TEST(DistillTest, RandomShapesAndMasks) {

@@ -104,3 +104,55 @@ func.func @stats_grad(%q: tensor<1x4x64x32xf32>, %k: tensor<1x2x80x32xf32>, %lse
   }
   return %dq, %dk, %dlse : tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>
 }
+
+// Distillation: the KL per query block from both sides' key blocks, then
+// its mean per (batch, head) and in head order; no Sq x Skv scores.
+// PLAN-LABEL: func.func @distill
+// PLAN: attn.distill {{.*}}attn.tile_plan = #attn.gpu_plan
+// CHECK-LABEL: func.func @distill
+// CHECK-NOT: memref<1x4x64x80xf32>
+// CHECK: gpu.launch
+// CHECK-DAG: memref.alloc() : memref<16x32xf32, 3>
+// CHECK-DAG: memref.alloc() : memref<16x64xf32, 3>
+// CHECK: gpu.subgroup_reduce add
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: attn.distill
+// CHECK-NOT: memref<1x4x64x80xf32>
+// CHECK: return
+func.func @distill(%qs: tensor<1x4x64x32xf32>, %ks: tensor<1x2x80x32xf32>, %ls: tensor<1x4x64xf32>,
+                   %qt: tensor<1x4x64x64xf32>, %kt: tensor<1x4x80x64xf32>, %lt: tensor<1x4x64xf32>)
+    -> tensor<f32> {
+  %kl = attn.distill %qs, %ks, %ls teacher %qt, %kt, %lt causal
+      : tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>
+        teacher tensor<1x4x64x64xf32>, tensor<1x4x80x64xf32>, tensor<1x4x64xf32> -> tensor<f32>
+  return %kl : tensor<f32>
+}
+
+// Its gradients: g per row (the mean's share), both sides' dQ and dLSE per
+// query block, then each side's dK per key block of its KV heads.
+// CHECK-LABEL: func.func @distill_grad
+// CHECK-NOT: memref<1x4x64x80xf32>
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: gpu.subgroup_reduce add
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: attn.distill_grad
+// CHECK: return
+func.func @distill_grad(%qs: tensor<1x4x64x32xf32>, %ks: tensor<1x2x80x32xf32>, %ls: tensor<1x4x64xf32>,
+                        %qt: tensor<1x4x64x64xf32>, %kt: tensor<1x4x80x64xf32>, %lt: tensor<1x4x64xf32>,
+                        %g: tensor<f32>)
+    -> (tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>,
+        tensor<1x4x64x64xf32>, tensor<1x4x80x64xf32>, tensor<1x4x64xf32>) {
+  %dqs, %dks, %dls, %dqt, %dkt, %dlt = attn.distill_grad %qs, %ks, %ls teacher %qt, %kt, %lt grad %g causal
+      : tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>
+        teacher tensor<1x4x64x64xf32>, tensor<1x4x80x64xf32>, tensor<1x4x64xf32> grad tensor<f32>
+        -> tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>,
+           tensor<1x4x64x64xf32>, tensor<1x4x80x64xf32>, tensor<1x4x64xf32>
+  return %dqs, %dks, %dls, %dqt, %dkt, %dlt : tensor<1x4x64x32xf32>, tensor<1x2x80x32xf32>, tensor<1x4x64xf32>,
+         tensor<1x4x64x64xf32>, tensor<1x4x80x64xf32>, tensor<1x4x64xf32>
+}
