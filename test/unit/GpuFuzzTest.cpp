@@ -5,8 +5,8 @@
 // arithmetic and math ops with float and integer captures, mask_mod regions,
 // GQA/MQA, f32/f16/bf16, degenerate and odd shapes, and head dimensions up to
 // 320 (too wide for the workgroup memory of the GPU plan: the unfused path),
-// and attention statistics over the LSE (their forward and entropy
-// gradient kernels).
+// and attention statistics and distillations over the LSE (their forward
+// and gradient kernels).
 #include "codegen/Compile.h"
 #include "codegen/Registration.h"
 #include "test/unit/TestUtil.h"
@@ -165,14 +165,15 @@ struct Generator {
         regions << ", %biasArg: " << captureTypes.back();
       regions << "):\n" << scoreModBody(slopes, bias, H, Sq, Skv) << "  }";
     }
+    std::string maskRegion =
+        " mask_mod {\n  ^bb0(%b: index, %h: index, %i: index, %j: index, "
+        "%docArg: " +
+        docType + "):\n    %di = tensor.extract %docArg[%i] : " + docType +
+        "\n    %dj = tensor.extract %docArg[%j] : " + docType +
+        "\n    %same = arith.cmpi sle, %dj, %di : i32\n"
+        "    attn.yield %same : i1\n  }";
     if (maskMod)
-      regions << " mask_mod {\n  ^bb0(%b: index, %h: index, %i: index, %j: "
-                 "index, %docArg: "
-              << docType << "):\n"
-              << "    %di = tensor.extract %docArg[%i] : " << docType << "\n"
-              << "    %dj = tensor.extract %docArg[%j] : " << docType << "\n"
-              << "    %same = arith.cmpi sle, %dj, %di : i32\n"
-              << "    attn.yield %same : i1\n  }";
+      regions << maskRegion;
     os << regions.str();
     // Statistics over the LSE, with the same masks and regions: a random
     // subset (the entropies are differentiated) and pooled grid.
@@ -214,6 +215,22 @@ struct Generator {
       os << "\n      : " << q << ", " << k << ", " << lse << " ->" << types
          << "\n"
          << regions.str();
+    }
+    // A distillation of the attention from itself (KL 0, but every kernel
+    // of attn.distill and its gradient), per row or its mean.
+    if (chance(4)) {
+      std::string klType = chance(2) ? std::string("tensor<f32>") : lse;
+      os << "\n  %kl = attn.distill %q, %k, %lse teacher %q, %k, %lse" << masks;
+      if (lengths)
+        os << " lengths(%len : tensor<" << B << "xi32>)";
+      if (maskMod)
+        os << " mask_captures(%doc : " << docType << ")";
+      os << "\n      : " << q << ", " << k << ", " << lse << " teacher " << q
+         << ", " << k << ", " << lse << " -> " << klType;
+      if (maskMod)
+        os << maskRegion;
+      results.push_back("%kl");
+      resultTypes.push_back(klType);
     }
     os << "\n  return " << list(results) << " : " << list(resultTypes)
        << "\n}\n";
