@@ -35,14 +35,9 @@ bool canLowerToFlashGpu(attn::AttentionOp) { return true; }
 
 bool canLowerToFlashGpu(attn::AttentionGradOp op) {
   // Float captures' per-key partial gradients must fit in 64 MiB.
-  int64_t keys = shapeOf(op.getKey())[0] * shapeOf(op.getKey())[1] *
-                 shapeOf(op.getKey())[2];
-  for (Value capture : op.getScoreCaptures())
-    if (isFloatTensor(capture) &&
-        keys * cast<ShapedType>(capture.getType()).getNumElements() * 4 >
-            (int64_t(64) << 20))
-      return false;
-  return true;
+  return CapturePartials::fit(
+      op.getScoreCaptures(), shapeOf(op.getKey())[0] * shapeOf(op.getKey())[1] *
+                                 shapeOf(op.getKey())[2]);
 }
 
 LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
@@ -192,18 +187,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
 
   // Float score captures: per-key partial gradients (an invocation owns
   // one key), summed in key order by a kernel of their own.
-  int64_t keysTotal = s.B * s.Hkv * s.Skv;
-  SmallVector<Value> partials(op.getScoreCaptures().size());
-  for (auto [c, capture] : llvm::enumerate(op.getScoreCaptures()))
-    if (isFloatTensor(capture))
-      partials[c] = f32Buffer(
-          {keysTotal, cast<ShapedType>(capture.getType()).getNumElements()});
-  auto flatIndex = [&](Value capture, ArrayRef<Value> indices) {
-    Value flat = g.idx(0);
-    for (auto [d, extent] : llvm::enumerate(shapeOf(capture)))
-      flat = g.add(g.mul(flat, g.idx(extent)), indices[d]);
-    return flat;
-  };
+  CapturePartials partials(b, op.getScoreCaptures(), s.B * s.Hkv * s.Skv);
 
   // The row's LSE, dLSE (0 without one) and Delta (null: not yet known).
   struct Row {
@@ -354,17 +338,9 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
                                             g.ult(j, g.idx(s.Skv)));
         Value jc = g.minu(j, g.idx(s.Skv - 1));
         Value key = g.add(g.mul(bg, g.idx(s.Skv)), jc);
-        bool anyPartial = llvm::any_of(partials, [](Value p) { return p; });
+        bool anyPartial = partials.any();
         if (anyPartial)
-          g.ifThen(owner, [&] {
-            for (Value partial : partials)
-              if (partial)
-                g.loop(0, cast<MemRefType>(partial.getType()).getDimSize(1),
-                       [&](Value e) {
-                         memref::StoreOp::create(b, g.cst(0.0f), partial,
-                                                 ValueRange{key, e});
-                       });
-          });
+          g.ifThen(owner, [&] { partials.zero(g, key); });
         g.barrier();
         auto rowAt = [&](Value h, Value i) {
           return rowOf(
@@ -415,14 +391,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
                   SmallVector<CaptureAdjoint> adjoints;
                   fillTiles(tid, r, g.dot(dos, r, vs, tid, Dv), &adjoints);
                   for (CaptureAdjoint &adjoint : adjoints)
-                    if (Value partial = partials[adjoint.capture]) {
-                      Value at =
-                          flatIndex(op.getScoreCaptures()[adjoint.capture],
-                                    adjoint.indices);
-                      g.store(
-                          g.add(g.load(partial, {key, at}), adjoint.adjoint),
-                          partial, {key, at});
-                    }
+                    partials.add(g, key, adjoint);
                 });
               });
             }
@@ -442,37 +411,9 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
                                 tensorOf(b, dv, op.getValueGrad().getType())};
   // Float captures: the per-key partials summed in key order; integer
   // ones have zero gradients.
-  for (auto [c, grad] : llvm::enumerate(op.getScoreCapturesGrad())) {
-    Value out = allocLike(b, grad.getType());
-    auto type = cast<MemRefType>(out.getType());
-    int64_t n = type.getNumElements();
-    Value flat = memref::CollapseShapeOp::create(
-        b, out,
-        SmallVector<ReassociationIndices>{
-            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
-    Value partial = partials[c];
-    launch(b, (n + s.W - 1) / s.W, 1, s.W, [&](Value blk, Value, Value tid) {
-      Value e = g.add(g.mul(blk, g.idx(s.W)), tid);
-      g.ifThen(g.ult(e, g.idx(n)), [&] {
-        if (!partial) {
-          memref::StoreOp::create(
-              b,
-              arith::ConstantOp::create(b, type.getElementType(),
-                                        b.getZeroAttr(type.getElementType())),
-              flat, ValueRange{e});
-          return;
-        }
-        Value sum =
-            g.reduce(g.idx(0), g.idx(keysTotal), g.idx(1), g.cst(0.0f),
-                     [&](Value t, Value acc) {
-                       return g.add(acc, memref::LoadOp::create(
-                                             b, partial, ValueRange{t, e}));
-                     });
-        g.store(sum, flat, {e});
-      });
-    });
-    results.push_back(tensorOf(b, out, grad.getType()));
-  }
+  llvm::append_range(
+      results,
+      partials.gradients(g, s.W, op.getScoreCapturesGrad().getTypes()));
   rewriter.replaceOp(op, results);
   return success();
 }

@@ -45,8 +45,9 @@ mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
                                     attn::AttentionStatsOp op,
                                     attn::GpuPlanAttr plan);
 
-/// Whether the GPU kernels cover `op`: those without float score captures
-/// (whose gradients keep the unfused lowering).
+/// Whether the GPU kernels cover `op`: those whose float score captures'
+/// per-key partial gradients fit in 64 MiB (others keep the unfused
+/// lowering).
 bool canLowerToFlashGpu(attn::AttentionStatsGradOp op);
 
 /// Builds the entropy's gradient kernels of `op` in place of `op`: g per

@@ -5,13 +5,15 @@
 //   dS'_ij = g_i P_ij (LSE_i - S'_ij - 1),   dLSE_i = g_i sum_j P_ij (1 +
 //   S'_ij - LSE_i)
 // (the op's partial derivatives), dS = dS' dscore_mod/dS, then
-//   rows     g per row, a invocation per (batch, head) over its rows;
+//   rows     g per row, an invocation per (batch, head) over its rows;
 //   dQ       a workgroup per (batch, head, query block), as the backward's
 //            dQ kernel: dS of each key block in workgroup memory, dQ += dS K,
 //            each row's dLSE sum by the subgroup that owns the row;
 //   dK       a workgroup per (batch, KV head, key block) over every query
 //            head of its group and the query rows that see the block:
-//            dK += dS^T Q.
+//            dK += dS^T Q; float score captures' per-key partial gradients
+//            (each key's owner adds its pairs' adjoints in row order), then
+//            summed in key order.
 // No atomics: the results do not depend on scheduling.
 #include "codegen/gpu/FlashGpu.h"
 #include "codegen/gpu/GpuKernelBuilder.h"
@@ -36,28 +38,35 @@ struct StatsGrad {
 };
 StatsGrad statsGradAt(GpuBuilder &g, Shape &s, Value dot, Value bi, Value h,
                       Value i, Value j, Value limit, Value whole, Value lse,
-                      Value rowG) {
+                      Value rowG,
+                      SmallVector<CaptureAdjoint> *captureAdjoints = nullptr) {
   ScoreModAdjoints sweep = s.modifiedScoreAdjoints(g, dot, bi, h, i, j);
   Value score = g.select(s.visible(g, bi, h, i, j, limit, whole), sweep.result,
                          g.negInf());
   Value p = g.expShifted(score, lse);
   Value none =
       arith::CmpFOp::create(g.b, arith::CmpFPredicate::OEQ, p, g.cst(0.0f));
-  Value one = g.cst(1.0f);
+  Value zero = g.cst(0.0f), one = g.cst(1.0f);
   Value dsMod = g.mul(rowG, g.mul(p, g.sub(g.sub(lse, score), one)));
-  if (sweep.scoreAdjoint)
-    dsMod = g.mul(dsMod, sweep.scoreAdjoint);
+  // The score_mod's capture adjoints, seeded with dS' (0 where P is: the
+  // region's adjoints of masked pairs may be anything).
+  if (captureAdjoints)
+    for (CaptureAdjoint &adjoint : sweep.captures) {
+      adjoint.adjoint = g.select(none, zero, g.mul(adjoint.adjoint, dsMod));
+      captureAdjoints->push_back(adjoint);
+    }
+  Value ds = sweep.scoreAdjoint ? g.mul(dsMod, sweep.scoreAdjoint) : dsMod;
   Value term = g.mul(p, g.sub(g.add(one, score), lse));
-  return {g.select(none, g.cst(0.0f), dsMod),
-          g.select(none, g.cst(0.0f), term)};
+  return {g.select(none, zero, ds), g.select(none, zero, term)};
 }
 
 } // namespace
 
 bool canLowerToFlashGpu(attn::AttentionStatsGradOp op) {
-  // Float captures' gradients keep the unfused lowering.
-  return llvm::none_of(op.getScoreCaptures(),
-                       [](Value c) { return isFloatTensor(c); });
+  // Float captures' per-key partial gradients must fit in 64 MiB.
+  return CapturePartials::fit(
+      op.getScoreCaptures(), shapeOf(op.getKey())[0] * shapeOf(op.getKey())[1] *
+                                 shapeOf(op.getKey())[2]);
 }
 
 LogicalResult lowerToFlashGpu(RewriterBase &rewriter,
@@ -173,8 +182,9 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter,
       });
 
   // dK: every query head of the KV head's group, the rows that see the
-  // block.
+  // block; float captures' per-key partial gradients.
   int64_t group = s.H / s.Hkv;
+  CapturePartials partials(b, op.getScoreCaptures(), s.B * s.Hkv * s.Skv);
   launch(b, (s.Skv + Bk - 1) / Bk, s.B * s.Hkv, s.W,
          [&](Value kb, Value bg, Value tid) {
            Workgroup wg{g, tid, s.W};
@@ -185,6 +195,14 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter,
                  dsts = g.shared({Bk, Bq}), dks = g.shared({Bk, D});
            wg.stageRows(k, bi, kvh, j0, Bk, D, s.Skv, ks);
            wg.fill(dks, Bk, D, g.cst(0.0f));
+           // Float captures: invocation tid < Bk owns key j0 + tid.
+           Value j = g.add(j0, tid);
+           Value owner = arith::AndIOp::create(b, g.ult(tid, g.idx(Bk)),
+                                               g.ult(j, g.idx(s.Skv)));
+           Value key =
+               g.add(g.mul(bg, g.idx(s.Skv)), g.minu(j, g.idx(s.Skv - 1)));
+           if (partials.any())
+             g.ifThen(owner, [&] { partials.zero(g, key); });
            g.barrier();
            auto rows = s.masks.rowsSeeing(b, limit, j0, Bk, Bq);
            Value first = rows.first, end = g.minu(rows.second, g.idx(s.Sq));
@@ -193,15 +211,33 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter,
              g.loop(first, end, g.idx(Bq), [&](Value i0) {
                wg.stageRows(q, bi, h, i0, Bq, D, s.Sq, qs);
                g.barrier();
-               wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
+               auto fillTile = [&](Value jj, Value r,
+                                   SmallVector<CaptureAdjoint> *adjoints) {
                  Value i = g.add(i0, r);
                  Value gi = g.load(rowG, {bi, h, g.minu(i, g.idx(s.Sq - 1))});
                  StatsGrad grad = statsGradAt(
                      g, s, g.dot(qs, r, ks, jj, D), bi, h, i, g.add(j0, jj),
-                     limit, nullptr, rowLseOrInf(g, s.Sq, lse, bi, h, i), gi);
+                     limit, nullptr, rowLseOrInf(g, s.Sq, lse, bi, h, i), gi,
+                     adjoints);
                  memref::StoreOp::create(b, s.scaled(g, grad.ds), dsts,
                                          ValueRange{jj, r});
-               });
+               };
+               if (!partials.any()) {
+                 wg.forEachElement(Bk, Bq, [&](Value jj, Value r) {
+                   fillTile(jj, r, nullptr);
+                 });
+               } else {
+                 // Each key's owner fills its tile row and sums its capture
+                 // partials in row order.
+                 g.ifThen(owner, [&] {
+                   g.loop(0, Bq, [&](Value r) {
+                     SmallVector<CaptureAdjoint> adjoints;
+                     fillTile(tid, r, &adjoints);
+                     for (CaptureAdjoint &adjoint : adjoints)
+                       partials.add(g, key, adjoint);
+                   });
+                 });
+               }
                g.barrier();
                wg.multiplyAccumulate(dks, dsts, qs, Bk, Bq, D);
                g.barrier();
@@ -214,27 +250,11 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter,
   SmallVector<Value> results = {tensorOf(b, dq, op.getQueryGrad().getType()),
                                 tensorOf(b, dk, op.getKeyGrad().getType()),
                                 tensorOf(b, dlse, op.getLseGrad().getType())};
-  // Integer score captures (the only ones here) have zero gradients.
-  for (Value grad : op.getScoreCapturesGrad()) {
-    Value out = allocLike(b, grad.getType());
-    auto type = cast<MemRefType>(out.getType());
-    int64_t n = type.getNumElements();
-    Value flat = memref::CollapseShapeOp::create(
-        b, out,
-        SmallVector<ReassociationIndices>{
-            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
-    launch(b, (n + s.W - 1) / s.W, 1, s.W, [&](Value blk, Value, Value tid) {
-      Value e = g.add(g.mul(blk, g.idx(s.W)), tid);
-      g.ifThen(g.ult(e, g.idx(n)), [&] {
-        memref::StoreOp::create(
-            b,
-            arith::ConstantOp::create(b, type.getElementType(),
-                                      b.getZeroAttr(type.getElementType())),
-            flat, ValueRange{e});
-      });
-    });
-    results.push_back(tensorOf(b, out, grad.getType()));
-  }
+  // Float captures: the per-key partials summed in key order; integer
+  // ones have zero gradients.
+  llvm::append_range(
+      results,
+      partials.gradients(g, s.W, op.getScoreCapturesGrad().getTypes()));
   rewriter.replaceOp(op, results);
   return success();
 }

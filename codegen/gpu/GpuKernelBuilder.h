@@ -400,6 +400,102 @@ inline void launch(ImplicitLocOpBuilder &b, int64_t x, int64_t y,
   gpu::TerminatorOp::create(b);
 }
 
+/// The per-key partial gradients of a backward's float score captures
+/// ([keys, elements] each; none for integer captures): the dK kernel gives
+/// each key one owner invocation, which adds its pairs' capture adjoints in
+/// row order, and `gradients` then sums them over the keys in order. No
+/// atomics: deterministic.
+struct CapturePartials {
+  /// Whether the partials of `captures` fit in 64 MiB for `keys` keys.
+  static bool fit(ValueRange captures, int64_t keys) {
+    for (Value capture : captures)
+      if (isFloatTensor(capture) &&
+          keys * cast<ShapedType>(capture.getType()).getNumElements() * 4 >
+              (int64_t(64) << 20))
+        return false;
+    return true;
+  }
+  CapturePartials(ImplicitLocOpBuilder &b, ValueRange captures, int64_t keys)
+      : captures(captures), keys(keys) {
+    for (Value capture : captures)
+      partials.push_back(
+          isFloatTensor(capture)
+              ? Value(memref::AllocOp::create(
+                    b,
+                    MemRefType::get(
+                        {keys,
+                         cast<ShapedType>(capture.getType()).getNumElements()},
+                        b.getF32Type())))
+              : Value());
+  }
+  bool any() const {
+    return llvm::any_of(partials, [](Value p) { return bool(p); });
+  }
+  /// Zeros key `key`'s partials (by its owner).
+  void zero(GpuBuilder &g, Value key) {
+    for (Value partial : partials)
+      if (partial)
+        g.loop(0, cast<MemRefType>(partial.getType()).getDimSize(1),
+               [&](Value e) {
+                 memref::StoreOp::create(g.b, g.cst(0.0f), partial,
+                                         ValueRange{key, e});
+               });
+  }
+  /// partial[key, element] += the adjoint (by the key's owner).
+  void add(GpuBuilder &g, Value key, const CaptureAdjoint &adjoint) {
+    Value partial = partials[adjoint.capture];
+    if (!partial)
+      return;
+    Value flat = g.idx(0);
+    for (auto [d, extent] : llvm::enumerate(shapeOf(captures[adjoint.capture])))
+      flat = g.add(g.mul(flat, g.idx(extent)), adjoint.indices[d]);
+    g.store(g.add(g.load(partial, {key, flat}), adjoint.adjoint), partial,
+            {key, flat});
+  }
+  /// The captures' gradients, of `gradTypes`: the partials summed in key
+  /// order, an invocation per element (zeros for integer captures).
+  SmallVector<Value> gradients(GpuBuilder &g, int64_t W, TypeRange gradTypes) {
+    ImplicitLocOpBuilder &b = g.b;
+    SmallVector<Value> grads;
+    for (auto [c, gradType] : llvm::enumerate(gradTypes)) {
+      Value out = allocLike(b, gradType);
+      auto type = cast<MemRefType>(out.getType());
+      int64_t n = type.getNumElements();
+      Value flat = memref::CollapseShapeOp::create(
+          b, out,
+          SmallVector<ReassociationIndices>{
+              llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
+      Value partial = partials[c];
+      launch(b, (n + W - 1) / W, 1, W, [&](Value blk, Value, Value tid) {
+        Value e = g.add(g.mul(blk, g.idx(W)), tid);
+        g.ifThen(g.ult(e, g.idx(n)), [&] {
+          if (!partial) {
+            memref::StoreOp::create(
+                b,
+                arith::ConstantOp::create(b, type.getElementType(),
+                                          b.getZeroAttr(type.getElementType())),
+                flat, ValueRange{e});
+            return;
+          }
+          Value sum =
+              g.reduce(g.idx(0), g.idx(keys), g.idx(1), g.cst(0.0f),
+                       [&](Value t, Value acc) {
+                         return g.add(acc, memref::LoadOp::create(
+                                               b, partial, ValueRange{t, e}));
+                       });
+          g.store(sum, flat, {e});
+        });
+      });
+      grads.push_back(tensorOf(b, out, gradType));
+    }
+    return grads;
+  }
+
+  ValueRange captures;
+  int64_t keys;
+  SmallVector<Value> partials;
+};
+
 } // namespace gpu_kernels
 } // namespace attnc
 

@@ -21,6 +21,9 @@
 //   ATTNC_FUZZ_CPU     the LLVM CPU compiled for (default sapphirerapids:
 //                      AVX-512 and AMX, so the 512-bit and AMX-tile lowerings
 //                      run whatever the host is; nothing compiled is run).
+//   ATTNC_FUZZ_TARGET  cpu (default), vulkan (the GPU layer's kernels to
+//                      SPIR-V, embedded in host code) or cuda (sm_90a, to
+//                      PTX through NVVM; needs the CUDA toolkit's libdevice).
 //   ATTNC_FUZZ_STAGES  the last stage: lower, translate (default) or emit.
 //   ATTNC_FUZZ_VERBOSE 1: print the diagnostics.
 //
@@ -87,6 +90,21 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   options.target = attnc::CompileTarget::Cpu;
   const char *cpu = std::getenv("ATTNC_FUZZ_CPU");
   options.cpu = cpu && *cpu ? cpu : "sapphirerapids";
+  const char *target = std::getenv("ATTNC_FUZZ_TARGET");
+  llvm::StringRef targetName = target ? target : "cpu";
+  if (targetName == "vulkan") {
+    options.target = attnc::CompileTarget::Vulkan;
+  } else if (targetName == "cuda") {
+    // sm_90a (the tensor-core and wgmma lowerings too), embedded as PTX:
+    // no ptxas per input.
+    options.target = attnc::CompileTarget::Cuda;
+    options.gpuArch = "sm_90a";
+    options.gpuBinary = "ptx";
+  } else if (targetName != "cpu") {
+    llvm::errs() << "attnc-fuzz: ATTNC_FUZZ_TARGET must be cpu, vulkan or "
+                    "cuda\n";
+    std::exit(1);
+  }
   // A fixed triple too: the same input takes the same path on any host.
   options.triple = "x86_64-unknown-linux-gnu";
   // Verify after every pass (as `attnc compile` does): a pass that breaks
