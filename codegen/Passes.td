@@ -122,6 +122,20 @@ def AttnBatchEntries : Pass<"attn-batch-entries", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def AttnDistinctReturnedBuffers
+    : Pass<"attn-distinct-returned-buffers", "mlir::ModuleOp"> {
+  let summary = "Give a buffer returned twice by a function a copy";
+  let description = [{
+    Runs after one-shot-bufferize, before buffer-results-to-out-params:
+    each repeated operand of a func.return (a derived backward returning one
+    zero constant for two inputs' gradients) becomes a new buffer with a
+    copy of it, so that every result is distinct. (MLIR 22's
+    buffer-results-to-out-params with hoist-static-allocs crashed on an
+    alloc returned twice, as the GPU targets materialize such constants.)
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def AttnElideResultCopies : Pass<"attn-elide-result-copies", "mlir::ModuleOp"> {
   let summary = "Write results that come from calls straight into out-params";
   let description = [{
