@@ -48,28 +48,23 @@ static LogicalResult verifyTilePlan(Operation *op, NamedAttribute attr) {
                            << "' must be a tile plan (#attn.cpu_plan<...> or "
                               "#attn.gpu_plan<...>), got "
                            << attr.getValue();
-  bool fused = isa<AttentionOp, AttentionGradOp, AttentionStatsOp, DistillOp,
-                   DistillGradOp>(op);
+  bool fused = isa<AttentionOp, AttentionGradOp, AttentionStatsOp,
+                   AttentionStatsGradOp, DistillOp, DistillGradOp>(op);
   bool gemm = isa<ProjectionOp, MergeOp, ProjectionGradOp, MergeGradOp>(op);
-  // The statistics' gradients have GPU kernels only.
-  bool gpuOnly = isa<AttentionStatsGradOp>(op);
-  if (!fused && !gemm && !gpuOnly)
+  if (!fused && !gemm)
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' is only valid on attn.attention(_grad), "
                               "attn.attention_stats(_grad), "
                               "attn.distill(_grad), projections and merges";
   auto cpu = dyn_cast<CpuPlanAttr>(plan);
   if (!cpu) {
-    if (!fused && !gpuOnly)
+    if (!fused)
       return op->emitError() << "a GPU tile plan is only valid on "
                                 "attn.attention(_grad), "
                                 "attn.attention_stats(_grad) and "
                                 "attn.distill(_grad)";
     return success();
   }
-  if (gpuOnly)
-    return op->emitError() << "a CPU tile plan is not valid on '"
-                           << op->getName() << "' (it has GPU kernels only)";
   if (fused && (!cpu.getQueryBlock() || !cpu.getKeyBlock()))
     return op->emitError() << "the tile plan of '" << op->getName()
                            << "' must give query_block and key_block, got "

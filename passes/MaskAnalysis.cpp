@@ -191,6 +191,8 @@ bool promoteMaskModOfFusedOp(Operation *op) {
     promote(grad);
   else if (auto stats = dyn_cast<attn::AttentionStatsOp>(op))
     promote(stats);
+  else if (auto statsGrad = dyn_cast<attn::AttentionStatsGradOp>(op))
+    promote(statsGrad);
   else if (auto distill = dyn_cast<attn::DistillOp>(op))
     promote(distill);
   else if (auto distillGrad = dyn_cast<attn::DistillGradOp>(op))

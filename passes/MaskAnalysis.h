@@ -27,9 +27,9 @@ bool promoteMaskMod(attn::AttentionOp op);
 bool promoteMaskMod(attn::AttentionGradOp op);
 bool promoteMaskMod(attn::AttentionStatsGradOp op);
 
-/// What the tile planners do first: for an attn.attention,
-/// attn.attention_grad, attn.attention_stats or attn.distill(_grad),
-/// promoteMaskMod and true;
+/// What the tile planners do first: for an attn.attention(_grad),
+/// attn.attention_stats(_grad) or attn.distill(_grad), promoteMaskMod and
+/// true;
 /// false for other ops.
 bool promoteMaskModOfFusedOp(mlir::Operation *op);
 

@@ -43,12 +43,6 @@ struct AttnPlanGpuTiles : attnc::impl::AttnPlanGpuTilesBase<AttnPlanGpuTiles> {
     getOperation().walk([&](Operation *op) {
       if (promoteMaskModOfFusedOp(op))
         plan(op);
-      // The statistics' gradients have GPU kernels only (the CPU folds
-      // them into the attention's backward, or keeps them unfused).
-      if (auto statsGrad = dyn_cast<attn::AttentionStatsGradOp>(op)) {
-        promoteMaskMod(statsGrad);
-        plan(op);
-      }
     });
   }
 };

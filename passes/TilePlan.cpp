@@ -169,6 +169,7 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   auto stats = dyn_cast<attn::AttentionStatsOp>(op);
   auto distill = dyn_cast<attn::DistillOp>(op);
   auto distillGrad = dyn_cast<attn::DistillGradOp>(op);
+  auto statsGrad = dyn_cast<attn::AttentionStatsGradOp>(op);
   if (distill || distillGrad) {
     // As the statistics: rows and key blocks of a forward's, two score
     // blocks of 128 keys.
@@ -177,6 +178,12 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
     sq = shapeOf(q)[2];
     skv = shapeOf(k)[2];
     visible = distill ? visibleKeys(distill) : visibleKeys(distillGrad);
+    maxKeyBlock = 128;
+  } else if (statsGrad) {
+    // As attn.distill_grad's (the same two passes, one side).
+    sq = shapeOf(statsGrad.getQuery())[2];
+    skv = shapeOf(statsGrad.getKey())[2];
+    visible = visibleKeys(statsGrad);
     maxKeyBlock = 128;
   } else if (stats) {
     // Rows and key blocks as a forward's (no AMX, no query blocks: a task
@@ -240,7 +247,7 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
     rows = std::min<int64_t>(maxRows, 8);
   }
   MLIRContext *context = op->getContext();
-  if (!fwd && !grad && !stats && !distill && !distillGrad)
+  if (!fwd && !grad && !stats && !statsGrad && !distill && !distillGrad)
     return CpuPlanAttr::get(context, rows, /*queryBlock=*/0, /*keyBlock=*/0,
                             /*amx=*/false, /*splits=*/1, /*dotBf16=*/false);
   int64_t queryTiles = heads ? heads * ((sq + rows - 1) / rows) : 1;

@@ -28,6 +28,10 @@ bool canLowerToFlashCpu(attn::DistillOp op);
 /// attn.distill_grad: also head dimensions that are multiples of 16 (its dQ
 /// products).
 bool canLowerToFlashCpu(attn::DistillGradOp op);
+/// attn.attention_stats_grad: float Q and K, widenable regions, a head
+/// dimension that is a multiple of 16 and float score captures whose
+/// partial gradients (one per query tile of `plan`) fit as the backward's.
+bool canLowerToFlashCpu(attn::AttentionStatsGradOp op, attn::CpuPlanAttr plan);
 
 /// What lowerToFlashForward built: O and LSE.
 struct FlashForwardResult {
@@ -93,6 +97,17 @@ lowerToFlashBackward(mlir::RewriterBase &rewriter, attn::AttentionGradOp op,
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 lowerToFlashStats(mlir::RewriterBase &rewriter, attn::AttentionStatsOp op,
                   attn::CpuPlanAttr plan, int64_t vectorBits);
+
+/// attn.attention_stats_grad's gradients (dQ, dK, dLSE, then one per score
+/// capture) in two passes (FlashStatsGrad.cpp): per query tile dQ, dLSE and
+/// the capture gradients' partials, per key block dK, each recomputing P
+/// from the LSE; in place of `op`. For one that no attention backward took
+/// in (entropyGradientOf). Fails, changing nothing, when
+/// !canLowerToFlashCpu(op, plan).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+lowerToFlashStatsGrad(mlir::RewriterBase &rewriter,
+                      attn::AttentionStatsGradOp op, attn::CpuPlanAttr plan,
+                      int64_t vectorBits);
 
 /// attn.distill's KL per row (or its mean) from both sides' score tiles and
 /// LSEs a key block at a time (FlashDistill.cpp), in place of `op`; returns

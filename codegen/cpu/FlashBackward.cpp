@@ -130,7 +130,8 @@ SmallVector<Value> FlashBackward::build() {
   SmallVector<Value> results = {tensorOf(dQ, op.getQueryGrad().getType()),
                                 tensorOf(dK, op.getKeyGrad().getType()),
                                 tensorOf(dV, op.getValueGrad().getType())};
-  llvm::append_range(results, captureGrads(partials));
+  llvm::append_range(
+      results, captureGrads(partials, op.getScoreCapturesGrad().getTypes()));
   return results;
 }
 
@@ -167,68 +168,24 @@ Value FlashBackward::rowDeltas(Value o, Value dO, Value dLse) {
 }
 
 Value FlashBackward::entropyCoefficients(Value lse, Value delta) {
-  Value coefficients = alloc({B, H, Sq});
-  loop(0, B, [&](Value bi) {
-    loop(0, H, [&](Value h) {
-      auto seenRow = [&](Value i) {
-        return arith::CmpFOp::create(
-            b, arith::CmpFPredicate::UNE,
-            memref::LoadOp::create(b, lse, ValueRange{bi, h, i}), f(kNegInf));
-      };
-      // The mean's cotangent, shared among the rows that see a key.
-      Value share = f(0.0f);
-      if (meanEntropyGradBuf) {
-        auto count =
-            scf::ForOp::create(b, idx(0), idx(Sq), idx(1), ValueRange{f(0.0f)});
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(count.getBody());
-          Value n = count.getRegionIterArgs()[0];
-          scf::YieldOp::create(b,
-                               ValueRange{arith::SelectOp::create(
-                                   b, seenRow(count.getInductionVar()),
-                                   arith::AddFOp::create(b, n, f(1.0f)), n)});
-        }
-        share = arith::DivFOp::create(
-            b, memref::LoadOp::create(b, meanEntropyGradBuf, ValueRange{bi, h}),
-            arith::MaximumFOp::create(b, count.getResult(0), f(1.0f)));
-      }
-      loop(0, Sq, [&](Value i) {
-        SmallVector<Value> at{bi, h, i};
-        Value g = share;
-        if (entropyGradBuf)
-          g = arith::AddFOp::create(
-              b, g, memref::LoadOp::create(b, entropyGradBuf, at));
-        Value seen = seenRow(i);
-        g = arith::SelectOp::create(b, seen, g, f(0.0f));
-        Value mu =
-            arith::SubFOp::create(b, memref::LoadOp::create(b, lse, at),
-                                  memref::LoadOp::create(b, entropyBuf, at));
-        Value shift = arith::SelectOp::create(
-            b, seen, arith::MulFOp::create(b, g, mu), f(0.0f));
-        memref::StoreOp::create(
-            b,
-            arith::SubFOp::create(b, memref::LoadOp::create(b, delta, at),
-                                  shift),
-            delta, at);
-        memref::StoreOp::create(b, g, coefficients, at);
-      });
-    });
+  Value coefficients =
+      entropyCotangents(lse, entropyGradBuf, meanEntropyGradBuf);
+  loop(0, B * H * Sq, [&](Value n) {
+    SmallVector<Value> at = rowOf(n);
+    Value l = memref::LoadOp::create(b, lse, at);
+    Value seen =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::UNE, l, f(kNegInf));
+    Value g = memref::LoadOp::create(b, coefficients, at);
+    Value mu =
+        arith::SubFOp::create(b, l, memref::LoadOp::create(b, entropyBuf, at));
+    Value shift = arith::SelectOp::create(
+        b, seen, arith::MulFOp::create(b, g, mu), f(0.0f));
+    memref::StoreOp::create(
+        b,
+        arith::SubFOp::create(b, memref::LoadOp::create(b, delta, at), shift),
+        delta, at);
   });
   return coefficients;
-}
-
-Value FlashBackward::recomputedP(const Scores &sc, Value lse) {
-  return arith::SelectOp::create(
-      b, sc.keep, expVector(arith::SubFOp::create(b, sc.modified, lse)),
-      splat(f(0.0f)));
-}
-
-Value FlashBackward::rowLse(Value lse, Value bi, Value h, Value row) {
-  Value l = memref::LoadOp::create(b, lse, ValueRange{bi, h, row});
-  Value empty =
-      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l, f(kNegInf));
-  return splat(arith::SelectOp::create(b, empty, f(-kNegInf), l));
 }
 
 void FlashBackward::rowDeltasOfHead(ArrayRef<Value> args, Value bi, Value h) {
@@ -308,18 +265,9 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                                     arith::MulFOp::create(b, g, sc.modified),
                                     splat(f(0.0f))));
       }
-      Value ds = arith::MulFOp::create(b, p, centered);
-      if (adjointBlock) {
-        SmallVector<Value> bound = {sc.scaled, bi, h, range.row, sc.keys};
-        bound.append(caps.begin(), caps.begin() + numScoreCaptures);
-        bound.push_back(ds);
-        SmallVector<Value> adjoints =
-            widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
-        // (0 where dS' is 0: buildScoreModAdjoints.)
-        ds = broadcastToLanes(b, b.getLoc(), adjoints.front());
-        if (!partials.empty())
-          accumulateCaptureGrads(partials, task, adjoints, sc.keep);
-      }
+      Value ds =
+          scoreGrad(sc, caps, bi, h, range.row,
+                    arith::MulFOp::create(b, p, centered), partials, task);
       vector::StoreOp::create(b, p, pBuf, at);
       vector::StoreOp::create(b, ds, dsBuf, at);
     }
@@ -595,21 +543,12 @@ void FlashBackward::storeKeyGrads(const KeyBlock &kb) {
 }
 
 bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
-  // Float captures take a partial gradient per task: at most 2^24 floats
-  // (64 MB) of them, or four score matrices' worth (the unfused lowering,
-  // which would take the op instead, keeps several of those: a [Sq, Skv]
-  // bias at S = 2048 took 29 s there, 0.1 s here).
   ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
-  int64_t tasks = q[0] * k[1] * plan.getSplits();
-  int64_t partialFloats = 0;
-  for (Value capture : op.getScoreCaptures())
-    if (isFloatTensor(capture))
-      partialFloats +=
-          tasks * cast<ShapedType>(capture.getType()).getNumElements();
-  int64_t scoreFloats = q[0] * q[1] * q[2] * k[2];
   return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
          canWidenRegion(op.getMaskMod()) &&
-         partialFloats <= std::max<int64_t>(1 << 24, 4 * scoreFloats) &&
+         ScoreModGradients::partialsFit(op.getScoreCaptures(),
+                                        q[0] * k[1] * plan.getSplits(),
+                                        q[0] * q[1] * q[2] * k[2]) &&
          q[3] % kLanes == 0 && shapeOf(op.getValue())[3] % kLanes == 0;
 }
 

@@ -1,37 +1,29 @@
 // The FlashAttention-2 CPU backward of attn.attention_grad in one pass over
 // key blocks (FlashBackward.cpp): dK/dV per key block, dQ into one f32 copy
 // per split of the key blocks summed in order, so that every gradient has a
-// fixed order of accumulation; what float score captures add to it, their
-// gradients and the score_mod's reverse sweep, in FlashBackwardCaptures.cpp.
+// fixed order of accumulation; the exact Deltas that float score captures
+// need from a narrow output in FlashBackwardCaptures.cpp (their gradients
+// and the score_mod's reverse sweep: ScoreModGradients.h).
 // Private to the CPU lowering; FlashAttention.h is the interface.
 #ifndef ATTNC_CODEGEN_CPU_FLASHBACKWARD_H
 #define ATTNC_CODEGEN_CPU_FLASHBACKWARD_H
 
-#include "codegen/cpu/FlashCommon.h"
+#include "codegen/cpu/ScoreModGradients.h"
 #include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
 
-#include "mlir/IR/Region.h"
-
-#include <memory>
 #include <utility>
 
 namespace attnc {
 
-class FlashBackward : public FlashCommon {
+class FlashBackward : public ScoreModGradients {
 public:
   FlashBackward(mlir::ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
                 attn::CpuPlanAttr plan, int64_t vectorBits)
-      : FlashCommon(b, op, plan.getRows(), vectorBits),
+      : ScoreModGradients(b, op, plan.getRows(), vectorBits),
         blockTiles(plan.getKeyBlock() / kCols), op(op),
         splits(plan.getSplits()), dot(plan.getDotBf16() || plan.getAmx()),
-        amx(plan.getAmx()) {
-    for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
-      if (isFloatTensor(capture))
-        floatCaptures.push_back(k);
-    if (!scoreMod.empty())
-      buildAdjointBlock();
-  }
+        amx(plan.getAmx()) {}
 
   /// With the entropy's cotangents folded in (FlashAttention.h,
   /// EntropyGradient): the rows' entropies H (a buffer [B, H, Sq], from the
@@ -56,17 +48,6 @@ private:
   /// Delta[b, h, i] = rowsum(dO * O) - dLSE (the dLSE term of the LSE's own
   /// gradient folds in here).
   mlir::Value rowDeltas(mlir::Value o, mlir::Value dO, mlir::Value dLse);
-
-  /// P = exp(S' - LSE) on the lanes the masks keep, else 0; `lse` is
-  /// rowLse's.
-  mlir::Value recomputedP(const Scores &sc, mlir::Value lse);
-
-  /// LSE[bi, h, row] splat to 16 lanes for recomputedP, +inf where it is
-  /// -inf: a row whose keys are all masked or whose scores are all -inf
-  /// (a score_mod that masks, FlexAttention's idiom) has P = 0, and
-  /// exp(S' - LSE) would be exp(-inf + inf) = NaN on its kept lanes.
-  mlir::Value rowLse(mlir::Value lse, mlir::Value bi, mlir::Value h,
-                     mlir::Value row);
 
   /// rowDeltas as rowsum(P * dP) - dLSE, with P and dP recomputed from the
   /// packed Q, dO, K^T and V^T tiles (two of the backward's products once
@@ -184,38 +165,6 @@ private:
   /// dQ = scale dS K: the splits' copies summed in order, times the scale.
   void sumQueryGradCopies(mlir::Value dqCopies, mlir::Value dQ);
 
-  /// Float captures' gradients: one partial row per task (zeroed here),
-  /// summed in task order afterwards (deterministic for any thread count).
-  mlir::SmallVector<mlir::Value> zeroedPartials(int64_t tasks);
-
-  /// The gradient of every score capture: its partials summed (sumPartials),
-  /// zeros for an integer capture, which has none.
-  mlir::SmallVector<mlir::Value>
-  captureGrads(mlir::ArrayRef<mlir::Value> partials);
-
-  /// The gradient of a capture: the rows of its partial buffer summed in
-  /// task order, in the capture's shape and element type.
-  mlir::Value sumPartials(mlir::Value partial, mlir::Value capture);
-
-  /// Adds the adjoints of the capture reads (adjoint block results after
-  /// the first: per read, the adjoint then the read's indices) to the
-  /// task's partial gradients; lanes outside `keep` add nothing. A read at
-  /// the same element in every lane (ALiBi's slopes[h]) adds one lane sum.
-  void accumulateCaptureGrads(mlir::ArrayRef<mlir::Value> partials,
-                              mlir::Value task,
-                              mlir::ArrayRef<mlir::Value> adjoints,
-                              mlir::Value keep);
-
-  /// Where float score capture `capture`'s partial buffer is among them.
-  size_t partialIndex(unsigned capture);
-
-  /// The score_mod's reverse sweep as scalar code in a block of its own:
-  /// (score, b, h, i, j, captures..., seed) -> (seed * d score_mod / d score,
-  /// then per read of a float capture: its adjoint and its indices), which
-  /// the kernel widens to 16 lanes like the region itself. The block ends
-  /// in a func.return only as a holder of these values (never verified).
-  void buildAdjointBlock();
-
   //===--------------------------------------------------------------------===//
   // AVX-512 BF16 dot products (FlashBackwardDot.cpp, plan dot_bf16): the
   // five products of bf16 operands (Q, K, V, dO as given; P and dS rounded
@@ -301,14 +250,6 @@ private:
   bool dot;       // bf16 products in the dot products' layouts
   bool amx;       // those products on AMX tiles (dot is then set too)
   size_t rowMajorArg = 0; // with dot: where Q and dO are in task args
-  std::unique_ptr<mlir::Region> adjointRegion;
-  mlir::Block *adjointBlock = nullptr;
-  struct CaptureRead {
-    unsigned capture; // among the score captures
-    size_t rank;      // the number of indices
-  };
-  mlir::SmallVector<CaptureRead> reads;
-  mlir::SmallVector<unsigned> floatCaptures; // score captures with a gradient
   size_t partialBase = 0; // where their partial buffers start in task args
   mlir::Value entropyBuf, entropyGradBuf, meanEntropyGradBuf;
   size_t entropyArg = 0; // where g is in task args (with entropyBuf)

@@ -93,6 +93,7 @@ protected:
     return shapeOf(op.getValue())[3];
   }
   static int64_t valueDimOf(attn::AttentionStatsOp) { return 0; }
+  static int64_t valueDimOf(attn::AttentionStatsGradOp) { return 0; }
   static int64_t valueDimOf(attn::DistillOp) { return 0; }
   static int64_t valueDimOf(attn::DistillGradOp) { return 0; }
 

@@ -52,8 +52,8 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
     llvm::DenseMap<Operation *, attnc::attn::CpuPlanAttr> plans;
     WalkResult planned = getOperation().walk([&](Operation *op) {
       if (!isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp,
-               attnc::attn::AttentionStatsOp, attnc::attn::DistillOp,
-               attnc::attn::DistillGradOp>(op) &&
+               attnc::attn::AttentionStatsOp, attnc::attn::AttentionStatsGradOp,
+               attnc::attn::DistillOp, attnc::attn::DistillGradOp>(op) &&
           !attnc::canLowerToGemmCpu(op))
         return WalkResult::advance();
       attnc::attn::TilePlanAttrInterface plan = attnc::attn::getTilePlan(op);
@@ -90,6 +90,14 @@ struct AttnLowerCpuPass : attnc::impl::AttnLowerCpuBase<AttnLowerCpuPass> {
         [&](attnc::attn::AttentionGradOp op) { backwards.push_back(op); });
     for (attnc::attn::AttentionGradOp op : backwards)
       lowered |= succeeded(attnc::lowerToFlashBackward(
+          rewriter, op, plans.lookup(op), vectorBits));
+    // (The statistics' gradients that no backward took in.)
+    SmallVector<attnc::attn::AttentionStatsGradOp> statisticsGrads;
+    getOperation().walk([&](attnc::attn::AttentionStatsGradOp op) {
+      statisticsGrads.push_back(op);
+    });
+    for (attnc::attn::AttentionStatsGradOp op : statisticsGrads)
+      lowered |= succeeded(attnc::lowerToFlashStatsGrad(
           rewriter, op, plans.lookup(op), vectorBits));
     SmallVector<attnc::attn::AttentionStatsOp> statistics;
     getOperation().walk(

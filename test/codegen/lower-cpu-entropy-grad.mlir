@@ -47,3 +47,64 @@ func.func @g(%q: tensor<1x4x33x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x
         -> mean_entropy tensor<1x4xf32> pooled tensor<1x4x33x5xf32> similarity tensor<1x4x4xf32>
   return %o, %m, %p : tensor<1x4x33x16xf32>, tensor<1x4xf32>, tensor<1x4x33x5xf32>
 }
+
+// -----
+
+// Over an LSE argument no attention backward takes the statistics'
+// gradient in: its own kernel recomputes P from that LSE, one pass per
+// (batch, head, query tile) for dQ, dLSE and the ALiBi slopes' partials
+// (a row per task: 1 x 4 x 3 tasks on AVX-512), one per (batch, KV head, key block)
+// for dK. No Sq x Skv buffer, no unfused op left.
+// CHECK-LABEL: func.func private @__attnc_flash_stats_grad_dq
+// CHECK: vector.fma
+// CHECK-LABEL: func.func private @__attnc_flash_stats_grad_dk
+// CHECK-LABEL: func.func @given_bwd(
+// CHECK-NOT: attn.
+// CHECK-NOT: linalg.generic
+// AVX512: memref.alloc() {{.*}} : memref<12x4xf32>
+// CHECK: call @__attnc_flash_stats_grad_dq
+// CHECK: call @__attnc_flash_stats_grad_dk
+// CHECK: return
+func.func @given(%q: tensor<1x4x33x16xf32>, %k: tensor<1x2x40x16xf32>, %lse: tensor<1x4x33xf32>,
+                 %slopes: tensor<4xf32>) -> tensor<1x4x33xf32> {
+  %h = attn.attention_stats %q, %k, %lse causal score_captures(%slopes : tensor<4xf32>)
+      : tensor<1x4x33x16xf32>, tensor<1x2x40x16xf32>, tensor<1x4x33xf32> -> entropy tensor<1x4x33xf32> score_mod {
+  ^bb0(%s: f32, %b: index, %hh: index, %i: index, %j: index, %sl: tensor<4xf32>):
+    %slope = tensor.extract %sl[%hh] : tensor<4xf32>
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i64
+    %df = arith.sitofp %di : i64 to f32
+    %bias = arith.mulf %slope, %df : f32
+    %r = arith.addf %s, %bias : f32
+    attn.yield %r : f32
+  }
+  return %h : tensor<1x4x33xf32>
+}
+
+// -----
+
+// A causal mask written as a mask_mod region: the planners make both ops'
+// the named mask, and the backward still takes the entropy's gradient in.
+// CHECK-LABEL: func.func @region_mask_bwd(
+// CHECK-NOT: attn.
+// CHECK-NOT: __attnc_flash_stats_grad
+// CHECK: call @__attnc_flash_backward_kv
+// CHECK: return
+func.func @region_mask(%q: tensor<1x4x33x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x2x40x16xf32>)
+    -> (tensor<1x4x33x16xf32>, tensor<1x4xf32>) {
+  %o, %lse = attn.attention %q, %k, %v
+      : tensor<1x4x33x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>
+        -> tensor<1x4x33x16xf32>, tensor<1x4x33xf32> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c = arith.cmpi ule, %j, %i : index
+    attn.yield %c : i1
+  }
+  %m = attn.attention_stats %q, %k, %lse
+      : tensor<1x4x33x16xf32>, tensor<1x2x40x16xf32>, tensor<1x4x33xf32>
+        -> mean_entropy tensor<1x4xf32> mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c = arith.cmpi ule, %j, %i : index
+    attn.yield %c : i1
+  }
+  return %o, %m : tensor<1x4x33x16xf32>, tensor<1x4xf32>
+}

@@ -115,9 +115,9 @@ func.func @gpu_plan_gemm(%x: tensor<1x8x32xf32>, %w: tensor<32x32xf32>) -> tenso
 
 // -----
 
-func.func @cpu_plan_stats_grad(%q: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>) -> tensor<1x2x8x16xf32> {
-  // expected-error @+1 {{a CPU tile plan is not valid on 'attn.attention_stats_grad' (it has GPU kernels only)}}
-  %dq, %dk, %dl = attn.attention_stats_grad %q, %q, %lse entropy_grad(%lse : tensor<1x2x8xf32>) {attn.tile_plan = #attn.cpu_plan<rows = 8, query_block = 16, key_block = 32>} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
+func.func @amx_stats_grad(%q: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{only attn.attention, attn.attention_grad and attn.attention_stats take an AMX tile plan}}
+  %dq, %dk, %dl = attn.attention_stats_grad %q, %q, %lse entropy_grad(%lse : tensor<1x2x8xf32>) {attn.tile_plan = #attn.cpu_plan<rows = 16, query_block = 16, key_block = 32, amx = true>} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>
   return %dq : tensor<1x2x8x16xf32>
 }
 

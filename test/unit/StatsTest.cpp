@@ -30,6 +30,8 @@ struct StatsCase {
   bool lengths = false;   // batch 0 sees no key (fully masked rows)
   bool softcap = false;   // score_mod: 5 tanh(s / 5)
   bool documents = false; // mask_mod: same document (ids captured)
+  bool alibi = false;     // score_mod: s + slope[h] (j - i), slopes captured
+                          // (gradientsOfAGivenLse only)
   std::string cpu = "native"; // jit::Options::cpu
   jit::Target target = jit::Target::Cpu;
 
@@ -39,35 +41,50 @@ struct StatsCase {
        << " Skv=" << Skv << " D=" << D << " grid=" << Gq << "x" << Gk << " "
        << dtype << (causal ? " causal" : "") << " window=" << window
        << (lengths ? " lengths" : "") << (softcap ? " softcap" : "")
-       << (documents ? " documents" : "") << " cpu=" << cpu
-       << (target == jit::Target::Vulkan ? " vulkan" : "");
+       << (documents ? " documents" : "") << (alibi ? " alibi" : "")
+       << " cpu=" << cpu << (target == jit::Target::Vulkan ? " vulkan" : "");
     return os.str();
   }
 };
 
 constexpr double kSoftcap = 5.0;
 
-/// @stats(q, k, v, [len], [doc_q, doc_k]) -> (O, entropy, mean entropy,
-/// pooled, similarity): attn.attention and its statistics.
-std::string specFor(const StatsCase &c) {
-  std::string qT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
-              kT = tensorType({c.B, c.Hkv, c.Skv, c.D}, c.dtype),
-              oT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
-              lseT = tensorType({c.B, c.H, c.Sq}),
-              meanT = tensorType({c.B, c.H}),
-              poolT = tensorType({c.B, c.H, c.Gq, c.Gk}),
-              simT = tensorType({c.B, c.H, c.H}),
-              docQT = tensorType({c.Sq}, "i32"),
+/// The options (masks) and regions of a case's attn ops, and the
+/// arguments they read: [%len], [%dq, %dk].
+struct CaseParts {
+  std::string options, regions, args;
+};
+CaseParts partsOf(const StatsCase &c) {
+  std::string docQT = tensorType({c.Sq}, "i32"),
               docKT = tensorType({c.Skv}, "i32");
-  std::ostringstream options, types, regions;
+  std::ostringstream options, regions, args;
   if (c.causal)
     options << " causal";
   if (c.window)
     options << " window " << c.window;
-  if (c.lengths)
+  if (c.lengths) {
     options << " lengths(%len : " << tensorType({c.B}, "i32") << ")";
-  if (c.documents)
+    args << ", %len: " << tensorType({c.B}, "i32");
+  }
+  if (c.documents) {
     options << " mask_captures(%dq, %dk : " << docQT << ", " << docKT << ")";
+    args << ", %dq: " << docQT << ", %dk: " << docKT;
+  }
+  if (c.alibi) {
+    std::string slopesT = tensorType({c.H});
+    options << " score_captures(%slopes : " << slopesT << ")";
+    args << ", %slopes: " << slopesT;
+    regions << " score_mod {\n"
+            << "^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %sl: "
+            << slopesT << "):\n"
+            << "  %slope = tensor.extract %sl[%h] : " << slopesT << "\n"
+            << "  %d = arith.subi %j, %i : index\n"
+            << "  %di = arith.index_cast %d : index to i64\n"
+            << "  %df = arith.sitofp %di : i64 to f32\n"
+            << "  %bias = arith.mulf %slope, %df : f32\n"
+            << "  %r = arith.addf %s, %bias : f32\n"
+            << "  attn.yield %r : f32\n}";
+  }
   if (c.softcap)
     regions << " score_mod {\n"
             << "^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):\n"
@@ -84,21 +101,31 @@ std::string specFor(const StatsCase &c) {
             << "  %dj = tensor.extract %e[%j] : " << docKT << "\n"
             << "  %same = arith.cmpi eq, %di, %dj : i32\n"
             << "  attn.yield %same : i1\n}";
+  return {options.str(), regions.str(), args.str()};
+}
+
+/// @stats(q, k, v, [len], [doc_q, doc_k]) -> (O, entropy, mean entropy,
+/// pooled, similarity): attn.attention and its statistics.
+std::string specFor(const StatsCase &c) {
+  std::string qT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
+              kT = tensorType({c.B, c.Hkv, c.Skv, c.D}, c.dtype),
+              oT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
+              lseT = tensorType({c.B, c.H, c.Sq}),
+              meanT = tensorType({c.B, c.H}),
+              poolT = tensorType({c.B, c.H, c.Gq, c.Gk}),
+              simT = tensorType({c.B, c.H, c.H});
+  CaseParts parts = partsOf(c);
   std::ostringstream os;
-  os << "func.func @stats(%q: " << qT << ", %k: " << kT << ", %v: " << kT;
-  if (c.lengths)
-    os << ", %len: " << tensorType({c.B}, "i32");
-  if (c.documents)
-    os << ", %dq: " << docQT << ", %dk: " << docKT;
-  os << ") -> (" << oT << ", " << lseT << ", " << meanT << ", " << poolT << ", "
-     << simT << ") {\n"
-     << "  %o, %lse = attn.attention %q, %k, %v" << options.str() << " : " << qT
+  os << "func.func @stats(%q: " << qT << ", %k: " << kT << ", %v: " << kT
+     << parts.args << ") -> (" << oT << ", " << lseT << ", " << meanT << ", "
+     << poolT << ", " << simT << ") {\n"
+     << "  %o, %lse = attn.attention %q, %k, %v" << parts.options << " : " << qT
      << ", " << kT << ", " << kT << " -> " << oT << ", " << lseT
-     << regions.str() << "\n"
-     << "  %h, %m, %p, %s = attn.attention_stats %q, %k, %lse" << options.str()
+     << parts.regions << "\n"
+     << "  %h, %m, %p, %s = attn.attention_stats %q, %k, %lse" << parts.options
      << " : " << qT << ", " << kT << ", " << lseT << " -> entropy " << lseT
      << " mean_entropy " << meanT << " pooled " << poolT << " similarity "
-     << simT << regions.str() << "\n"
+     << simT << parts.regions << "\n"
      << "  return %o, %h, %m, %p, %s : " << oT << ", " << lseT << ", " << meanT
      << ", " << poolT << ", " << simT << "\n}\n";
   return os.str();
@@ -386,6 +413,185 @@ TEST(StatsTest, StatisticsOfAGivenLse) {
   EXPECT_LE(errorOf(mean.values, expected.meanEntropy, 1e-3), 2e-5);
   EXPECT_LE(errorOf(pooled.values, expected.pooled, 1e-6), 2e-5);
   EXPECT_LE(errorOf(sim.values, expected.similarity, 1e-3), 2e-5);
+}
+
+/// attn.attention_stats_grad over an LSE argument (no attention backward
+/// takes it in; on CPU its own kernel): the partial derivatives for that
+/// LSE. Given the rows' own LSE, they and the LSE's path (dLSE_i p_ij into
+/// dS') sum to the reference's total entropy gradients, element by element,
+/// and dLSE_i = g_i (1 - H_i).
+void gradientsOfAGivenLse(const StatsCase &c, uint64_t seed) {
+  SCOPED_TRACE(c.describe());
+  std::string qT = tensorType({c.B, c.H, c.Sq, c.D}, c.dtype),
+              kT = tensorType({c.B, c.Hkv, c.Skv, c.D}, c.dtype),
+              lseT = tensorType({c.B, c.H, c.Sq}),
+              meanT = tensorType({c.B, c.H});
+  CaseParts parts = partsOf(c);
+  std::ostringstream os;
+  os << "func.func @g(%q: " << qT << ", %k: " << kT << ", %lse: " << lseT
+     << parts.args << ") -> (" << lseT << ", " << meanT << ") {\n"
+     << "  %h, %m = attn.attention_stats %q, %k, %lse" << parts.options << " : "
+     << qT << ", " << kT << ", " << lseT << " -> entropy " << lseT
+     << " mean_entropy " << meanT << parts.regions << "\n"
+     << "  return %h, %m : " << lseT << ", " << meanT << "\n}\n";
+  std::string spec = os.str();
+  SCOPED_TRACE(spec);
+  std::string error;
+  jit::Options options = test::testOptions();
+  options.cpu = c.cpu;
+  options.target = c.target;
+  auto module = jit::Module::compile(spec, options, &error);
+  ASSERT_TRUE(module) << error;
+  const int64_t rows = c.B * c.H * c.Sq;
+  Buffer q(rows * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
+      lse(rows, "f32"), len(c.B, "i32"), docQ(c.Sq, "i32"), docK(c.Skv, "i32"),
+      slopes(c.H, "f32"), entropy(rows, "f32"), mean(c.B * c.H, "f32"),
+      dEntropy(rows, "f32"), dMean(c.B * c.H, "f32"), dq(rows * c.D, c.dtype),
+      dk(c.B * c.Hkv * c.Skv * c.D, c.dtype), dlse(rows, "f32"),
+      dslopes(c.H, "f32");
+  ref::fillRandom(q.values.data(), q.values.size(), seed + 1, -2, 2);
+  ref::fillRandom(k.values.data(), k.values.size(), seed + 2, -2, 2);
+  ref::fillRandom(slopes.values.data(), slopes.values.size(), seed + 3, -0.3,
+                  0.3);
+  ref::fillRandom(dEntropy.values.data(), rows, seed + 4);
+  ref::fillRandom(dMean.values.data(), c.B * c.H, seed + 5);
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> lengths(c.B);
+  for (int64_t b = 0; b < c.B; ++b) {
+    lengths[b] = (b == 0 && c.B > 1) ? 0 : int64_t(rng() % (c.Skv + 3));
+    len.values[b] = double(lengths[b]);
+  }
+  for (int64_t i = 0; i < c.Sq; ++i)
+    docQ.values[i] = double(i * 3 / c.Sq);
+  for (int64_t j = 0; j < c.Skv; ++j)
+    docK.values[j] = double(j * 3 / c.Skv);
+  for (Buffer *x : {&q, &k, &len, &docQ, &docK, &slopes, &dEntropy, &dMean})
+    x->pack();
+  ref::AttentionShape shape{c.B, c.H, c.Hkv, c.Sq, c.Skv, c.D, c.D};
+  ref::MaskSpec mask;
+  mask.causal = c.causal;
+  mask.window = c.window;
+  if (c.lengths)
+    mask.lengths = lengths.data();
+  if (c.documents)
+    mask.maskMod = [&](int64_t, int64_t, int64_t i, int64_t j) {
+      return docQ.values[i] == docK.values[j];
+    };
+  // The ALiBi slopes' gradient accumulates into *slopeGrads.
+  std::vector<double> *slopeGrads = nullptr;
+  ref::ScoreMod mod;
+  if (c.softcap) {
+    mod.apply = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      return kSoftcap * std::tanh(s / kSoftcap);
+    };
+    mod.dScore = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      double t = std::tanh(s / kSoftcap);
+      return 1 - t * t;
+    };
+  }
+  if (c.alibi) {
+    mod.apply = [&](double s, int64_t, int64_t h, int64_t i, int64_t j) {
+      return s + slopes.values[h] * double(j - i);
+    };
+    mod.dScore = [](double, int64_t, int64_t, int64_t, int64_t) { return 1.0; };
+    mod.accumulateCaptureGrad = [&](double, int64_t, int64_t h, int64_t i,
+                                    int64_t j, double dSPrime) {
+      (*slopeGrads)[h] += dSPrime * double(j - i);
+    };
+  }
+  double scale = double(float(1.0 / std::sqrt(double(c.D))));
+  // The rows' own LSE (rounded to f32, as the kernels read it).
+  std::vector<double> o(rows * c.D), v(c.B * c.Hkv * c.Skv * c.D);
+  ref::attentionForward(shape, scale, mask, mod, q.values.data(),
+                        k.values.data(), v.data(), o.data(), lse.values.data());
+  lse.pack();
+  std::vector<Buffer *> inputs = {&q, &k, &lse};
+  if (c.lengths)
+    inputs.push_back(&len);
+  if (c.documents)
+    inputs.insert(inputs.end(), {&docQ, &docK});
+  if (c.alibi)
+    inputs.push_back(&slopes);
+  std::vector<Buffer *> args = inputs;
+  args.insert(args.end(),
+              {&entropy, &mean, &dEntropy, &dMean, &dq, &dk, &dlse});
+  if (c.alibi)
+    args.push_back(&dslopes);
+  jit::Result status = call(*module, "g_bwd", args);
+  if (test::noVulkanDevice(status))
+    GTEST_SKIP() << "no Vulkan device";
+  ASSERT_TRUE(status.ok()) << status.error << " status " << status.status;
+  for (Buffer *g : {&dq, &dk, &dlse, &dslopes})
+    g->unpack();
+  // The totals, and the LSE's path from the kernel's dLSE.
+  std::vector<double> eq(q.values.size()), ek(k.values.size()),
+      lq(q.values.size()), lk(k.values.size()), es(c.H), ls(c.H);
+  slopeGrads = &es;
+  ref::entropyBackward(shape, scale, mask, mod, q.values.data(),
+                       k.values.data(), dEntropy.values.data(),
+                       dMean.values.data(), eq.data(), ek.data());
+  slopeGrads = &ls;
+  ref::attentionLseBackward(shape, scale, mask, mod, q.values.data(),
+                            k.values.data(), dlse.values.data(), lq.data(),
+                            lk.data());
+  std::vector<double> sq(q.values.size()), sk(k.values.size()), ss(c.H);
+  for (size_t i = 0; i < sq.size(); ++i)
+    sq[i] = dq.values[i] + lq[i];
+  for (size_t i = 0; i < sk.size(); ++i)
+    sk[i] = dk.values[i] + lk[i];
+  for (int64_t h = 0; h < c.H; ++h)
+    ss[h] = dslopes.values[h] + ls[h];
+  // dLSE = g (1 - H), g the entropy's cotangent plus the mean's share.
+  ref::AttentionStatistics stats = ref::attentionStatistics(
+      shape, scale, mask, mod, q.values.data(), k.values.data(), 1, 1);
+  std::vector<double> el(rows);
+  for (int64_t bh = 0; bh < c.B * c.H; ++bh) {
+    int64_t seen = 0;
+    for (int64_t i = 0; i < c.Sq; ++i)
+      seen += std::isfinite(lse.values[bh * c.Sq + i]);
+    for (int64_t i = 0; i < c.Sq; ++i) {
+      int64_t n = bh * c.Sq + i;
+      if (!std::isfinite(lse.values[n]))
+        continue;
+      double g = dEntropy.values[n] + dMean.values[bh] / double(seen);
+      el[n] = g * (1 - stats.entropy[n]);
+    }
+  }
+  const double tolerance = c.dtype == "f32" ? 1e-4 : 3e-2;
+  EXPECT_LE(errorOf(sq, eq, 1.0), tolerance) << "d_q";
+  EXPECT_LE(errorOf(sk, ek, 1.0), tolerance) << "d_k";
+  EXPECT_LE(errorOf(dlse.values, el, 1.0), 1e-4) << "d_lse";
+  if (c.alibi)
+    EXPECT_LE(errorOf(ss, es, 1.0), tolerance) << "d_slopes";
+}
+
+TEST(StatsTest, GradientsOfAGivenLse) {
+  StatsCase c;
+  c.B = 2, c.H = 4, c.Hkv = 2, c.Sq = 70, c.Skv = 300, c.D = 32;
+  c.causal = true;
+  gradientsOfAGivenLse(c, 101);
+  c.alibi = true, c.lengths = true;
+  gradientsOfAGivenLse(c, 102);
+  c.alibi = false, c.causal = false, c.window = 50, c.softcap = true;
+  c.dtype = "bf16", c.D = 64;
+  gradientsOfAGivenLse(c, 103);
+  c.window = 0, c.softcap = false, c.documents = true, c.dtype = "f32";
+  c.Sq = 13, c.Skv = 500, c.H = 3, c.Hkv = 1, c.D = 16;
+  gradientsOfAGivenLse(c, 104);
+  // Head dimensions the CPU kernel does not take (the unfused lowering),
+  // generic CPUs, and the GPU kernels through Vulkan.
+  c = StatsCase{};
+  c.B = 1, c.H = 2, c.Hkv = 1, c.Sq = 20, c.Skv = 40, c.D = 7;
+  c.causal = true, c.alibi = true;
+  gradientsOfAGivenLse(c, 105);
+  c.D = 32;
+  for (const char *cpu : {"x86-64", "x86-64-v3"}) {
+    c.cpu = cpu;
+    gradientsOfAGivenLse(c, 106);
+  }
+  c.cpu = "native", c.target = jit::Target::Vulkan, c.lengths = true;
+  c.B = 2;
+  gradientsOfAGivenLse(c, 107);
 }
 
 /// CPUs without AVX-512 (x86-64: 128-bit vectors, one query row a

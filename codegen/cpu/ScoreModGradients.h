@@ -1,0 +1,116 @@
+// What the CPU kernels that differentiate through a score_mod share
+// (ScoreModGradients.cpp): P recomputed from a saved or given LSE, the
+// score_mod's reverse sweep widened to 16 lanes, the float score captures'
+// partial gradients (a row per task, summed in task order afterwards:
+// deterministic for any thread count), and the rows' cotangents of the
+// entropies. The attention backward (FlashBackward.h) and the statistics'
+// gradient (FlashStatsGrad.cpp) derive from it. Private to the CPU lowering.
+#ifndef ATTNC_CODEGEN_CPU_SCOREMODGRADIENTS_H
+#define ATTNC_CODEGEN_CPU_SCOREMODGRADIENTS_H
+
+#include "codegen/cpu/FlashCommon.h"
+
+#include "mlir/IR/Region.h"
+
+#include <memory>
+
+namespace attnc {
+
+class ScoreModGradients : public FlashCommon {
+public:
+  /// Whether `tasks` rows of partial gradients of the float score captures
+  /// take at most 2^24 floats (64 MB) or four score matrices' worth (of
+  /// `scoreFloats` each; the unfused lowering, which would take the op
+  /// instead, keeps several of those: a [Sq, Skv] bias at S = 2048 took
+  /// 29 s there, 0.1 s here).
+  static bool partialsFit(mlir::ValueRange scoreCaptures, int64_t tasks,
+                          int64_t scoreFloats);
+
+protected:
+  template <typename OpTy>
+  ScoreModGradients(mlir::ImplicitLocOpBuilder &b, OpTy op, int64_t rows,
+                    int64_t vectorBits)
+      : FlashCommon(b, op, rows, vectorBits) {
+    for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
+      if (isFloatTensor(capture))
+        floatCaptures.push_back(k);
+    if (!scoreMod.empty())
+      buildAdjointBlock();
+  }
+
+  /// P = exp(S' - LSE) on the lanes the masks keep, else 0; `lse` is
+  /// rowLse's.
+  mlir::Value recomputedP(const Scores &sc, mlir::Value lse);
+
+  /// LSE[bi, h, row] splat to 16 lanes for recomputedP, +inf where it is
+  /// -inf: a row whose keys are all masked or whose scores are all -inf
+  /// (a score_mod that masks, FlexAttention's idiom) has P = 0, and
+  /// exp(S' - LSE) would be exp(-inf + inf) = NaN on its kept lanes.
+  mlir::Value rowLse(mlir::Value lse, mlir::Value bi, mlir::Value h,
+                     mlir::Value row);
+
+  /// dS from dS' (16 lanes of the scores `sc` of row `row`, head h): times
+  /// the score_mod's derivative (dS' itself without a score_mod); with
+  /// `partials`, the reads of float captures add their adjoints to the
+  /// task's rows of them (accumulateCaptureGrads). dS' must be 0 where the
+  /// masks drop a lane (the region's adjoints there may be anything).
+  mlir::Value scoreGrad(const Scores &sc, mlir::ArrayRef<mlir::Value> caps,
+                        mlir::Value bi, mlir::Value h, mlir::Value row,
+                        mlir::Value dsModified,
+                        mlir::ArrayRef<mlir::Value> partials, mlir::Value task);
+
+  /// g [B, H, Sq]: the entropy's cotangent of each row plus its share of
+  /// the mean entropy's (divided among the rows of the head that see a
+  /// key: LSE not -inf, NaN too), 0 for a row that sees none; either
+  /// cotangent may be null.
+  mlir::Value entropyCotangents(mlir::Value lse, mlir::Value entropyGrad,
+                                mlir::Value meanEntropyGrad);
+
+  /// Float captures' gradients: one partial row per task (zeroed here),
+  /// summed in task order afterwards (deterministic for any thread count).
+  mlir::SmallVector<mlir::Value> zeroedPartials(int64_t tasks);
+
+  /// The gradient of every score capture (of types `gradTypes`): its
+  /// partials summed (sumPartials), zeros for an integer capture, which has
+  /// none.
+  mlir::SmallVector<mlir::Value>
+  captureGrads(mlir::ArrayRef<mlir::Value> partials, mlir::TypeRange gradTypes);
+
+  llvm::SmallVector<unsigned> floatCaptures; // score captures with a gradient
+
+private:
+  /// The gradient of a capture: the rows of its partial buffer summed in
+  /// task order, in the capture's shape and element type.
+  mlir::Value sumPartials(mlir::Value partial, mlir::Value capture);
+
+  /// Adds the adjoints of the capture reads (adjoint block results after
+  /// the first: per read, the adjoint then the read's indices) to the
+  /// task's partial gradients; lanes outside `keep` add nothing. A read at
+  /// the same element in every lane (ALiBi's slopes[h]) adds one lane sum.
+  void accumulateCaptureGrads(mlir::ArrayRef<mlir::Value> partials,
+                              mlir::Value task,
+                              mlir::ArrayRef<mlir::Value> adjoints,
+                              mlir::Value keep);
+
+  /// Where float score capture `capture`'s partial buffer is among them.
+  size_t partialIndex(unsigned capture);
+
+  /// The score_mod's reverse sweep as scalar code in a block of its own:
+  /// (score, b, h, i, j, captures..., seed) -> (seed * d score_mod / d score,
+  /// then per read of a float capture: its adjoint and its indices), which
+  /// the kernel widens to 16 lanes like the region itself. The block ends
+  /// in a func.return only as a holder of these values (never verified).
+  void buildAdjointBlock();
+
+  std::unique_ptr<mlir::Region> adjointRegion;
+  mlir::Block *adjointBlock = nullptr;
+  struct CaptureRead {
+    unsigned capture; // among the score captures
+    size_t rank;      // the number of indices
+  };
+  llvm::SmallVector<CaptureRead> reads;
+};
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_CPU_SCOREMODGRADIENTS_H
