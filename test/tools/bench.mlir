@@ -32,3 +32,13 @@ func.func @attn(%q: tensor<1x2x64x32xf32>, %k: tensor<1x2x64x32xf32>, %v: tensor
   %o, %lse = attn.attention %q, %k, %v causal : tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32> -> tensor<1x2x64x32xf32>, tensor<1x2x64xf32>
   return %o : tensor<1x2x64x32xf32>
 }
+
+// Statistics have no FLOP count by the attention convention: the rates
+// say so (null in JSON) rather than 0 GFLOP/s and 0% of the peak.
+// RUN: attnc bench %S/run-stats-given-lse.mlir --threads 1 --reps 1 | FileCheck %s --check-prefix=NO-FLOPS
+// RUN: attnc bench %S/run-stats-given-lse.mlir --threads 1 --reps 1 --json | FileCheck %s --check-prefix=NO-FLOPS-JSON
+// NO-FLOPS: forward {{[0-9.]+}} ms (no FLOP count for these ops) +{{[0-9.]+}} MB beyond inputs and outputs
+// NO-FLOPS: forward+backward {{[0-9.]+}} ms (no FLOP count for these ops) +{{[0-9.]+}} MB
+// NO-FLOPS-JSON: "forward_flops": 0,
+// NO-FLOPS-JSON-SAME: "forward": {"median_ms": {{[0-9.]+}}, "gflops": null, "fraction": null, "fraction_of_bf16_dot_peak": null,
+// NO-FLOPS-JSON-SAME: "forward_backward": {"median_ms": {{[0-9.]+}}, "gflops": null, "fraction": null,

@@ -393,6 +393,19 @@ int32_t timeKernels(const jit::Module &module, const BenchOptions &options,
   return status;
 }
 
+/// gflops / of as JSON with `digits` decimals: 0 where `of` is 0 (no such
+/// peak), null where the spec's ops have no FLOP count (forwardFlops:
+/// statistics and distillations, whose work is not attention's).
+std::string jsonRate(const Measurements &m, double gflops, double of,
+                     int digits) {
+  if (m.flops == 0)
+    return "null";
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format(digits == 2 ? "%.2f" : "%.4f",
+                                                 of > 0 ? gflops / of : 0.0);
+  return text;
+}
+
 void printJson(const Measurements &m, llvm::raw_ostream &outs) {
   const double peak = m.peakGflops;
   outs << "{\"spec\": \"" << m.spec << "\", \"kernel\": \"" << m.kernel
@@ -404,21 +417,17 @@ void printJson(const Measurements &m, llvm::raw_ostream &outs) {
        << llvm::format("%.1f", m.bf16DotPeakGflops)
        << ", \"forward\": {\"median_ms\": "
        << llvm::format("%.3f", m.forward.medianMs)
-       << ", \"gflops\": " << llvm::format("%.2f", m.forwardGflops())
-       << ", \"fraction\": "
-       << llvm::format("%.4f", peak > 0 ? m.forwardGflops() / peak : 0.0)
+       << ", \"gflops\": " << jsonRate(m, m.forwardGflops(), 1.0, 2)
+       << ", \"fraction\": " << jsonRate(m, m.forwardGflops(), peak, 4)
        << ", \"fraction_of_bf16_dot_peak\": "
-       << llvm::format("%.4f", m.bf16DotPeakGflops > 0
-                                   ? m.forwardGflops() / m.bf16DotPeakGflops
-                                   : 0.0)
+       << jsonRate(m, m.forwardGflops(), m.bf16DotPeakGflops, 4)
        << ", \"peak_rss_mb\": " << llvm::format("%.1f", m.peakRssMb)
        << ", \"extra_mb\": " << llvm::format("%.1f", m.forward.extraMb) << "}";
   if (m.haveBackward)
     outs << ", \"forward_backward\": {\"median_ms\": "
          << llvm::format("%.3f", m.bothMs())
-         << ", \"gflops\": " << llvm::format("%.2f", m.bothGflops())
-         << ", \"fraction\": "
-         << llvm::format("%.4f", peak > 0 ? m.bothGflops() / peak : 0.0)
+         << ", \"gflops\": " << jsonRate(m, m.bothGflops(), 1.0, 2)
+         << ", \"fraction\": " << jsonRate(m, m.bothGflops(), peak, 4)
          << ", \"peak_rss_mb\": " << llvm::format("%.1f", m.peakRssMb)
          << ", \"extra_mb\": " << llvm::format("%.1f", m.bothExtraMb()) << "}";
   outs << "}\n";
@@ -434,21 +443,31 @@ void printText(const Measurements &m, llvm::raw_ostream &outs) {
     outs << "  measured BF16 dot peak  "
          << llvm::format("%.1f", m.bf16DotPeakGflops)
          << " GFLOP/s (vdpbf16ps: bf16 forwards' dot_bf16 products)\n";
+  // The rate and its share of the peak, or a note where the spec's ops have
+  // no FLOP count (forwardFlops).
+  auto rate = [&](double gflops) {
+    if (m.flops == 0)
+      outs << "  (no FLOP count for these ops)";
+    else
+      outs << "  " << llvm::format("%8.2f", gflops) << " GFLOP/s  "
+           << llvm::format("%5.1f", peak > 0 ? 100 * gflops / peak : 0.0)
+           << "% of peak";
+  };
   outs << "  forward            " << llvm::format("%9.3f", m.forward.medianMs)
-       << " ms  " << llvm::format("%8.2f", m.forwardGflops()) << " GFLOP/s  "
-       << llvm::format("%5.1f", peak > 0 ? 100 * m.forwardGflops() / peak : 0.0)
-       << "% of peak";
-  if (m.bf16DotPeakGflops > 0)
+       << " ms";
+  rate(m.forwardGflops());
+  if (m.bf16DotPeakGflops > 0 && m.flops > 0)
     outs << " ("
          << llvm::format("%.1f", 100 * m.forwardGflops() / m.bf16DotPeakGflops)
          << "% of the BF16 dot peak)";
   outs << "  +" << llvm::format("%.1f", m.forward.extraMb)
        << " MB beyond inputs and outputs\n";
-  if (m.haveBackward)
+  if (m.haveBackward) {
     outs << "  forward+backward   " << llvm::format("%9.3f", m.bothMs())
-         << " ms  " << llvm::format("%8.2f", m.bothGflops()) << " GFLOP/s  "
-         << llvm::format("%5.1f", peak > 0 ? 100 * m.bothGflops() / peak : 0.0)
-         << "% of peak  +" << llvm::format("%.1f", m.bothExtraMb()) << " MB\n";
+         << " ms";
+    rate(m.bothGflops());
+    outs << "  +" << llvm::format("%.1f", m.bothExtraMb()) << " MB\n";
+  }
   outs << "  peak RSS           " << llvm::format("%.1f", m.peakRssMb)
        << " MB\n";
 }
