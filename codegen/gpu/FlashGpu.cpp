@@ -82,53 +82,52 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionOp op,
         g.barrier();
 
         // Key blocks no row of this query block sees are never visited.
-        auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
-        g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-          Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
-                                        /*existsOnly=*/true);
-          wg.stageKeys(k, table, blk.bi, blk.kvh, j0, Bk, D, s.Skv, blk.limit,
-                       ks);
-          wg.stageKeys(v, table, blk.bi, blk.kvh, j0, Bk, Dv, s.Skv, blk.limit,
-                       vs);
-          g.barrier();
-          // Scores and the online softmax: a subgroup per row.
-          g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
-            Value i = g.add(blk.i0, r);
-            Value localMax = g.reduce(
-                sg.lane, g.idx(Bk), sg.size, g.negInf(),
-                [&](Value jj, Value m) {
-                  Value score =
-                      s.maskedScore(g, g.dot(qs, r, ks, jj, D), blk.bi, blk.h,
-                                    i, g.add(j0, jj), blk.limit, whole);
-                  memref::StoreOp::create(b, score, ps, ValueRange{r, jj});
-                  return Value(arith::MaximumFOp::create(b, m, score));
+        forEachSeenKeyBlock(
+            g, s, blk.limit, blk.i0, Bq, Bk, [&](Value j0, Value whole) {
+              wg.stageKeys(k, table, blk.bi, blk.kvh, j0, Bk, D, s.Skv,
+                           blk.limit, ks);
+              wg.stageKeys(v, table, blk.bi, blk.kvh, j0, Bk, Dv, s.Skv,
+                           blk.limit, vs);
+              g.barrier();
+              // Scores and the online softmax: a subgroup per row.
+              g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
+                Value i = g.add(blk.i0, r);
+                Value localMax = g.reduce(
+                    sg.lane, g.idx(Bk), sg.size, g.negInf(),
+                    [&](Value jj, Value m) {
+                      Value score = s.maskedScore(
+                          g, g.dot(qs, r, ks, jj, D), blk.bi, blk.h, i,
+                          g.add(j0, jj), blk.limit, whole);
+                      memref::StoreOp::create(b, score, ps, ValueRange{r, jj});
+                      return Value(arith::MaximumFOp::create(b, m, score));
+                    });
+                Value oldMax = stat(rowMax, r);
+                Value newMax = arith::MaximumFOp::create(
+                    b, oldMax, g.subgroupMax(localMax));
+                Value localSum = g.reduce(
+                    sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
+                    [&](Value jj, Value l) {
+                      Value p = g.expShifted(
+                          memref::LoadOp::create(b, ps, ValueRange{r, jj}),
+                          newMax);
+                      memref::StoreOp::create(b, p, ps, ValueRange{r, jj});
+                      return g.add(l, p);
+                    });
+                Value blockSum = g.subgroupSum(localSum);
+                Value alpha = g.expShifted(oldMax, newMax);
+                onLaneZero(g, sg, [&] {
+                  setStat(rowSum, r,
+                          g.add(g.mul(stat(rowSum, r), alpha), blockSum));
+                  setStat(rowMax, r, newMax);
+                  setStat(rescale, r, alpha);
                 });
-            Value oldMax = stat(rowMax, r);
-            Value newMax =
-                arith::MaximumFOp::create(b, oldMax, g.subgroupMax(localMax));
-            Value localSum = g.reduce(
-                sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
-                [&](Value jj, Value l) {
-                  Value p = g.expShifted(
-                      memref::LoadOp::create(b, ps, ValueRange{r, jj}), newMax);
-                  memref::StoreOp::create(b, p, ps, ValueRange{r, jj});
-                  return g.add(l, p);
-                });
-            Value blockSum = g.subgroupSum(localSum);
-            Value alpha = g.expShifted(oldMax, newMax);
-            onLaneZero(g, sg, [&] {
-              setStat(rowSum, r,
-                      g.add(g.mul(stat(rowSum, r), alpha), blockSum));
-              setStat(rowMax, r, newMax);
-              setStat(rescale, r, alpha);
+              });
+              g.barrier();
+              // O = O * alpha + P V.
+              wg.multiplyAccumulate(os, ps, vs, Bq, Bk, Dv,
+                                    [&](Value r) { return stat(rescale, r); });
+              g.barrier();
             });
-          });
-          g.barrier();
-          // O = O * alpha + P V.
-          wg.multiplyAccumulate(os, ps, vs, Bq, Bk, Dv,
-                                [&](Value r) { return stat(rescale, r); });
-          g.barrier();
-        });
 
         // O / l and LSE = m + log l (0 and -inf for rows that saw no key;
         // NaN, as l is, for rows with a score of +inf or NaN).
@@ -406,15 +405,9 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::AttentionGradOp op,
         wg.storeRows(dvs, Bk, Dv, dv, bi, kvh, j0, s.Skv, same);
       });
 
-  SmallVector<Value> results = {tensorOf(b, dq, op.getQueryGrad().getType()),
-                                tensorOf(b, dk, op.getKeyGrad().getType()),
-                                tensorOf(b, dv, op.getValueGrad().getType())};
   // Float captures: the per-key partials summed in key order; integer
   // ones have zero gradients.
-  llvm::append_range(
-      results,
-      partials.gradients(g, s.W, op.getScoreCapturesGrad().getTypes()));
-  rewriter.replaceOp(op, results);
+  partials.replaceGradientOp(rewriter, op, g, s.W, {dq, dk, dv});
   return success();
 }
 

@@ -146,35 +146,33 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::DistillOp op,
            wg.stageRows(x.qt, blk.bi, blk.h, blk.i0, Bq, Dt, s.Sq, qts);
            wg.fill(sums, 1, Bq, g.cst(0.0f));
            g.barrier();
-           auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
-           g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-             Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
-                                           /*existsOnly=*/true);
-             wg.stageKeys(x.ks, nullptr, blk.bi, blk.kvh, j0, Bk, Ds, s.Skv,
-                          blk.limit, kss);
-             wg.stageKeys(x.kt, nullptr, blk.bi, kvt, j0, Bk, Dt, s.Skv,
-                          blk.limit, kts);
-             g.barrier();
-             g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
-               Value i = g.add(blk.i0, r);
-               Value local = g.reduce(
-                   sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
-                   [&](Value jj, Value acc) {
-                     auto pair =
-                         x.pairAt(g, g.dot(qss, r, kss, jj, Ds),
-                                  g.dot(qts, r, kts, jj, Dt), blk.bi, blk.h, i,
-                                  g.add(j0, jj), blk.limit, whole);
-                     return g.add(acc,
-                                  x.unlessNone(g, pair, g.mul(pair.p, pair.r)));
+           forEachSeenKeyBlock(
+               g, s, blk.limit, blk.i0, Bq, Bk, [&](Value j0, Value whole) {
+                 wg.stageKeys(x.ks, nullptr, blk.bi, blk.kvh, j0, Bk, Ds, s.Skv,
+                              blk.limit, kss);
+                 wg.stageKeys(x.kt, nullptr, blk.bi, kvt, j0, Bk, Dt, s.Skv,
+                              blk.limit, kts);
+                 g.barrier();
+                 g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
+                   Value i = g.add(blk.i0, r);
+                   Value local = g.reduce(
+                       sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
+                       [&](Value jj, Value acc) {
+                         auto pair =
+                             x.pairAt(g, g.dot(qss, r, kss, jj, Ds),
+                                      g.dot(qts, r, kts, jj, Dt), blk.bi, blk.h,
+                                      i, g.add(j0, jj), blk.limit, whole);
+                         return g.add(
+                             acc, x.unlessNone(g, pair, g.mul(pair.p, pair.r)));
+                       });
+                   Value sum = g.subgroupSum(local);
+                   onLaneZero(g, sg, [&] {
+                     Value at[] = {g.idx(0), r};
+                     g.store(g.add(g.load(sums, at), sum), sums, at);
                    });
-               Value sum = g.subgroupSum(local);
-               onLaneZero(g, sg, [&] {
-                 Value at[] = {g.idx(0), r};
-                 g.store(g.add(g.load(sums, at), sum), sums, at);
+                 });
+                 g.barrier();
                });
-             });
-             g.barrier();
-           });
            wg.forEachElement(1, Bq, [&](Value, Value r) {
              Value i = g.add(blk.i0, r);
              g.ifThen(g.ult(i, g.idx(s.Sq)), [&] {
@@ -274,53 +272,53 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::DistillGradOp op,
         wg.fill(sumP, 1, Bq, g.cst(0.0f));
         wg.fill(sumPr, 1, Bq, g.cst(0.0f));
         g.barrier();
-        auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
-        g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-          Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
-                                        /*existsOnly=*/true);
-          wg.stageKeys(x.ks, nullptr, blk.bi, blk.kvh, j0, Bk, Ds, s.Skv,
-                       blk.limit, kss);
-          wg.stageKeys(x.kt, nullptr, blk.bi, kvt, j0, Bk, Dt, s.Skv, blk.limit,
-                       kts);
-          g.barrier();
-          g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
-            Value i = g.add(blk.i0, r);
-            Value gi = rowGAt(blk.bi, blk.h, i);
-            // Lanes over the block's keys: the dS tiles, and each lane's
-            // sums of p and p (r + 1).
-            auto forLanes =
-                scf::ForOp::create(b, sg.lane, g.idx(Bk), sg.size,
-                                   ValueRange{g.cst(0.0f), g.cst(0.0f)});
-            {
-              OpBuilder::InsertionGuard guard(b);
-              b.setInsertionPointToStart(forLanes.getBody());
-              Value jj = forLanes.getInductionVar();
-              auto pair = x.pairAt(g, g.dot(qss, r, kss, jj, Ds),
-                                   g.dot(qts, r, kts, jj, Dt), blk.bi, blk.h, i,
-                                   g.add(j0, jj), blk.limit, whole);
-              Value pr1 = x.unlessNone(
-                  g, pair, g.mul(pair.p, g.add(pair.r, g.cst(1.0f))));
-              memref::StoreOp::create(b, g.mul(g.cst(-1.0f), g.mul(gi, pair.p)),
-                                      dsS, ValueRange{r, jj});
-              memref::StoreOp::create(b, g.mul(gi, pr1), dsT,
-                                      ValueRange{r, jj});
-              scf::YieldOp::create(
-                  b, ValueRange{g.add(forLanes.getRegionIterArgs()[0], pair.p),
-                                g.add(forLanes.getRegionIterArgs()[1], pr1)});
-            }
-            Value p = g.subgroupSum(forLanes.getResult(0)),
-                  pr = g.subgroupSum(forLanes.getResult(1));
-            onLaneZero(g, sg, [&] {
-              Value at[] = {g.idx(0), r};
-              g.store(g.add(g.load(sumP, at), p), sumP, at);
-              g.store(g.add(g.load(sumPr, at), pr), sumPr, at);
+        forEachSeenKeyBlock(
+            g, s, blk.limit, blk.i0, Bq, Bk, [&](Value j0, Value whole) {
+              wg.stageKeys(x.ks, nullptr, blk.bi, blk.kvh, j0, Bk, Ds, s.Skv,
+                           blk.limit, kss);
+              wg.stageKeys(x.kt, nullptr, blk.bi, kvt, j0, Bk, Dt, s.Skv,
+                           blk.limit, kts);
+              g.barrier();
+              g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
+                Value i = g.add(blk.i0, r);
+                Value gi = rowGAt(blk.bi, blk.h, i);
+                // Lanes over the block's keys: the dS tiles, and each lane's
+                // sums of p and p (r + 1).
+                auto forLanes =
+                    scf::ForOp::create(b, sg.lane, g.idx(Bk), sg.size,
+                                       ValueRange{g.cst(0.0f), g.cst(0.0f)});
+                {
+                  OpBuilder::InsertionGuard guard(b);
+                  b.setInsertionPointToStart(forLanes.getBody());
+                  Value jj = forLanes.getInductionVar();
+                  auto pair = x.pairAt(
+                      g, g.dot(qss, r, kss, jj, Ds), g.dot(qts, r, kts, jj, Dt),
+                      blk.bi, blk.h, i, g.add(j0, jj), blk.limit, whole);
+                  Value pr1 = x.unlessNone(
+                      g, pair, g.mul(pair.p, g.add(pair.r, g.cst(1.0f))));
+                  memref::StoreOp::create(
+                      b, g.mul(g.cst(-1.0f), g.mul(gi, pair.p)), dsS,
+                      ValueRange{r, jj});
+                  memref::StoreOp::create(b, g.mul(gi, pr1), dsT,
+                                          ValueRange{r, jj});
+                  scf::YieldOp::create(
+                      b,
+                      ValueRange{g.add(forLanes.getRegionIterArgs()[0], pair.p),
+                                 g.add(forLanes.getRegionIterArgs()[1], pr1)});
+                }
+                Value p = g.subgroupSum(forLanes.getResult(0)),
+                      pr = g.subgroupSum(forLanes.getResult(1));
+                onLaneZero(g, sg, [&] {
+                  Value at[] = {g.idx(0), r};
+                  g.store(g.add(g.load(sumP, at), p), sumP, at);
+                  g.store(g.add(g.load(sumPr, at), pr), sumPr, at);
+                });
+              });
+              g.barrier();
+              wg.multiplyAccumulate(dqS, dsS, kss, Bq, Bk, Ds);
+              wg.multiplyAccumulate(dqT, dsT, kts, Bq, Bk, Dt);
+              g.barrier();
             });
-          });
-          g.barrier();
-          wg.multiplyAccumulate(dqS, dsS, kss, Bq, Bk, Ds);
-          wg.multiplyAccumulate(dqT, dsT, kts, Bq, Bk, Dt);
-          g.barrier();
-        });
         wg.storeRows(dqS, Bq, Ds, dqs, blk.bi, blk.h, blk.i0, s.Sq,
                      [&](Value v, Value) { return s.scaled(g, v); });
         wg.storeRows(

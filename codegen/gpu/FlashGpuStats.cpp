@@ -64,75 +64,75 @@ void rowsKernel(GpuBuilder &g, Shape &s, Value q, Value k, Value lse,
             });
           });
         g.barrier();
-        auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
-        g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-          Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
-                                        /*existsOnly=*/true);
-          wg.stageKeys(k, nullptr, blk.bi, blk.kvh, j0, Bk, D, s.Skv, blk.limit,
-                       ks);
-          g.barrier();
-          // p, and its entropy term p (LSE - S') (0 where p is), a
-          // subgroup per row.
-          g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
-            Value i = g.add(blk.i0, r);
-            Value l = rowLseOrInf(g, s.Sq, lse, blk.bi, blk.h, i);
-            Value local = g.reduce(
-                sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
-                [&](Value jj, Value acc) {
-                  Value score =
-                      s.maskedScore(g, g.dot(qs, r, ks, jj, D), blk.bi, blk.h,
-                                    i, g.add(j0, jj), blk.limit, whole);
-                  Value p = g.expShifted(score, l);
-                  if (ps)
-                    memref::StoreOp::create(b, p, ps, ValueRange{r, jj});
-                  if (!sums)
-                    return acc;
-                  Value zero = arith::CmpFOp::create(
-                      b, arith::CmpFPredicate::OEQ, p, g.cst(0.0f));
-                  return g.add(acc, g.select(zero, g.cst(0.0f),
-                                             g.mul(p, g.sub(l, score))));
-                });
-            if (!sums)
-              return;
-            Value sum = g.subgroupSum(local);
-            onLaneZero(g, sg, [&] {
-              Value at[] = {g.idx(0), r};
-              g.store(g.add(g.load(sums, at), sum), sums, at);
-            });
-          });
-          if (rowCells) {
-            // Each row's sum over each key cell the block touches, an
-            // invocation per (row, cell) of the block.
-            g.barrier();
-            Value last = g.minu(g.add(j0, g.idx(Bk)), blk.limit);
-            // (The loop's blocks start below the limit, so last > j0.)
-            Value first = pooledCellOf(b, j0, s.Skv, gk),
-                  end = g.add(
-                      pooledCellOf(b, arith::SubIOp::create(b, last, g.idx(1)),
-                                   s.Skv, gk),
-                      g.idx(1));
-            end = g.minu(end, g.idx(gk));
-            wg.forEachElement(Bq, Bk, [&](Value r, Value t) {
-              Value c = g.add(first, t), i = g.add(blk.i0, r);
-              Value owned = arith::AndIOp::create(b, g.ult(c, end),
-                                                  g.ult(i, g.idx(s.Sq)));
-              g.ifThen(owned, [&] {
-                Value lo = arith::MaxUIOp::create(
-                    b, pooledCellStart(b, c, s.Skv, gk), j0);
-                Value hi = g.minu(
-                    pooledCellStart(b, g.add(c, g.idx(1)), s.Skv, gk), last);
-                Value sum = g.reduce(
-                    lo, hi, g.idx(1), g.cst(0.0f), [&](Value j, Value acc) {
-                      Value jj = arith::SubIOp::create(b, j, j0);
-                      return g.add(acc, g.load(ps, {r, jj}));
+        forEachSeenKeyBlock(
+            g, s, blk.limit, blk.i0, Bq, Bk, [&](Value j0, Value whole) {
+              wg.stageKeys(k, nullptr, blk.bi, blk.kvh, j0, Bk, D, s.Skv,
+                           blk.limit, ks);
+              g.barrier();
+              // p, and its entropy term p (LSE - S') (0 where p is), a
+              // subgroup per row.
+              g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
+                Value i = g.add(blk.i0, r);
+                Value l = rowLseOrInf(g, s.Sq, lse, blk.bi, blk.h, i);
+                Value local = g.reduce(
+                    sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
+                    [&](Value jj, Value acc) {
+                      Value score = s.maskedScore(
+                          g, g.dot(qs, r, ks, jj, D), blk.bi, blk.h, i,
+                          g.add(j0, jj), blk.limit, whole);
+                      Value p = g.expShifted(score, l);
+                      if (ps)
+                        memref::StoreOp::create(b, p, ps, ValueRange{r, jj});
+                      if (!sums)
+                        return acc;
+                      Value zero = arith::CmpFOp::create(
+                          b, arith::CmpFPredicate::OEQ, p, g.cst(0.0f));
+                      return g.add(acc, g.select(zero, g.cst(0.0f),
+                                                 g.mul(p, g.sub(l, score))));
                     });
-                SmallVector<Value> at = {blk.bi, blk.h, i, c};
-                g.store(g.add(g.load(rowCells, at), sum), rowCells, at);
+                if (!sums)
+                  return;
+                Value sum = g.subgroupSum(local);
+                onLaneZero(g, sg, [&] {
+                  Value at[] = {g.idx(0), r};
+                  g.store(g.add(g.load(sums, at), sum), sums, at);
+                });
               });
+              if (rowCells) {
+                // Each row's sum over each key cell the block touches, an
+                // invocation per (row, cell) of the block.
+                g.barrier();
+                Value last = g.minu(g.add(j0, g.idx(Bk)), blk.limit);
+                // (The loop's blocks start below the limit, so last > j0.)
+                Value first = pooledCellOf(b, j0, s.Skv, gk),
+                      end =
+                          g.add(pooledCellOf(
+                                    b, arith::SubIOp::create(b, last, g.idx(1)),
+                                    s.Skv, gk),
+                                g.idx(1));
+                end = g.minu(end, g.idx(gk));
+                wg.forEachElement(Bq, Bk, [&](Value r, Value t) {
+                  Value c = g.add(first, t), i = g.add(blk.i0, r);
+                  Value owned = arith::AndIOp::create(b, g.ult(c, end),
+                                                      g.ult(i, g.idx(s.Sq)));
+                  g.ifThen(owned, [&] {
+                    Value lo = arith::MaxUIOp::create(
+                        b, pooledCellStart(b, c, s.Skv, gk), j0);
+                    Value hi = g.minu(
+                        pooledCellStart(b, g.add(c, g.idx(1)), s.Skv, gk),
+                        last);
+                    Value sum = g.reduce(
+                        lo, hi, g.idx(1), g.cst(0.0f), [&](Value j, Value acc) {
+                          Value jj = arith::SubIOp::create(b, j, j0);
+                          return g.add(acc, g.load(ps, {r, jj}));
+                        });
+                    SmallVector<Value> at = {blk.bi, blk.h, i, c};
+                    g.store(g.add(g.load(rowCells, at), sum), rowCells, at);
+                  });
+                });
+              }
+              g.barrier();
             });
-          }
-          g.barrier();
-        });
         if (entropy)
           wg.forEachElement(1, Bq, [&](Value, Value r) {
             Value i = g.add(blk.i0, r);
@@ -225,10 +225,7 @@ void similarityKernel(GpuBuilder &g, Shape &s, Value q, Value k, Value lse,
     wg.forEachElement(H, H, [&](Value h, Value h2) {
       g.store(g.cst(0.0f), parts, {bi, qb, h, h2});
     });
-    auto keys = s.masks.keysSeenBy(b, limit, i0, Bs, Bk);
-    g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-      Value whole =
-          s.masks.isWhole(b, limit, i0, Bs, j0, Bk, /*existsOnly=*/true);
+    forEachSeenKeyBlock(g, s, limit, i0, Bs, Bk, [&](Value j0, Value whole) {
       g.loop(0, s.Hkv, [&](Value kvh) {
         wg.stageKeys(k, nullptr, bi, kvh, j0, Bk, D, s.Skv, limit, ks);
         wg.forEachElement(group * Bs, D, [&](Value x, Value c) {

@@ -138,37 +138,36 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter,
         wg.fill(dqs, Bq, D, g.cst(0.0f));
         wg.fill(sums, 1, Bq, g.cst(0.0f));
         g.barrier();
-        auto keys = s.masks.keysSeenBy(b, blk.limit, blk.i0, Bq, Bk);
-        g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
-          Value whole = s.masks.isWhole(b, blk.limit, blk.i0, Bq, j0, Bk,
-                                        /*existsOnly=*/true);
-          wg.stageKeys(k, nullptr, blk.bi, blk.kvh, j0, Bk, D, s.Skv, blk.limit,
-                       ks);
-          g.barrier();
-          g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
-            Value i = g.add(blk.i0, r);
-            Value l = rowLseOrInf(g, s.Sq, lse, blk.bi, blk.h, i);
-            Value gi =
-                g.load(rowG, {blk.bi, blk.h, g.minu(i, g.idx(s.Sq - 1))});
-            Value local = g.reduce(
-                sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
-                [&](Value jj, Value acc) {
-                  StatsGrad grad =
-                      statsGradAt(g, s, g.dot(qs, r, ks, jj, D), blk.bi, blk.h,
-                                  i, g.add(j0, jj), blk.limit, whole, l, gi);
-                  memref::StoreOp::create(b, grad.ds, dss, ValueRange{r, jj});
-                  return g.add(acc, grad.lseTerm);
+        forEachSeenKeyBlock(
+            g, s, blk.limit, blk.i0, Bq, Bk, [&](Value j0, Value whole) {
+              wg.stageKeys(k, nullptr, blk.bi, blk.kvh, j0, Bk, D, s.Skv,
+                           blk.limit, ks);
+              g.barrier();
+              g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
+                Value i = g.add(blk.i0, r);
+                Value l = rowLseOrInf(g, s.Sq, lse, blk.bi, blk.h, i);
+                Value gi =
+                    g.load(rowG, {blk.bi, blk.h, g.minu(i, g.idx(s.Sq - 1))});
+                Value local =
+                    g.reduce(sg.lane, g.idx(Bk), sg.size, g.cst(0.0f),
+                             [&](Value jj, Value acc) {
+                               StatsGrad grad = statsGradAt(
+                                   g, s, g.dot(qs, r, ks, jj, D), blk.bi, blk.h,
+                                   i, g.add(j0, jj), blk.limit, whole, l, gi);
+                               memref::StoreOp::create(b, grad.ds, dss,
+                                                       ValueRange{r, jj});
+                               return g.add(acc, grad.lseTerm);
+                             });
+                Value sum = g.subgroupSum(local);
+                onLaneZero(g, sg, [&] {
+                  Value at[] = {g.idx(0), r};
+                  g.store(g.add(g.load(sums, at), sum), sums, at);
                 });
-            Value sum = g.subgroupSum(local);
-            onLaneZero(g, sg, [&] {
-              Value at[] = {g.idx(0), r};
-              g.store(g.add(g.load(sums, at), sum), sums, at);
+              });
+              g.barrier();
+              wg.multiplyAccumulate(dqs, dss, ks, Bq, Bk, D);
+              g.barrier();
             });
-          });
-          g.barrier();
-          wg.multiplyAccumulate(dqs, dss, ks, Bq, Bk, D);
-          g.barrier();
-        });
         wg.storeRows(dqs, Bq, D, dq, blk.bi, blk.h, blk.i0, s.Sq,
                      [&](Value x, Value) { return s.scaled(g, x); });
         wg.forEachElement(1, Bq, [&](Value, Value r) {
@@ -247,15 +246,9 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter,
                         [](Value x, Value) { return x; });
          });
 
-  SmallVector<Value> results = {tensorOf(b, dq, op.getQueryGrad().getType()),
-                                tensorOf(b, dk, op.getKeyGrad().getType()),
-                                tensorOf(b, dlse, op.getLseGrad().getType())};
   // Float captures: the per-key partials summed in key order; integer
   // ones have zero gradients.
-  llvm::append_range(
-      results,
-      partials.gradients(g, s.W, op.getScoreCapturesGrad().getTypes()));
-  rewriter.replaceOp(op, results);
+  partials.replaceGradientOp(rewriter, op, g, s.W, {dq, dk, dlse});
   return success();
 }
 

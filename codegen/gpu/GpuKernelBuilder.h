@@ -256,6 +256,20 @@ struct QueryBlock {
   }
 };
 
+/// body(j0, whole) for each block of Bk keys from j0 that some of the
+/// `rows` query rows from i0 see (a batch of `limit` keys), in key order;
+/// `whole`: every row sees all of the block (no mask to evaluate there).
+template <typename OpTy>
+void forEachSeenKeyBlock(GpuBuilder &g, FlashShape<OpTy> &s, Value limit,
+                         Value i0, int64_t rows, int64_t Bk,
+                         function_ref<void(Value, Value)> body) {
+  auto keys = s.masks.keysSeenBy(g.b, limit, i0, rows, Bk);
+  g.loop(keys.start, keys.end, g.idx(Bk), [&](Value j0) {
+    body(j0, s.masks.isWhole(g.b, limit, i0, rows, j0, Bk,
+                             /*existsOnly=*/true));
+  });
+}
+
 /// The subgroup's lane, its size, its index and the workgroup's count.
 struct Subgroup {
   Value lane, size, id, count;
@@ -489,6 +503,21 @@ struct CapturePartials {
       grads.push_back(tensorOf(b, out, gradType));
     }
     return grads;
+  }
+
+  /// Replaces a gradient op, whose results are the buffers `grads` (as
+  /// tensors) and then one per score capture, with them and the captures'
+  /// gradients.
+  void replaceGradientOp(RewriterBase &rewriter, Operation *op, GpuBuilder &g,
+                         int64_t W, ArrayRef<Value> grads) {
+    SmallVector<Value> results;
+    for (auto [buffer, type] : llvm::zip(grads, op->getResultTypes()))
+      results.push_back(tensorOf(g.b, buffer, type));
+    llvm::append_range(
+        results,
+        gradients(g, W,
+                  TypeRange(op->getResultTypes()).drop_front(grads.size())));
+    rewriter.replaceOp(op, results);
   }
 
   ValueRange captures;
