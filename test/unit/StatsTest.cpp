@@ -50,7 +50,7 @@ struct StatsCase {
 constexpr double kSoftcap = 5.0;
 
 /// The options (masks) and regions of a case's attn ops, and the
-/// arguments they read: [%len], [%dq, %dk].
+/// arguments they read: [%len], [%slopes], [%dq, %dk].
 struct CaseParts {
   std::string options, regions, args;
 };
@@ -66,10 +66,6 @@ CaseParts partsOf(const StatsCase &c) {
     options << " lengths(%len : " << tensorType({c.B}, "i32") << ")";
     args << ", %len: " << tensorType({c.B}, "i32");
   }
-  if (c.documents) {
-    options << " mask_captures(%dq, %dk : " << docQT << ", " << docKT << ")";
-    args << ", %dq: " << docQT << ", %dk: " << docKT;
-  }
   if (c.alibi) {
     std::string slopesT = tensorType({c.H});
     options << " score_captures(%slopes : " << slopesT << ")";
@@ -84,6 +80,10 @@ CaseParts partsOf(const StatsCase &c) {
             << "  %bias = arith.mulf %slope, %df : f32\n"
             << "  %r = arith.addf %s, %bias : f32\n"
             << "  attn.yield %r : f32\n}";
+  }
+  if (c.documents) {
+    options << " mask_captures(%dq, %dk : " << docQT << ", " << docKT << ")";
+    args << ", %dq: " << docQT << ", %dk: " << docKT;
   }
   if (c.softcap)
     regions << " score_mod {\n"
@@ -508,10 +508,10 @@ void gradientsOfAGivenLse(const StatsCase &c, uint64_t seed) {
   std::vector<Buffer *> inputs = {&q, &k, &lse};
   if (c.lengths)
     inputs.push_back(&len);
-  if (c.documents)
-    inputs.insert(inputs.end(), {&docQ, &docK});
   if (c.alibi)
     inputs.push_back(&slopes);
+  if (c.documents)
+    inputs.insert(inputs.end(), {&docQ, &docK});
   std::vector<Buffer *> args = inputs;
   args.insert(args.end(),
               {&entropy, &mean, &dEntropy, &dMean, &dq, &dk, &dlse});
@@ -592,6 +592,27 @@ TEST(StatsTest, GradientsOfAGivenLse) {
   c.cpu = "native", c.target = jit::Target::Vulkan, c.lengths = true;
   c.B = 2;
   gradientsOfAGivenLse(c, 107);
+  // Random shapes and options on the CPU: a query row or a key alone, rows
+  // that see nothing, GQA, f16 and bf16.
+  std::mt19937_64 rng(108);
+  for (int n = 0; n < 12; ++n) {
+    c = StatsCase{};
+    c.B = 1 + rng() % 2;
+    c.Hkv = 1 + rng() % 3;
+    c.H = c.Hkv * (1 + rng() % 3);
+    c.Sq = 1 + rng() % 60;
+    c.Skv = 1 + rng() % 300;
+    c.D = 16 * int64_t(1 + rng() % 5);
+    c.causal = rng() % 3 == 0;
+    c.window = rng() % 4 == 0 ? 1 + rng() % 40 : 0;
+    c.lengths = rng() % 3 == 0;
+    c.documents = rng() % 4 == 0;
+    int mod = int(rng() % 3);
+    c.softcap = mod == 1;
+    c.alibi = mod == 2;
+    c.dtype = std::vector<std::string>{"f32", "bf16", "f16"}[rng() % 3];
+    gradientsOfAGivenLse(c, 110 + n);
+  }
 }
 
 /// CPUs without AVX-512 (x86-64: 128-bit vectors, one query row a
