@@ -373,11 +373,14 @@ struct AttnLowerToLinalgPass
       op.setFactorAttr(Builder(op).getF64FloatAttr(op.getEffectiveFactor()));
     });
     // Kernel inputs are read-only: bufferization must never write into
-    // them, except the caches attn.append updates in place.
+    // them, except the caches attn.append updates in place (a GPU kernel
+    // that lowered an append marked its cache writable already).
     module.walk([](func::FuncOp func) {
       for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
         if (isa<TensorType>(func.getArgument(i).getType()) &&
-            !AppendOp::isAppendedTo(func.getArgument(i)))
+            !AppendOp::isAppendedTo(func.getArgument(i)) &&
+            !func.getArgAttr(
+                i, bufferization::BufferizationDialect::kWritableAttrName))
           func.setArgAttr(i, bufferization::BufferizationDialect::
                                  kWritableAttrName,
                           BoolAttr::get(func.getContext(), false));

@@ -182,9 +182,12 @@ def AttnExportAbi : Pass<"attn-export-abi", "mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def AttnLowerGpu : Pass<"attn-lower-gpu", "mlir::ModuleOp"> {
-  let summary = "Lower attn.attention(_grad) and attn.attention_stats to target-neutral GPU flash kernels";
+  let summary = "Lower attn.attention(_grad), attn.attention_stats(_grad), attn.distill(_grad) and attn.append to target-neutral GPU kernels";
   let description = [{
-    Every decision comes from the op's `attn.tile_plan` (#attn.gpu_plan,
+    attn.append becomes a kernel that copies the new rows into the cache's
+    own buffer in place (rows outside the capacity, or whose page-table
+    entry is outside the pool, are not written). For the other ops, every
+    decision comes from the op's `attn.tile_plan` (#attn.gpu_plan,
     from attn-plan-gpu-tiles; an op without one, whose tiles fit no
     workgroup memory, keeps the unfused lowering). Each
     attn.attention becomes one gpu.launch: a workgroup per (batch, head,

@@ -69,6 +69,14 @@ mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
                                     attn::DistillGradOp op,
                                     attn::GpuPlanAttr plan);
 
+/// attn.append in place of `op` (AppendGpu.cpp): a kernel that copies the
+/// new rows into the cache's own buffer, the op's result (in place, nothing
+/// of the cache copied). Rows at positions outside the capacity, and
+/// positions whose page-table entry is outside the pool, are not written
+/// (the lengths and tables are on the device: no status).
+mlir::LogicalResult lowerToFlashGpu(mlir::RewriterBase &rewriter,
+                                    attn::AppendOp op);
+
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_GPU_FLASHGPU_H

@@ -24,14 +24,14 @@ namespace {
 
 struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
   void runOnOperation() override {
-    // Its loops of row copies would run on the host, over device buffers.
-    WalkResult appends = getOperation().walk([](attnc::attn::AppendOp op) {
-      op.emitOpError("is not supported on GPU targets yet: append on the "
-                     "host, or compile for the CPU");
-      return WalkResult::interrupt();
-    });
-    if (appends.wasInterrupted())
-      return signalPassFailure();
+    IRRewriter rewriter(&getContext());
+    // Appends first: the unfused lowering's loops of row copies would run
+    // on the host, over device buffers.
+    SmallVector<attnc::attn::AppendOp> appends;
+    getOperation().walk(
+        [&](attnc::attn::AppendOp op) { appends.push_back(op); });
+    for (attnc::attn::AppendOp op : appends)
+      (void)attnc::lowerToFlashGpu(rewriter, op);
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
       if (isa<attnc::attn::AttentionOp, attnc::attn::AttentionGradOp,
@@ -39,7 +39,6 @@ struct AttnLowerGpuPass : attnc::impl::AttnLowerGpuBase<AttnLowerGpuPass> {
               attnc::attn::DistillOp, attnc::attn::DistillGradOp>(op))
         ops.push_back(op);
     });
-    IRRewriter rewriter(&getContext());
     for (Operation *op : ops) {
       auto plan = dyn_cast_or_null<attnc::attn::GpuPlanAttr>(
           attnc::attn::getTilePlan(op));

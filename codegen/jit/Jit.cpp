@@ -532,7 +532,8 @@ Result Module::call(std::string_view name,
 }
 
 /// A checked call on the module's GPU: the inputs uploaded to the entry
-/// point's device buffers, the call and its work, the outputs downloaded.
+/// point's device buffers, the call and its work, the outputs (and the
+/// inputs the call updates in place) downloaded.
 Result Module::callOnDevice(const EntryPoint &entry,
                             const std::vector<void *> &host) const {
   Result result;
@@ -573,7 +574,7 @@ Result Module::callOnDevice(const EntryPoint &entry,
   if (result.ok())
     result.status = device.wait();
   for (size_t k = 0; k < entry.args.size() && result.ok(); ++k)
-    if (entry.args[k].isOutput)
+    if (entry.args[k].isOutput || entry.args[k].updatedInPlace)
       result.status =
           device.download(host[k], buffers[k], entry.args[k].numBytes());
   return result;

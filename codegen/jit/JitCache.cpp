@@ -103,7 +103,8 @@ serializeEntryPoints(const std::vector<EntryPoint> &entries) {
     os << "entry " << entry.name << " " << entry.args.size() << "\n";
     for (const TensorSpec &arg : entry.args) {
       os << "arg " << arg.name << " " << dtypeName(arg.dtype) << " "
-         << arg.isOutput << " " << arg.shape.size();
+         << arg.isOutput << " " << arg.updatedInPlace << " "
+         << arg.shape.size();
       for (int64_t d : arg.shape)
         os << " " << d;
       os << "\n";
@@ -125,7 +126,8 @@ static bool parseEntryPoints(llvm::StringRef text,
       TensorSpec arg;
       std::string dtype;
       size_t rank;
-      if (!(is >> word >> arg.name >> dtype >> arg.isOutput >> rank) ||
+      if (!(is >> word >> arg.name >> dtype >> arg.isOutput >>
+            arg.updatedInPlace >> rank) ||
           word != "arg" || rank > 16)
         return false;
       std::optional<DType> d = parseDType(dtype);

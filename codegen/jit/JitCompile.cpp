@@ -37,8 +37,8 @@ std::vector<EntryPoint> toEntryPoints(const std::vector<KernelSignature> &ks) {
   for (const KernelSignature &kernel : ks) {
     EntryPoint entry{kernel.name, {}};
     for (const KernelArg &arg : kernel.args) {
-      entry.args.push_back(
-          {arg.name, arg.shape, *parseDType(arg.dtype), arg.isOutput});
+      entry.args.push_back({arg.name, arg.shape, *parseDType(arg.dtype),
+                            arg.isOutput, arg.updatedInPlace});
       if (arg.batched)
         entry.args.back().shape[0] = kDynamicBatch;
     }

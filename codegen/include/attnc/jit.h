@@ -37,6 +37,9 @@ struct TensorSpec {
   std::vector<int64_t> shape;
   DType dtype = DType::F32;
   bool isOutput = false;
+  /// An input the kernel writes (a KV cache attn.append appends to): on a
+  /// GPU target the checked calls download it back as well.
+  bool updatedInPlace = false;
   bool batched() const { return !shape.empty() && shape[0] == kDynamicBatch; }
   /// The elements and bytes of the tensor at batch size `batch` (which
   /// only batched tensors read).
