@@ -104,6 +104,55 @@ CaseParts partsOf(const StatsCase &c) {
   return {options.str(), regions.str(), args.str()};
 }
 
+/// A case's mask inputs (random lengths, batch 0 seeing no key when there
+/// are several; three documents over the rows and keys), packed, and the
+/// reference's masks and softcap over them.
+struct CaseMasks {
+  std::vector<int64_t> lengths;
+  Buffer len, docQ, docK;
+  ref::MaskSpec mask;
+  ref::ScoreMod softcap;
+
+  CaseMasks(const StatsCase &c, uint64_t seed)
+      : lengths(c.B), len(c.B, "i32"), docQ(c.Sq, "i32"), docK(c.Skv, "i32") {
+    std::mt19937_64 rng(seed);
+    for (int64_t b = 0; b < c.B; ++b) {
+      lengths[b] = (b == 0 && c.B > 1) ? 0 : int64_t(rng() % (c.Skv + 3));
+      len.values[b] = double(lengths[b]);
+    }
+    for (int64_t i = 0; i < c.Sq; ++i)
+      docQ.values[i] = double(i * 3 / c.Sq);
+    for (int64_t j = 0; j < c.Skv; ++j)
+      docK.values[j] = double(j * 3 / c.Skv);
+    for (Buffer *x : {&len, &docQ, &docK})
+      x->pack();
+    mask.causal = c.causal;
+    mask.window = c.window;
+    if (c.lengths)
+      mask.lengths = lengths.data();
+    if (c.documents)
+      mask.maskMod = [this](int64_t, int64_t, int64_t i, int64_t j) {
+        return docQ.values[i] == docK.values[j];
+      };
+    softcap.apply = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      return kSoftcap * std::tanh(s / kSoftcap);
+    };
+    softcap.dScore = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      double t = std::tanh(s / kSoftcap);
+      return 1 - t * t;
+    };
+  }
+  CaseMasks(const CaseMasks &) = delete;
+
+  /// The masks' arguments of the case's spec, in order.
+  void appendInputs(const StatsCase &c, std::vector<Buffer *> &inputs) {
+    if (c.lengths)
+      inputs.push_back(&len);
+    if (c.documents)
+      inputs.insert(inputs.end(), {&docQ, &docK});
+  }
+};
+
 /// @stats(q, k, v, [len], [doc_q, doc_k]) -> (O, entropy, mean entropy,
 /// pooled, similarity): attn.attention and its statistics.
 std::string specFor(const StatsCase &c) {
@@ -146,31 +195,19 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
 
   const int64_t rows = c.B * c.H * c.Sq;
   Buffer q(rows * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
-      v(c.B * c.Hkv * c.Skv * c.D, c.dtype), len(c.B, "i32"), docQ(c.Sq, "i32"),
-      docK(c.Skv, "i32"), o(rows * c.D, c.dtype), entropy(rows, "f32"),
-      mean(c.B * c.H, "f32"), pooled(c.B * c.H * c.Gq * c.Gk, "f32"),
-      sim(c.B * c.H * c.H, "f32"), lse(rows, "f32");
+      v(c.B * c.Hkv * c.Skv * c.D, c.dtype), o(rows * c.D, c.dtype),
+      entropy(rows, "f32"), mean(c.B * c.H, "f32"),
+      pooled(c.B * c.H * c.Gq * c.Gk, "f32"), sim(c.B * c.H * c.H, "f32"),
+      lse(rows, "f32");
   ref::fillRandom(q.values.data(), q.values.size(), seed + 1, -2, 2);
   ref::fillRandom(k.values.data(), k.values.size(), seed + 2, -2, 2);
   ref::fillRandom(v.values.data(), v.values.size(), seed + 3);
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> lengths(c.B);
-  for (int64_t b = 0; b < c.B; ++b) {
-    lengths[b] = (b == 0 && c.B > 1) ? 0 : int64_t(rng() % (c.Skv + 3));
-    len.values[b] = double(lengths[b]);
-  }
-  for (int64_t i = 0; i < c.Sq; ++i)
-    docQ.values[i] = double(i * 3 / c.Sq);
-  for (int64_t j = 0; j < c.Skv; ++j)
-    docK.values[j] = double(j * 3 / c.Skv);
-  for (Buffer *x : {&q, &k, &v, &len, &docQ, &docK})
+  for (Buffer *x : {&q, &k, &v})
     x->pack();
+  CaseMasks masks(c, seed);
 
   std::vector<Buffer *> inputs = {&q, &k, &v};
-  if (c.lengths)
-    inputs.push_back(&len);
-  if (c.documents)
-    inputs.insert(inputs.end(), {&docQ, &docK});
+  masks.appendInputs(c, inputs);
   std::vector<Buffer *> results = {&o, &entropy, &mean, &pooled, &sim};
   std::vector<Buffer *> args = inputs;
   args.insert(args.end(), results.begin(), results.end());
@@ -185,25 +222,8 @@ void runCase(const StatsCase &c, uint64_t seed, bool gradients) {
     r->unpack();
 
   ref::AttentionShape shape{c.B, c.H, c.Hkv, c.Sq, c.Skv, c.D, c.D};
-  ref::MaskSpec mask;
-  mask.causal = c.causal;
-  mask.window = c.window;
-  if (c.lengths)
-    mask.lengths = lengths.data();
-  if (c.documents)
-    mask.maskMod = [&](int64_t, int64_t, int64_t i, int64_t j) {
-      return docQ.values[i] == docK.values[j];
-    };
-  ref::ScoreMod mod;
-  if (c.softcap) {
-    mod.apply = [](double s, int64_t, int64_t, int64_t, int64_t) {
-      return kSoftcap * std::tanh(s / kSoftcap);
-    };
-    mod.dScore = [](double s, int64_t, int64_t, int64_t, int64_t) {
-      double t = std::tanh(s / kSoftcap);
-      return 1 - t * t;
-    };
-  }
+  const ref::MaskSpec &mask = masks.mask;
+  ref::ScoreMod mod = c.softcap ? masks.softcap : ref::ScoreMod{};
   double scale = 1.0 / std::sqrt(double(c.D));
   ref::AttentionStatistics expected =
       ref::attentionStatistics(shape, double(float(scale)), mask, mod,
@@ -444,51 +464,24 @@ void gradientsOfAGivenLse(const StatsCase &c, uint64_t seed) {
   ASSERT_TRUE(module) << error;
   const int64_t rows = c.B * c.H * c.Sq;
   Buffer q(rows * c.D, c.dtype), k(c.B * c.Hkv * c.Skv * c.D, c.dtype),
-      lse(rows, "f32"), len(c.B, "i32"), docQ(c.Sq, "i32"), docK(c.Skv, "i32"),
-      slopes(c.H, "f32"), entropy(rows, "f32"), mean(c.B * c.H, "f32"),
-      dEntropy(rows, "f32"), dMean(c.B * c.H, "f32"), dq(rows * c.D, c.dtype),
-      dk(c.B * c.Hkv * c.Skv * c.D, c.dtype), dlse(rows, "f32"),
-      dslopes(c.H, "f32");
+      lse(rows, "f32"), slopes(c.H, "f32"), entropy(rows, "f32"),
+      mean(c.B * c.H, "f32"), dEntropy(rows, "f32"), dMean(c.B * c.H, "f32"),
+      dq(rows * c.D, c.dtype), dk(c.B * c.Hkv * c.Skv * c.D, c.dtype),
+      dlse(rows, "f32"), dslopes(c.H, "f32");
   ref::fillRandom(q.values.data(), q.values.size(), seed + 1, -2, 2);
   ref::fillRandom(k.values.data(), k.values.size(), seed + 2, -2, 2);
   ref::fillRandom(slopes.values.data(), slopes.values.size(), seed + 3, -0.3,
                   0.3);
   ref::fillRandom(dEntropy.values.data(), rows, seed + 4);
   ref::fillRandom(dMean.values.data(), c.B * c.H, seed + 5);
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> lengths(c.B);
-  for (int64_t b = 0; b < c.B; ++b) {
-    lengths[b] = (b == 0 && c.B > 1) ? 0 : int64_t(rng() % (c.Skv + 3));
-    len.values[b] = double(lengths[b]);
-  }
-  for (int64_t i = 0; i < c.Sq; ++i)
-    docQ.values[i] = double(i * 3 / c.Sq);
-  for (int64_t j = 0; j < c.Skv; ++j)
-    docK.values[j] = double(j * 3 / c.Skv);
-  for (Buffer *x : {&q, &k, &len, &docQ, &docK, &slopes, &dEntropy, &dMean})
+  for (Buffer *x : {&q, &k, &slopes, &dEntropy, &dMean})
     x->pack();
+  CaseMasks masks(c, seed);
   ref::AttentionShape shape{c.B, c.H, c.Hkv, c.Sq, c.Skv, c.D, c.D};
-  ref::MaskSpec mask;
-  mask.causal = c.causal;
-  mask.window = c.window;
-  if (c.lengths)
-    mask.lengths = lengths.data();
-  if (c.documents)
-    mask.maskMod = [&](int64_t, int64_t, int64_t i, int64_t j) {
-      return docQ.values[i] == docK.values[j];
-    };
+  const ref::MaskSpec &mask = masks.mask;
   // The ALiBi slopes' gradient accumulates into *slopeGrads.
   std::vector<double> *slopeGrads = nullptr;
-  ref::ScoreMod mod;
-  if (c.softcap) {
-    mod.apply = [](double s, int64_t, int64_t, int64_t, int64_t) {
-      return kSoftcap * std::tanh(s / kSoftcap);
-    };
-    mod.dScore = [](double s, int64_t, int64_t, int64_t, int64_t) {
-      double t = std::tanh(s / kSoftcap);
-      return 1 - t * t;
-    };
-  }
+  ref::ScoreMod mod = c.softcap ? masks.softcap : ref::ScoreMod{};
   if (c.alibi) {
     mod.apply = [&](double s, int64_t, int64_t h, int64_t i, int64_t j) {
       return s + slopes.values[h] * double(j - i);
@@ -507,11 +500,11 @@ void gradientsOfAGivenLse(const StatsCase &c, uint64_t seed) {
   lse.pack();
   std::vector<Buffer *> inputs = {&q, &k, &lse};
   if (c.lengths)
-    inputs.push_back(&len);
+    inputs.push_back(&masks.len);
   if (c.alibi)
     inputs.push_back(&slopes);
   if (c.documents)
-    inputs.insert(inputs.end(), {&docQ, &docK});
+    inputs.insert(inputs.end(), {&masks.docQ, &masks.docK});
   std::vector<Buffer *> args = inputs;
   args.insert(args.end(),
               {&entropy, &mean, &dEntropy, &dMean, &dq, &dk, &dlse});
