@@ -15,6 +15,7 @@
 #include "dialect/ShapeUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <limits>
 #include <optional>
@@ -378,6 +379,19 @@ protected:
   size_t offsetsArg = 0;  // where their buffer is in task args
   int64_t B, H, Sq, D, Hkv, Skv, Dv, tiles;
 };
+
+/// Builds `Kernel(b, op, plan, vectorBits)` (its build()) in place of `op`,
+/// which its results replace; returns them.
+template <typename Kernel, typename OpTy>
+auto replaceWithKernel(mlir::RewriterBase &rewriter, OpTy op,
+                       attn::CpuPlanAttr plan, int64_t vectorBits) {
+  mlir::OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  mlir::ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  auto results = Kernel(b, op, plan, vectorBits).build();
+  rewriter.replaceOp(op, results);
+  return results;
+}
 
 } // namespace attnc
 

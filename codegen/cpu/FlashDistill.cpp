@@ -546,12 +546,7 @@ FailureOr<Value> lowerToFlashDistill(RewriterBase &rewriter, attn::DistillOp op,
                                      int64_t vectorBits) {
   if (!canLowerToFlashCpu(op))
     return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  Value kl = FlashDistill(b, op, plan, vectorBits).build();
-  rewriter.replaceOp(op, kl);
-  return kl;
+  return replaceWithKernel<FlashDistill>(rewriter, op, plan, vectorBits);
 }
 
 FailureOr<SmallVector<Value>> lowerToFlashDistillGrad(RewriterBase &rewriter,
@@ -560,12 +555,7 @@ FailureOr<SmallVector<Value>> lowerToFlashDistillGrad(RewriterBase &rewriter,
                                                       int64_t vectorBits) {
   if (!canLowerToFlashCpu(op))
     return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  SmallVector<Value> grads = FlashDistillGrad(b, op, plan, vectorBits).build();
-  rewriter.replaceOp(op, grads);
-  return grads;
+  return replaceWithKernel<FlashDistillGrad>(rewriter, op, plan, vectorBits);
 }
 
 } // namespace attnc

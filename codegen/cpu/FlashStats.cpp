@@ -289,12 +289,7 @@ FailureOr<SmallVector<Value>> lowerToFlashStats(RewriterBase &rewriter,
     return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
   if (plan.getAmx())
     FlashCommon::markUsesAmx(op);
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  SmallVector<Value> results = FlashStats(b, op, plan, vectorBits).build();
-  rewriter.replaceOp(op, results);
-  return results;
+  return replaceWithKernel<FlashStats>(rewriter, op, plan, vectorBits);
 }
 
 } // namespace attnc

@@ -297,12 +297,7 @@ lowerToFlashStatsGrad(RewriterBase &rewriter, attn::AttentionStatsGradOp op,
                       attn::CpuPlanAttr plan, int64_t vectorBits) {
   if (!canLowerToFlashCpu(op, plan))
     return rewriter.notifyMatchFailure(op, "not covered by the flash kernel");
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  SmallVector<Value> grads = FlashStatsGrad(b, op, plan, vectorBits).build();
-  rewriter.replaceOp(op, grads);
-  return grads;
+  return replaceWithKernel<FlashStatsGrad>(rewriter, op, plan, vectorBits);
 }
 
 } // namespace attnc
