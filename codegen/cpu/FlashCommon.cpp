@@ -438,6 +438,39 @@ Value FlashCommon::meanOfSeenRows(Value values, Value lse, bool perHead) {
   return mean;
 }
 
+void FlashCommon::forQueryTilesSeeing(Value limit, Value j0, int64_t width,
+                                      int64_t qTiles, Value g, int64_t group,
+                                      function_ref<void(Value, Value)> body) {
+  Value first, end;
+  std::tie(first, end) = masks.rowsSeeing(b, limit, j0, width, rows);
+  Value iEnd = arith::MinUIOp::create(b, end, idx(qTiles * rows));
+  loop(0, group, [&](Value member) {
+    Value h = arith::AddIOp::create(b, arith::MulIOp::create(b, g, idx(group)),
+                                    member);
+    loop(first, iEnd, rows, [&](Value i0) { body(h, i0); });
+  });
+}
+
+void FlashCommon::storeTransposedKeys(Value dkT, Value dK, Value bi, Value g,
+                                      Value j0) {
+  ArrayRef<int64_t> shape = shapeOf(dkT);
+  loop(0, shape[0], [&](Value t) {
+    Value key0 =
+        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kCols)));
+    loop(0, kCols, [&](Value c) {
+      Value key = arith::AddIOp::create(b, key0, c);
+      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, idx(Skv)),
+             [&] {
+               copyLoop(0, shape[1], [&](Value e) {
+                 storeScalar(
+                     memref::LoadOp::create(b, dkT, ValueRange{t, e, c}), dK,
+                     ValueRange{bi, g, key, e});
+               });
+             });
+    });
+  });
+}
+
 void FlashCommon::addToPair(Value parts, ValueRange at, Value h, Value g,
                             Value x) {
   auto add = [&](Value u, Value v) {

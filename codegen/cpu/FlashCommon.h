@@ -75,6 +75,21 @@ public:
   /// a loop after the kernel's tasks, summing in row order.
   mlir::Value meanOfSeenRows(mlir::Value values, mlir::Value lse, bool perHead);
 
+  /// body(h, i0) for each query head h of KV head g (of `group` query heads
+  /// each) and each query tile from row i0 (below qTiles * rows) whose rows
+  /// can see the `width` keys from j0 (a batch of `limit` keys): the
+  /// gradient kernels' key tasks, which sum over them.
+  void
+  forQueryTilesSeeing(mlir::Value limit, mlir::Value j0, int64_t width,
+                      int64_t qTiles, mlir::Value g, int64_t group,
+                      mlir::function_ref<void(mlir::Value, mlir::Value)> body);
+
+  /// dK[bi, g, j0 + 32 t + c, :] = dkT[t, :, c] (dkT [tiles, width, 32])
+  /// for the keys below Skv: a key block's gradient back from its
+  /// transposed tiles.
+  void storeTransposedKeys(mlir::Value dkT, mlir::Value dK, mlir::Value bi,
+                           mlir::Value g, mlir::Value j0);
+
   /// parts[at..., h, g] += x, and parts[at..., g, h] += x off the diagonal:
   /// a symmetric H x H partial from its lower triangle.
   void addToPair(mlir::Value parts, mlir::ValueRange at, mlir::Value h,

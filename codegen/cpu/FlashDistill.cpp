@@ -480,47 +480,22 @@ private:
       zero(scratch[teacher ? 8 : 7]);
     Value limit = masks.keyLimit(b, lengthsOf(args), bi);
     Value keysEnd = masks.seenKeysEnd(b, limit, j0);
-    Value first, end;
-    std::tie(first, end) = masks.rowsSeeing(b, limit, j0, width, rows);
-    Value iEnd = arith::MinUIOp::create(b, end, idx(qTiles * rows));
-    loop(0, group, [&](Value member) {
-      Value h = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, g, idx(group)), member);
-      loop(first, iEnd, rows, [&](Value i0) {
-        blockGradients(args, scratch, bi, h, i0, j0, keysEnd, limit,
-                       /*rowSums=*/false);
-        Value tile = arith::DivUIOp::create(b, i0, idx(rows));
-        for (bool teacher : sides)
-          loop(0, blockTiles, [&](Value t) {
-            accumulateTransposed(
-                scratch[teacher ? 8 : 7], scratch[teacher ? 3 : 2],
-                args[teacher ? kQtT : kQsT], {bi, h}, tile, idx(1), t, idx(0));
-          });
-      });
-    });
-    // dK[j0 + 32 t + c, :] = dK^T[t, :, c] for the keys that exist.
-    for (bool teacher : sides) {
-      Value dkT = scratch[teacher ? 8 : 7];
-      Value dK = args[teacher ? kDKt : kDKs];
-      loop(0, blockTiles, [&](Value t) {
-        Value key0 = arith::AddIOp::create(
-            b, j0, arith::MulIOp::create(b, t, idx(kCols)));
-        loop(0, kCols, [&](Value c) {
-          Value key = arith::AddIOp::create(b, key0, c);
-          auto ifOp = scf::IfOp::create(
-              b,
-              arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key,
-                                    idx(Skv)),
-              /*withElseRegion=*/false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(ifOp.thenBlock());
-          copyLoop(0, teacher ? teacherD : D, [&](Value e) {
-            storeScalar(memref::LoadOp::create(b, dkT, ValueRange{t, e, c}), dK,
-                        ValueRange{bi, g, key, e});
-          });
+    forQueryTilesSeeing(
+        limit, j0, width, qTiles, g, group, [&](Value h, Value i0) {
+          blockGradients(args, scratch, bi, h, i0, j0, keysEnd, limit,
+                         /*rowSums=*/false);
+          Value tile = arith::DivUIOp::create(b, i0, idx(rows));
+          for (bool teacher : sides)
+            loop(0, blockTiles, [&](Value t) {
+              accumulateTransposed(scratch[teacher ? 8 : 7],
+                                   scratch[teacher ? 3 : 2],
+                                   args[teacher ? kQtT : kQsT], {bi, h}, tile,
+                                   idx(1), t, idx(0));
+            });
         });
-      });
-    }
+    for (bool teacher : sides)
+      storeTransposedKeys(scratch[teacher ? 8 : 7], args[teacher ? kDKt : kDKs],
+                          bi, g, j0);
   }
 
   attn::DistillGradOp op;

@@ -235,43 +235,21 @@ private:
   void keyTask(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi, Value g,
                Value block) {
     Value dkT = scratch[4];
-    int64_t group = H / Hkv;
     Value j0 = arith::MulIOp::create(b, block, idx(width));
     zero(scratch[0]);
     zero(dkT);
     Value limit = limitOf(args, bi);
     Value keysEnd = masks.seenKeysEnd(b, limit, j0);
-    Value first, end;
-    std::tie(first, end) = masks.rowsSeeing(b, limit, j0, width, rows);
-    Value iEnd = arith::MinUIOp::create(b, end, idx(qTiles * rows));
-    loop(0, group, [&](Value member) {
-      Value h = arith::AddIOp::create(
-          b, arith::MulIOp::create(b, g, idx(group)), member);
-      loop(first, iEnd, rows, [&](Value i0) {
-        blockGradients(args, scratch, bi, h, i0, j0, keysEnd, limit, Value());
-        Value tile = arith::DivUIOp::create(b, i0, idx(rows));
-        loop(0, blockTiles, [&](Value t) {
-          accumulateTransposed(dkT, scratch[1], args[kQT], {bi, h}, tile,
-                               idx(1), t, idx(0));
+    forQueryTilesSeeing(
+        limit, j0, width, qTiles, g, H / Hkv, [&](Value h, Value i0) {
+          blockGradients(args, scratch, bi, h, i0, j0, keysEnd, limit, Value());
+          Value tile = arith::DivUIOp::create(b, i0, idx(rows));
+          loop(0, blockTiles, [&](Value t) {
+            accumulateTransposed(dkT, scratch[1], args[kQT], {bi, h}, tile,
+                                 idx(1), t, idx(0));
+          });
         });
-      });
-    });
-    // dK[j0 + 32 t + c, :] = dK^T[t, :, c] for the keys that exist.
-    loop(0, blockTiles, [&](Value t) {
-      Value key0 =
-          arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kCols)));
-      loop(0, kCols, [&](Value c) {
-        Value key = arith::AddIOp::create(b, key0, c);
-        ifThen(
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, key, idx(Skv)),
-            [&] {
-              copyLoop(0, D, [&](Value e) {
-                storeScalar(memref::LoadOp::create(b, dkT, ValueRange{t, e, c}),
-                            args[kDK], ValueRange{bi, g, key, e});
-              });
-            });
-      });
-    });
+    storeTransposedKeys(dkT, args[kDK], bi, g, j0);
   }
 
   attn::AttentionStatsGradOp op;
