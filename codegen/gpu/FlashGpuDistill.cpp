@@ -44,6 +44,16 @@ template <typename OpTy> struct Sides {
     lengths = bufferOf(b, op.getLengths());
   }
 
+  /// Both sides' key blocks from j0 into workgroup memory (kss, kts), then
+  /// a barrier; kvt: the teacher's KV head of the query block.
+  void stageKeys(GpuBuilder &g, Workgroup &wg, const QueryBlock &blk, Value kvt,
+                 Value j0, Value kss, Value kts) {
+    wg.stageKeys(ks, nullptr, blk.bi, blk.kvh, j0, s.Bk, s.D, s.Skv, blk.limit,
+                 kss);
+    wg.stageKeys(kt, nullptr, blk.bi, kvt, j0, s.Bk, Dt, s.Skv, blk.limit, kts);
+    g.barrier();
+  }
+
   /// p and r of (b, h, i, j) from both sides' raw products; p = 0 (and r
   /// unused) where the pair is masked or the teacher's row sees no key.
   struct Pair {
@@ -148,11 +158,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::DistillOp op,
            g.barrier();
            forEachSeenKeyBlock(
                g, s, blk.limit, blk.i0, Bq, Bk, [&](Value j0, Value whole) {
-                 wg.stageKeys(x.ks, nullptr, blk.bi, blk.kvh, j0, Bk, Ds, s.Skv,
-                              blk.limit, kss);
-                 wg.stageKeys(x.kt, nullptr, blk.bi, kvt, j0, Bk, Dt, s.Skv,
-                              blk.limit, kts);
-                 g.barrier();
+                 x.stageKeys(g, wg, blk, kvt, j0, kss, kts);
                  g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
                    Value i = g.add(blk.i0, r);
                    Value local = g.reduce(
@@ -274,11 +280,7 @@ LogicalResult lowerToFlashGpu(RewriterBase &rewriter, attn::DistillGradOp op,
         g.barrier();
         forEachSeenKeyBlock(
             g, s, blk.limit, blk.i0, Bq, Bk, [&](Value j0, Value whole) {
-              wg.stageKeys(x.ks, nullptr, blk.bi, blk.kvh, j0, Bk, Ds, s.Skv,
-                           blk.limit, kss);
-              wg.stageKeys(x.kt, nullptr, blk.bi, kvt, j0, Bk, Dt, s.Skv,
-                           blk.limit, kts);
-              g.barrier();
+              x.stageKeys(g, wg, blk, kvt, j0, kss, kts);
               g.loop(sg.id, g.idx(Bq), sg.count, [&](Value r) {
                 Value i = g.add(blk.i0, r);
                 Value gi = rowGAt(blk.bi, blk.h, i);
