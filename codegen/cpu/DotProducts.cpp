@@ -108,7 +108,8 @@ static void keyRows(ImplicitLocOpBuilder &b, const KeySource &src, Value bi,
 }
 
 void FlashCommon::pairColumns(const KeySource &src, Value dst, ValueRange at,
-                              Value bi, Value g, Value j0, int64_t tiles16) {
+                              Value bi, Value g, Value j0, int64_t tiles16,
+                              int64_t prefetchAhead) {
   // A pair of columns is one 32-bit word: per 16 keys, 16 x 16 blocks of
   // words loaded as they lie and transposed in registers (transpose16);
   // scalar copies took 6% of a bf16 forward (S = 2048, D = 64, causal).
@@ -120,10 +121,13 @@ void FlashCommon::pairColumns(const KeySource &src, Value dst, ValueRange at,
   loop(0, tiles16, [&](Value t) {
     SmallVector<SmallVector<Value>> rowAt;
     SmallVector<Value> exists;
-    keyRows(
-        b, src, bi, g,
-        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kLanes))),
-        kLanes, rowAt, exists);
+    Value first =
+        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, t, idx(kLanes)));
+    keyRows(b, src, bi, g, first, kLanes, rowAt, exists);
+    if (prefetchAhead)
+      prefetchKeyRows(src, bi, g,
+                      arith::AddIOp::create(b, first, idx(prefetchAhead)),
+                      kLanes);
     // Words [w0, w0 + n) of the 16 rows, n = 16 or (a tail) 8.
     auto block = [&](Value w0, int64_t n) {
       SmallVector<Value> rows;
@@ -166,7 +170,8 @@ void FlashCommon::pairColumns(const KeySource &src, Value dst, ValueRange at,
 }
 
 void FlashCommon::pairKeys(const KeySource &src, Value dst, ValueRange at,
-                           Value bi, Value g, Value j0, int64_t tiles32) {
+                           Value bi, Value g, Value j0, int64_t tiles32,
+                           int64_t prefetchAhead) {
   // Two key rows interleaved, 16 columns at a time.
   int64_t width = shapeOf(src.memref)[3];
   assert(width % kLanes == 0 && "pairs of keys of a multiple of 16 columns");
@@ -177,9 +182,12 @@ void FlashCommon::pairKeys(const KeySource &src, Value dst, ValueRange at,
     Value jp = arith::RemUIOp::create(b, n, idx(kLanes));
     SmallVector<SmallVector<Value>> rowAt;
     SmallVector<Value> exists;
-    keyRows(b, src, bi, g,
-            arith::AddIOp::create(b, j0, arith::MulIOp::create(b, n, idx(2))),
-            2, rowAt, exists);
+    Value first =
+        arith::AddIOp::create(b, j0, arith::MulIOp::create(b, n, idx(2)));
+    keyRows(b, src, bi, g, first, 2, rowAt, exists);
+    if (prefetchAhead)
+      prefetchKeyRows(src, bi, g,
+                      arith::AddIOp::create(b, first, idx(prefetchAhead)), 2);
     loop(idx(0), idx(width), kLanes, [&](Value c) {
       Value pair[2];
       for (int64_t e = 0; e < 2; ++e)

@@ -350,16 +350,19 @@ protected:
   /// the `tiles16` 16-key tiles from key j0 (zeros past Skv and src's
   /// limit): K (or V) with
   /// pairs of its columns side by side, the B operand of Q K^T (dO V^T).
+  /// With `prefetchAhead`, the rows that many keys ahead of those read are
+  /// prefetched (prefetchKeyRows).
   void pairColumns(const KeySource &src, mlir::Value dst, mlir::ValueRange at,
                    mlir::Value bi, mlir::Value g, mlir::Value j0,
-                   int64_t tiles16);
+                   int64_t tiles16, int64_t prefetchAhead = 0);
 
   /// dst[at..., t, j / 2, 2 c + j % 2] = src[bi, g, j0 + 32 t + j, c] for
   /// the `tiles32` 32-key tiles from key j0 (zeros past Skv and src's
   /// limit): V (or K) with pairs of keys side by side, the B operand of
-  /// P V (dS K).
+  /// P V (dS K). `prefetchAhead` as pairColumns'.
   void pairKeys(const KeySource &src, mlir::Value dst, mlir::ValueRange at,
-                mlir::Value bi, mlir::Value g, mlir::Value j0, int64_t tiles32);
+                mlir::Value bi, mlir::Value g, mlir::Value j0, int64_t tiles32,
+                int64_t prefetchAhead = 0);
 
   /// exp of 16 lanes (vscalefps on AVX-512, upstream's polynomial else),
   /// 0 below the smallest normal float: denormal probabilities made the

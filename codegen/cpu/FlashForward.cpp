@@ -271,10 +271,12 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
       Value g = arith::DivUIOp::create(b, h0, idx(H / Hkv));
       if (paired) {
         // Their pairs (zeros past Skv).
+        // (On dot products, the rows kPackPrefetchKeys ahead prefetched.)
+        int64_t ahead = amx ? 0 : kPackPrefetchKeys;
         pairColumns(keys, scratch[pairsScratch], {idx(0), idx(0)}, bi, g, j0,
-                    2 * blockTiles);
+                    2 * blockTiles, ahead);
         pairKeys(values, scratch[pairsScratch + 1], {idx(0), idx(0)}, bi, g, j0,
-                 blockTiles);
+                 blockTiles, ahead);
       } else {
         transposeTiles(keys, scratch[6], bi, g,
                        arith::DivUIOp::create(b, j0, idx(kCols)));

@@ -297,6 +297,16 @@ private:
   // at each read: 5.1-5.7 -> 6.2-6.7 ms) and at Sq=16 (GQA: 19.2 -> 20.5-21.3).
   bool valuesInPlace;
   static constexpr int64_t kMaxRowsForValuesInPlace = 8;
+  // How many keys ahead the dot products' packedBlocks pairing prefetches
+  // K's and V's rows: a decoding step's task reads each key's row for few
+  // query rows, so its loads stall on memory between the hardware
+  // prefetchers' streams (which stop at each 4 KiB page: 16 bf16 rows of
+  // 128 columns). bf16, B=4, H=32, Hkv=8, Sq=1, Skv=4096, D=128, 2
+  // threads, AOT host, five interleaved rounds (Zen 5): 2.52 -> 2.15 ms
+  // (medians), a thread alone 16 GB/s before; 8 keys gained less, 32 to
+  // 128 no more. f32's transposed K tiles ran slower with it (4.85 ->
+  // 5.2-5.4 ms), AMX was not measured: neither takes it.
+  static constexpr int64_t kPackPrefetchKeys = 16;
   // The most the per-call copies of K and V may take (packedBlocks).
   static constexpr int64_t kMaxCopyBytes = 16 << 20;
   /// What the per-call copies of K and V would take: bf16 pairs, or f32

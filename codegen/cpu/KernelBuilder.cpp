@@ -501,6 +501,24 @@ void KernelBuilder::prefetchVectors(Value memref, ValueRange at,
   }
 }
 
+void KernelBuilder::prefetchKeyRows(const KeySource &src, Value bi, Value g,
+                                    Value first, int64_t count) {
+  auto type = cast<MemRefType>(src.memref.getType());
+  int64_t width = type.getShape()[3];
+  int64_t perLine = 64 * 8 / type.getElementTypeBitWidth();
+  for (int64_t l = 0; l < count; ++l) {
+    Value key = arith::MinUIOp::create(
+        b, arith::AddIOp::create(b, first, idx(l)), idx(src.keys() - 1));
+    SmallVector<Value> at = src.rowAt(b, bi, g, key);
+    for (int64_t c = 0; c < width; c += perLine) {
+      SmallVector<Value> indices(at);
+      indices.push_back(idx(c));
+      memref::PrefetchOp::create(b, src.memref, indices, /*isWrite=*/false,
+                                 /*localityHint=*/3, /*isDataCache=*/true);
+    }
+  }
+}
+
 SmallVector<Value> KernelBuilder::tileProduct(Value packed, ValueRange prefix,
                                               Value xt, Value bi, Value g,
                                               Value tile,

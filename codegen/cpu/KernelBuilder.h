@@ -140,6 +140,11 @@ public:
   void prefetchVectors(mlir::Value memref, mlir::ValueRange at,
                        int64_t vectors);
 
+  /// Prefetches the rows of src's `count` keys from `first` (each clamped
+  /// to its last key), a cache line at a time.
+  void prefetchKeyRows(const KeySource &src, mlir::Value bi, mlir::Value g,
+                       mlir::Value first, int64_t count);
+
   /// The rows x 32 tile sum_d packed[prefix..., d, r] * Xt[b, g, tile, d,
   /// 0:32] as 2 * rows vectors (row r: lanes 0-15 then 16-31). With
   /// `prefetchAhead`, each step also prefetches the row of Xt that many

@@ -36,10 +36,14 @@ func.func @forward(%q: tensor<1x2x256x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: 
 
 // A decoding step (16 query rows, one task per KV head with both of its
 // query heads): no copy of K and V; the task pairs each key block, K's
-// columns and V's keys, into its scratch.
+// columns and V's keys, into its scratch, prefetching the rows 16 keys
+// ahead of those it reads, a cache line (32 columns) at a time.
 // CHECK-LABEL: func.func private @__attnc_flash_forward
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x1x2x32x32xbf16>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x1x1x16x96xbf16>
+// CHECK: memref.prefetch %{{.*}}[{{.*}}, %c0{{.*}}], read, locality<3>, data : memref<1x1x20x64xbf16>
+// CHECK: memref.prefetch %{{.*}}[{{.*}}, %c32{{.*}}], read, locality<3>, data : memref<1x1x20x64xbf16>
+// CHECK: memref.prefetch {{.*}} : memref<1x1x20x48xbf16>
 // CHECK: vector.interleave
 // CHECK: x86vector.avx512.dot
 // CHECK-LABEL: func.func @decode
