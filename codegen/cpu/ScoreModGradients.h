@@ -66,8 +66,9 @@ protected:
   mlir::Value entropyCotangents(mlir::Value lse, mlir::Value entropyGrad,
                                 mlir::Value meanEntropyGrad);
 
-  /// Float captures' gradients: one partial row per task (zeroed here),
-  /// summed in task order afterwards (deterministic for any thread count).
+  /// Float captures' gradients: one partial row per task (zeroed here, by
+  /// tasks on the pool; rows of whole vectors), summed in task order
+  /// afterwards (deterministic for any thread count).
   mlir::SmallVector<mlir::Value> zeroedPartials(int64_t tasks);
 
   /// The gradient of every score capture (of types `gradTypes`): its
@@ -80,7 +81,8 @@ protected:
 
 private:
   /// The gradient of a capture: the rows of its partial buffer summed in
-  /// task order, in the capture's shape and element type.
+  /// task order, in the capture's shape and element type (16 elements at a
+  /// time, by tasks on the pool).
   mlir::Value sumPartials(mlir::Value partial, mlir::Value capture);
 
   /// Adds the adjoints of the capture reads (adjoint block results after

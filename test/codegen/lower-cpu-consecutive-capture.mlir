@@ -21,6 +21,14 @@
 // CHECK: vector.store
 // CHECK: } else {
 // CHECK: vector.extract
+// The partial rows summed in task order into the gradient, 16 elements at
+// a time, chunks of elements as tasks on the pool.
+// CHECK-LABEL: func.func private @__attnc_sum_partials(%{{.*}}: memref<2x1200xf32>, %{{.*}}: memref<1200xf32>, %{{.*}}: index, %{{.*}}: index) attributes {attn.parallel_tasks}
+// CHECK: %[[FIRST:.*]] = vector.load %{{.*}}[%c0, %[[E:.*]]] : memref<2x1200xf32>, vector<16xf32>
+// CHECK: %[[SUM:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[FIRST]]) -> (vector<16xf32>)
+// CHECK: %[[ROW:.*]] = vector.load %{{.*}}[%{{.*}}, %[[E]]] : memref<2x1200xf32>, vector<16xf32>
+// CHECK: arith.addf %[[ACC]], %[[ROW]] : vector<16xf32>
+// CHECK: vector.store %[[SUM]], %{{.*}}[%[[E]]] : memref<1200xf32>, vector<16xf32>
 // CHECK-LABEL: func.func @bias
 func.func @bias(%q: tensor<1x2x20x16xf32>, %k: tensor<1x2x30x16xf32>, %v: tensor<1x2x30x16xf32>, %bias: tensor<2x20x30xf32>, %do: tensor<1x2x20x16xf32>) -> (tensor<1x2x20x16xf32>, tensor<2x20x30xf32>) {
   %o, %lse = attn.attention %q, %k, %v score_captures(%bias : tensor<2x20x30xf32>) : tensor<1x2x20x16xf32>, tensor<1x2x30x16xf32>, tensor<1x2x30x16xf32> -> tensor<1x2x20x16xf32>, tensor<1x2x20xf32> score_mod {

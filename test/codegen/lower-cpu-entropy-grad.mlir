@@ -53,7 +53,7 @@ func.func @g(%q: tensor<1x4x33x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x
 // Over an LSE argument no attention backward takes the statistics'
 // gradient in: its own kernel recomputes P from that LSE, one pass per
 // (batch, head, query tile) for dQ, dLSE and the ALiBi slopes' partials
-// (a row per task: 1 x 4 x 3 tasks on AVX-512), one per (batch, KV head, key block)
+// (a row per task: 1 x 4 x 3 tasks on AVX-512, of whole vectors), one per (batch, KV head, key block)
 // for dK. No Sq x Skv buffer, no unfused op left.
 // CHECK-LABEL: func.func private @__attnc_flash_stats_grad_dq
 // CHECK: vector.fma
@@ -61,7 +61,7 @@ func.func @g(%q: tensor<1x4x33x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x
 // CHECK-LABEL: func.func @given_bwd(
 // CHECK-NOT: attn.
 // CHECK-NOT: linalg.generic
-// AVX512: memref.alloc() {{.*}} : memref<12x4xf32>
+// AVX512: memref.alloc() {{.*}} : memref<12x16xf32>
 // CHECK: call @__attnc_flash_stats_grad_dq
 // CHECK: call @__attnc_flash_stats_grad_dk
 // CHECK: return

@@ -171,21 +171,28 @@ func.func @softcap_backward(%q: tensor<1x1x5x16xf32>, %o: tensor<1x1x5x16xf32>, 
 // -----
 
 // A float capture's gradient: one partial row per task (here the 2 splits
-// of 2048 keys: one per 1024 a query row sees), zeroed first, summed in task
-// order after the pass. Key blocks of 4 key tiles: P, dS, dK^T, dV^T, K^T,
-// V^T and K's column chunks for 128 keys.
+// of 2048 keys: one per 1024 a query row sees) of whole vectors, zeroed
+// first (tasks on the pool), summed in task order after the pass (tasks on
+// the pool for the whole vectors of elements, here none). Key blocks of 4
+// key tiles: P, dS, dK^T, dV^T, K^T, V^T and K's column chunks for 128 keys.
+// CHECK-LABEL: func.func private @__attnc_zero_partials
+// CHECK: vector.store {{.*}} : memref<32xf32>, vector<16xf32>
 // CHECK-LABEL: func.func private @__attnc_flash_backward_kv
-// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x1xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-SAME: memref<1xf32>, %{{.*}}: memref<2x16xf32>, %{{.*}}: index, %{{.*}}: index)
 // CHECK-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<4x64x32xf32>
 // CHECK-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<4x16x32xf32>
 // CHECK-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<1x1x4x16x32xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x1x1x128x32xf32>
 // CHECK: vector.reduction <add>
-// CHECK: memref.store {{.*}} : memref<2x1xf32>
+// CHECK: memref.store {{.*}} : memref<2x16xf32>
 // CHECK-LABEL: func.func @capture_backward
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x1xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x16xf32>
+// CHECK: call @__attnc_zero_partials
 // CHECK: call @__attnc_flash_backward_kv
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<1xf32>
+// CHECK-NOT: call @__attnc_sum_partials
+// CHECK: scf.for
+// CHECK: memref.load {{.*}} : memref<2x16xf32>
 // CHECK-NOT: attn.attention_grad
 func.func @capture_backward(%q: tensor<1x1x40x16xf32>, %kv: tensor<1x1x2048x16xf32>, %c: tensor<1xf32>, %l: tensor<1x1x40xf32>) -> tensor<1xf32> {
   %dq, %dk, %dv, %dc = attn.attention_grad %q, %kv, %kv, %q, %l, %q score_captures(%c : tensor<1xf32>) : tensor<1x1x40x16xf32>, tensor<1x1x2048x16xf32>, tensor<1x1x2048x16xf32>, tensor<1x1x40x16xf32>, tensor<1x1x40xf32>, tensor<1x1x40x16xf32> -> tensor<1x1x40x16xf32>, tensor<1x1x2048x16xf32>, tensor<1x1x2048x16xf32>, tensor<1xf32> score_mod {
