@@ -87,8 +87,21 @@ Value ScoreModGradients::scoreGrad(const Scores &sc, ArrayRef<Value> caps,
   return broadcastToLanes(b, b.getLoc(), adjoints.front());
 }
 
-/// Elements of a partial buffer per task of its zeroing and summing.
-static constexpr int64_t kPartialChunk = 4096;
+void ScoreModGradients::forVectorsOnPool(
+    StringRef name, ArrayRef<Value> captured, int64_t count,
+    function_ref<void(ArrayRef<Value>, Value)> body) {
+  // Elements per task.
+  constexpr int64_t kChunk = 4096;
+  parallelTasks(
+      parent, name, captured, (count + kChunk - 1) / kChunk,
+      [&](ArrayRef<Value>) { return SmallVector<Value>(); },
+      [&](ArrayRef<Value> args, ArrayRef<Value>, Value t) {
+        Value first = arith::MulIOp::create(b, t, idx(kChunk));
+        Value end = arith::MinUIOp::create(
+            b, arith::AddIOp::create(b, first, idx(kChunk)), idx(count));
+        loop(first, end, kLanes, [&](Value e) { body(args, e); });
+      });
+}
 
 SmallVector<Value> ScoreModGradients::zeroedPartials(int64_t tasks) {
   // Rows of whole vectors (the columns past the capture's elements are
@@ -105,20 +118,10 @@ SmallVector<Value> ScoreModGradients::zeroedPartials(int64_t tasks) {
     Value partial = alloc({tasks, padded});
     Value flat = memref::CollapseShapeOp::create(
         b, partial, ArrayRef<ReassociationIndices>{{0, 1}});
-    int64_t total = tasks * padded;
-    parallelTasks(
-        parent, "__attnc_zero_partials", {flat},
-        (total + kPartialChunk - 1) / kPartialChunk,
-        [&](ArrayRef<Value>) { return SmallVector<Value>(); },
-        [&](ArrayRef<Value> args, ArrayRef<Value>, Value t) {
-          Value first = arith::MulIOp::create(b, t, idx(kPartialChunk));
-          Value end = arith::MinUIOp::create(
-              b, arith::AddIOp::create(b, first, idx(kPartialChunk)),
-              idx(total));
-          loop(first, end, kLanes, [&](Value e) {
-            vector::StoreOp::create(b, splat(f(0.0f)), args[0], e);
-          });
-        });
+    forVectorsOnPool("__attnc_zero_partials", {flat}, tasks * padded,
+                     [&](ArrayRef<Value> args, Value e) {
+                       vector::StoreOp::create(b, splat(f(0.0f)), args[0], e);
+                     });
     partials.push_back(partial);
   }
   return partials;
@@ -191,19 +194,11 @@ Value ScoreModGradients::sumPartials(Value partial, Value capture) {
     return x;
   };
   if (whole)
-    parallelTasks(
-        parent, "__attnc_sum_partials", {partial, flat},
-        (whole + kPartialChunk - 1) / kPartialChunk,
-        [&](ArrayRef<Value>) { return SmallVector<Value>(); },
-        [&](ArrayRef<Value> args, ArrayRef<Value>, Value c) {
-          Value first = arith::MulIOp::create(b, c, idx(kPartialChunk));
-          Value end = arith::MinUIOp::create(
-              b, arith::AddIOp::create(b, first, idx(kPartialChunk)),
-              idx(whole));
-          loop(first, end, kLanes, [&](Value e) {
-            vector::StoreOp::create(b, sumAt(args[0], e, vec), args[1], e);
-          });
-        });
+    forVectorsOnPool("__attnc_sum_partials", {partial, flat}, whole,
+                     [&](ArrayRef<Value> args, Value e) {
+                       vector::StoreOp::create(b, sumAt(args[0], e, vec),
+                                               args[1], e);
+                     });
   loop(whole, elements, [&](Value e) {
     // A 0-d capture's one element has no index.
     memref::StoreOp::create(b, sumAt(partial, e, f32), flat,

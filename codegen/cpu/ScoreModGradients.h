@@ -94,6 +94,14 @@ private:
                               mlir::ArrayRef<mlir::Value> adjoints,
                               mlir::Value keep);
 
+  /// body(args, e) for e = 0, 16, ... below `count` (a multiple of 16),
+  /// chunks of them as tasks `name` on the pool; `args` stand for
+  /// `captured` there.
+  void forVectorsOnPool(
+      llvm::StringRef name, llvm::ArrayRef<mlir::Value> captured,
+      int64_t count,
+      llvm::function_ref<void(llvm::ArrayRef<mlir::Value>, mlir::Value)> body);
+
   /// Where float score capture `capture`'s partial buffer is among them.
   size_t partialIndex(unsigned capture);
 
