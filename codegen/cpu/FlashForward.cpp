@@ -532,10 +532,22 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   else if (amx)
     amxScores(scratch[5], st.t, kvPairs.k, kvPairs.bi, kvPairs.g, kvPairs.tile,
               pBuf, blockTiles);
-  else if (dot)
+  else if (dot) {
+    // (prefetchNextBlock: K's and V's rows of the next block's 32-key tile
+    // kt while this block's tile kt is multiplied.)
+    auto prefetchNext = [&](Value kt) {
+      Value first = arith::AddIOp::create(
+          b, j0,
+          arith::AddIOp::create(b, idx(width),
+                                arith::MulIOp::create(b, kt, idx(kCols))));
+      prefetchKeyRows(sourceOf(args, 1), bi, g, first, kCols);
+      prefetchKeyRows(sourceOf(args, 2), bi, g, first, kCols);
+    };
     dotScores(scratch[5], st.t, kvPairs.k, kvPairs.bi, kvPairs.g, kvPairs.tile,
-              kvPairs.end, pBuf);
-  else
+              kvPairs.end, pBuf,
+              prefetchNextBlock ? function_ref<void(Value)>(prefetchNext)
+                                : nullptr);
+  } else
     loop(0, blockTiles, [&](Value t) {
       // A loop, not blockTiles copies of the product (JIT compile time).
       Value col = arith::MulIOp::create(b, t, idx(kCols));

@@ -52,6 +52,7 @@ public:
                        : 1;
     valuesInPlace = packedBlocks && elementTypeOf(op.getValue()).isF32() &&
                     headsPerTask * Sq <= kMaxRowsForValuesInPlace;
+    prefetchNextBlock = dot && packedBlocks && qTiles == 1 && headsPerTask == 1;
   }
 
   /// Whether the score_mod captures a float tensor (which has a gradient).
@@ -202,7 +203,8 @@ private:
   /// `end`: unscaled scores (tiles from `end` on are left as they are).
   void dotScores(mlir::Value qRows, mlir::Value t, mlir::Value kp,
                  mlir::Value bi, mlir::Value g, mlir::Value tile,
-                 mlir::Value end, mlir::Value pBuf);
+                 mlir::Value end, mlir::Value pBuf,
+                 llvm::function_ref<void(mlir::Value)> perTile = nullptr);
 
   /// O = alpha O + P V for the step's P (bf16, scratch[6]) and V's 32-key
   /// tiles from `tile` (pairs, vp) below `end`.
@@ -307,6 +309,16 @@ private:
   // 128 no more. f32's transposed K tiles ran slower with it (4.85 ->
   // 5.2-5.4 ms), AMX was not measured: neither takes it.
   static constexpr int64_t kPackPrefetchKeys = 16;
+  // Whether a task of one query tile on dot products (a decoding step)
+  // prefetches the next key block's rows of K and V while it multiplies
+  // this one's, a 32-key tile each: its memory then stays busy while it
+  // computes. bf16, H=32, D=128, Sq=1, 2 threads, interleaved rounds
+  // (medians): B=4, Hkv=8, Skv=4096 (AOT host, 5) 2.26 -> 2.10 ms; Hkv=32
+  // (7) 7.60 -> 7.43 ms; B=4, Hkv=8, Skv=16384 (`attnc bench`, 3) 8.54 ->
+  // 8.23 ms; B=1 (split keys) 6.26 -> 6.13 ms; B=4, Hkv=32, Skv=16384
+  // 29.5 -> 31.4 ms (minima 29.3 -> 29.0: noise). Tasks of several query
+  // tiles or heads would prefetch the block once per tile or head.
+  bool prefetchNextBlock;
   // The most the per-call copies of K and V may take (packedBlocks).
   static constexpr int64_t kMaxCopyBytes = 16 << 20;
   /// What the per-call copies of K and V would take: bf16 pairs, or f32

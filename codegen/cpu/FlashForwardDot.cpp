@@ -14,8 +14,11 @@ using namespace mlir;
 namespace attnc {
 
 void FlashForward::dotScores(Value qRows, Value t, Value kp, Value bi, Value g,
-                             Value tile, Value end, Value pBuf) {
+                             Value tile, Value end, Value pBuf,
+                             function_ref<void(Value)> perTile) {
   loop(0, blockTiles, [&](Value kt) {
+    if (perTile)
+      perTile(kt);
     Value tile32 = arith::AddIOp::create(b, tile, kt);
     auto ifOp = scf::IfOp::create(
         b,

@@ -64,3 +64,24 @@ func.func @f32(%q: tensor<1x2x64x64xf32>, %k: tensor<1x1x20x64xf32>, %v: tensor<
   %o, %lse = attn.attention %q, %k, %v : tensor<1x2x64x64xf32>, tensor<1x1x20x64xf32>, tensor<1x1x20x48xf32> -> tensor<1x2x64x48xf32>, tensor<1x2x64xf32>
   return %o : tensor<1x2x64x48xf32>
 }
+
+// A step of one query tile per task (the 4 query heads of the KV head as
+// its rows): while each 32-key tile of a block is multiplied, the task
+// prefetches K's and V's rows of the next block's tile.
+// Key blocks of 64 keys: the tile loop's kt-th tile of the next block is
+// keys j0 + 64 + 32 kt on.
+// CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK: scf.for %[[KT:.*]] = %c0{{.*}} to %c2 step %c1
+// CHECK-NEXT: %[[W:.*]] = arith.constant 64 : index
+// CHECK-NEXT: arith.constant 32 : index
+// CHECK-NEXT: %[[COL:.*]] = arith.muli %[[KT]], %c32
+// CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[W]], %[[COL]]
+// CHECK-NEXT: arith.addi %{{.*}}, %[[NEXT]]
+// CHECK: memref.prefetch {{.*}} : memref<1x1x40x64xbf16>
+// CHECK: memref.prefetch {{.*}} : memref<1x1x40x48xbf16>
+// CHECK: x86vector.avx512.dot
+// CHECK-LABEL: func.func @step
+func.func @step(%q: tensor<1x4x1x64xbf16>, %k: tensor<1x1x40x64xbf16>, %v: tensor<1x1x40x48xbf16>) -> tensor<1x4x1x48xbf16> {
+  %o, %lse = attn.attention %q, %k, %v : tensor<1x4x1x64xbf16>, tensor<1x1x40x64xbf16>, tensor<1x1x40x48xbf16> -> tensor<1x4x1x48xbf16>, tensor<1x4x1xf32>
+  return %o : tensor<1x4x1x48xbf16>
+}
