@@ -552,9 +552,9 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
   ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
   return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
          canWidenRegion(op.getMaskMod()) &&
-         ScoreModGradients::partialsFit(op.getScoreCaptures(),
-                                        q[0] * k[1] * plan.getSplits(),
-                                        q[0] * q[1] * q[2] * k[2]) &&
+         ScoreModGradients::partialsFit(
+             op.getScoreCaptures(), op.getScoreCapturesGrad(),
+             q[0] * k[1] * plan.getSplits(), q[0] * q[1] * q[2] * k[2]) &&
          q[3] % kLanes == 0 && shapeOf(op.getValue())[3] % kLanes == 0;
 }
 

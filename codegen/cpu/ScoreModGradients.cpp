@@ -132,7 +132,7 @@ SmallVector<Value> ScoreModGradients::captureGrads(ArrayRef<Value> partials,
   SmallVector<Value> grads;
   for (auto [k, type] : llvm::enumerate(gradTypes)) {
     auto tensor = cast<RankedTensorType>(type);
-    if (!tensor.getElementType().isFloat()) {
+    if (!llvm::is_contained(floatCaptures, k)) {
       grads.push_back(
           arith::ConstantOp::create(b, cast<TypedAttr>(b.getZeroAttr(tensor))));
       continue;
@@ -143,11 +143,11 @@ SmallVector<Value> ScoreModGradients::captureGrads(ArrayRef<Value> partials,
   return grads;
 }
 
-bool ScoreModGradients::partialsFit(ValueRange scoreCaptures, int64_t tasks,
-                                    int64_t scoreFloats) {
+bool ScoreModGradients::partialsFit(ValueRange scoreCaptures, ValueRange grads,
+                                    int64_t tasks, int64_t scoreFloats) {
   int64_t partialFloats = 0;
-  for (Value capture : scoreCaptures)
-    if (isFloatTensor(capture))
+  for (auto [capture, grad] : llvm::zip(scoreCaptures, grads))
+    if (isFloatTensor(capture) && isUsed(grad))
       partialFloats +=
           tasks * cast<ShapedType>(capture.getType()).getNumElements();
   return partialFloats <= std::max<int64_t>(1 << 24, 4 * scoreFloats);
@@ -296,6 +296,8 @@ void ScoreModGradients::buildAdjointBlock() {
                             adjointBlock->getArguments().drop_back(), seed);
   SmallVector<Value> results = {adjoints.scoreAdjoint};
   for (CaptureAdjoint &read : adjoints.captures) {
+    if (!llvm::is_contained(floatCaptures, read.capture))
+      continue;
     reads.push_back({read.capture, read.indices.size()});
     results.push_back(read.adjoint);
     results.append(read.indices);

@@ -19,11 +19,12 @@ namespace attnc {
 class ScoreModGradients : public FlashCommon {
 public:
   /// Whether `tasks` rows of partial gradients of the float score captures
-  /// take at most 2^24 floats (64 MB) or four score matrices' worth (of
-  /// `scoreFloats` each; the unfused lowering, which would take the op
-  /// instead, keeps several of those: a [Sq, Skv] bias at S = 2048 took
-  /// 29 s there, 0.1 s here).
-  static bool partialsFit(mlir::ValueRange scoreCaptures, int64_t tasks,
+  /// whose gradients (`grads`) something reads take at most 2^24 floats
+  /// (64 MB) or four score matrices' worth (of `scoreFloats` each; the
+  /// unfused lowering, which would take the op instead, keeps several of
+  /// those: a [Sq, Skv] bias at S = 2048 took 29 s there, 0.1 s here).
+  static bool partialsFit(mlir::ValueRange scoreCaptures,
+                          mlir::ValueRange grads, int64_t tasks,
                           int64_t scoreFloats);
 
 protected:
@@ -31,8 +32,12 @@ protected:
   ScoreModGradients(mlir::ImplicitLocOpBuilder &b, OpTy op, int64_t rows,
                     int64_t vectorBits)
       : FlashCommon(b, op, rows, vectorBits) {
+    // A float capture's gradient that nothing reads (a constant table's:
+    // attn-derive-backward returns gradients of the function's inputs
+    // only) is not computed: no partials, no reads in the reverse sweep,
+    // and a narrow output's Delta needs no exact pass for it.
     for (auto [k, capture] : llvm::enumerate(op.getScoreCaptures()))
-      if (isFloatTensor(capture))
+      if (isFloatTensor(capture) && isUsed(op.getScoreCapturesGrad()[k]))
         floatCaptures.push_back(k);
     if (!scoreMod.empty())
       buildAdjointBlock();
@@ -73,11 +78,13 @@ protected:
 
   /// The gradient of every score capture (of types `gradTypes`): its
   /// partials summed (sumPartials), zeros for an integer capture, which has
-  /// none.
+  /// none, and for a float one whose gradient nothing reads.
   mlir::SmallVector<mlir::Value>
   captureGrads(mlir::ArrayRef<mlir::Value> partials, mlir::TypeRange gradTypes);
 
-  llvm::SmallVector<unsigned> floatCaptures; // score captures with a gradient
+  // The score captures whose gradients are computed: float ones whose
+  // gradient something reads.
+  llvm::SmallVector<unsigned> floatCaptures;
 
 private:
   /// The gradient of a capture: the rows of its partial buffer summed in

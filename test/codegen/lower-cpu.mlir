@@ -209,11 +209,12 @@ func.func @capture_backward(%q: tensor<1x1x40x16xf32>, %kv: tensor<1x1x2048x16xf
 
 // Not covered: Dv not a multiple of 16, and a float capture whose partial
 // gradients (tasks x elements) would pass 2^24 floats: left for
-// attn-lower-to-linalg.
+// attn-lower-to-linalg. (Were %dc not returned, nothing would read it and
+// the flash backward would take the op: lower-cpu-unread-capture-grad.mlir.)
 // CHECK-LABEL: func.func @unfused
 // CHECK: attn.attention
 // CHECK: attn.attention_grad
-func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor<4096x4097xf32>, %l: tensor<1x1x4xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>) {
+func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor<4096x4097xf32>, %l: tensor<1x1x4xf32>) -> (tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>, tensor<4096x4097xf32>) {
   %o2, %l2 = attn.attention %q, %q, %v : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x8xf32> -> tensor<1x1x4x8xf32>, tensor<1x1x4xf32>
   %dq, %dk, %dv, %dc = attn.attention_grad %q, %q, %q, %q, %l, %q score_captures(%c : tensor<4096x4097xf32>) : tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4xf32>, tensor<1x1x4x16xf32> -> tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<1x1x4x16xf32>, tensor<4096x4097xf32> score_mod {
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index, %t: tensor<4096x4097xf32>):
@@ -221,7 +222,7 @@ func.func @unfused(%q: tensor<1x1x4x16xf32>, %v: tensor<1x1x4x8xf32>, %c: tensor
     %y = arith.mulf %s, %x : f32
     attn.yield %y : f32
   }
-  return %o2, %dq : tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>
+  return %o2, %dq, %dc : tensor<1x1x4x8xf32>, tensor<1x1x4x16xf32>, tensor<4096x4097xf32>
 }
 
 // -----

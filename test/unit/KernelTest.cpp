@@ -67,6 +67,9 @@ struct AttentionCase {
   bool graphForm = false; // attn.scores ... attn.apply instead of attn.attention
   bool fuse = true;       // jit::Options::fuse (graph form: flash or unfused)
   std::string cpu = "native"; // jit::Options::cpu
+  // ALiBi's slopes as a constant in the spec (constantSlope(h)), not an
+  // argument: nothing reads their gradient.
+  bool constantSlopes = false;
   jit::Target target = jit::Target::Cpu;
   double scale = 0;       // 0: the default 1/sqrt(D)
   double inputScale = 1;  // Q and K times this (large logits)
@@ -101,6 +104,9 @@ struct AttentionCase {
     return os.str();
   }
 };
+
+/// The slope of head h where a case's are constants.
+double constantSlope(int64_t h) { return 1.0 / double(h + 2); }
 
 /// The spec of one case; arguments: q, k, v, [lengths], [varlen offsets],
 /// [score capture], [doc_q, doc_k]; results: O (and LSE for the fused
@@ -138,7 +144,7 @@ std::string specFor(const AttentionCase &c) {
     os << ", %len: " << lenT;
   if (c.sequences)
     os << ", %cu: " << cuT;
-  if (!capT.empty())
+  if (!capT.empty() && !c.constantSlopes)
     os << ", %cap: " << capT;
   if (c.documentMask)
     os << ", %dq: " << docQT << ", %dk: " << docKT;
@@ -148,6 +154,12 @@ std::string specFor(const AttentionCase &c) {
   else
     os << "(" << oT << ", " << lseT << ")";
   os << " {\n";
+  if (c.constantSlopes) {
+    os << "  %cap = arith.constant dense<[";
+    for (int64_t h = 0; h < c.H; ++h)
+      os << (h ? ", " : "") << constantSlope(h);
+    os << "]> : " << capT << "\n";
+  }
 
   std::string captureArg = capT.empty() ? "" : ", %c: " + capT;
   std::ostringstream scoreModBody;
@@ -437,6 +449,9 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   if (c.scoreMod == ScoreModKind::BiasTable)
     capture = Buffer(c.H * c.Sq * c.Skv, "f32");
   ref::fillRandom(capture.values.data(), capture.values.size(), seed + 4);
+  if (c.constantSlopes)
+    for (int64_t h = 0; h < c.H; ++h)
+      capture.values[h] = constantSlope(h);
   capture.pack();
 
   std::vector<void *> args = {q.data(), k.data(), v.data()};
@@ -444,7 +459,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     args.push_back(lengths.data());
   if (c.sequences)
     args.push_back(offsets.data());
-  if (!capture.values.empty())
+  if (!capture.values.empty() && !c.constantSlopes)
     args.push_back(capture.data());
   if (c.documentMask) {
     args.push_back(docQ.data());
@@ -586,7 +601,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     bwdArgs.push_back(dLse.data());
   for (Buffer *grad : {&dQ, &dK, &dV})
     bwdArgs.push_back(grad->data());
-  if (!capture.values.empty())
+  if (!capture.values.empty() && !c.constantSlopes)
     bwdArgs.push_back(dCapture.data());
   auto bwdStatus = callHost(*kernels, "kernel_bwd", bwdArgs, c.B);
   ASSERT_TRUE(bwdStatus.error.empty()) << bwdStatus.error;
@@ -645,7 +660,7 @@ void runCase(const AttentionCase &c, uint64_t seed) {
       << "dK " << test::nanMismatch(dK.values, expectedDK);
   EXPECT_LE(gradientError(dV.values, expectedDV), gradTolerance)
       << "dV " << test::nanMismatch(dV.values, expectedDV);
-  if (!expectedCapture.empty())
+  if (!expectedCapture.empty() && !c.constantSlopes)
     EXPECT_LE(gradientError(dCapture.values, expectedCapture), gradTolerance)
         << "d capture " << test::nanMismatch(dCapture.values, expectedCapture);
 }
@@ -1310,7 +1325,8 @@ TEST(KernelTest, Bf16DotProducts) {
 /// multiple of them: the rows past Sq padded), key blocks of 32 to 128
 /// keys (Skv not a multiple), grouped heads, every mask kind, score_mods
 /// with and without float captures (a bias table's gradient; with a bf16
-/// O, Delta from P and dP, on tiles too), several dQ splits. On a host with
+/// O, Delta from P and dP, on tiles too; constant ALiBi slopes, whose
+/// gradient nothing reads: Delta from O), several dQ splits. On a host with
 /// AVX-512 BF16 and no AMX the same cases take the dot products, elsewhere
 /// the AVX-512 path.
 void runBf16BackwardTileShapes(const std::string &cpu) {
@@ -1329,7 +1345,11 @@ void runBf16BackwardTileShapes(const std::string &cpu) {
     c.causal = rng() % 2;
     c.window = rng() % 3 == 0 ? pick({1, 40}) : 0;
     c.lengths = rng() % 3 == 0;
-    c.scoreMod = n == 1 ? ScoreModKind::BiasTable : ScoreModKind(rng() % 5);
+    auto drawn = ScoreModKind(rng() % 5);
+    c.scoreMod = n == 1   ? ScoreModKind::BiasTable
+                 : n == 2 ? ScoreModKind::Alibi
+                          : drawn;
+    c.constantSlopes = n == 2;
     c.documentMask = rng() % 4 == 0;
     c.cpu = cpu;
     runCase(c, 1200 + n);
