@@ -10,6 +10,8 @@
 #include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
 
+#include "mlir/IR/Matchers.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -55,10 +57,13 @@ public:
     prefetchNextBlock = dot && packedBlocks && qTiles == 1 && headsPerTask == 1;
   }
 
-  /// Whether the score_mod captures a float tensor (which has a gradient).
+  /// Whether the score_mod captures a float tensor that may get a
+  /// gradient: one that is not a constant of the spec (attn-derive-backward
+  /// differentiates into the function's inputs only).
   static bool hasFloatScoreCaptures(attn::AttentionOp op) {
     return llvm::any_of(op.getScoreCaptures(), [](mlir::Value capture) {
-      return mlir::isa<mlir::FloatType>(elementTypeOf(capture));
+      return mlir::isa<mlir::FloatType>(elementTypeOf(capture)) &&
+             !mlir::matchPattern(capture, mlir::m_Constant());
     });
   }
 
@@ -239,9 +244,10 @@ private:
   bool paired;
   // Paired: P = 2^((S' - m) log2 e), one FMA and 2^t to bf16's needs
   // (buildExp2ScalefForBf16, 8 instructions where exp takes 12). Not with
-  // float score captures: their gradients (an ALiBi slope's, summed over
-  // j - i up to Skv) amplify the LSE's error, and 2^t's 4e-6 made a slope's
-  // gradient over 4500 keys 6% wrong (KernelTest.SplitKeys).
+  // float score captures that may get gradients (constant ones do not):
+  // their gradients (an ALiBi slope's, summed over j - i up to Skv) amplify
+  // the LSE's error, and 2^t's 4e-6 made a slope's gradient over 4500 keys
+  // 6% wrong (KernelTest.SplitKeys).
   bool base2;
   // base2 without a score_mod (and a positive scale): the scale folded into
   // that FMA, from the unscaled products: 10 instructions a vector where
