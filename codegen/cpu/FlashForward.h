@@ -27,7 +27,7 @@ public:
         entropy(stats.entropy), similarity(stats.similarity), gq(stats.gq),
         gk(stats.gk), amx(plan.getAmx()), dot(plan.getDotBf16()),
         paired(amx || dot),
-        base2(paired && scalefExp && !hasFloatScoreCaptures(op)),
+        base2(paired && scalefExp && !hasGradientCaptures(op)),
         foldScale(base2 && scoreMod.empty() && scale > 0),
         bf16(b.getBF16Type()), blockTiles(plan.getKeyBlock() / kCols),
         foldHeads(Sq == 1 && H > Hkv && rows > 1 && !amx && !entropy && !gk &&
@@ -60,7 +60,7 @@ public:
   /// Whether the score_mod captures a float tensor that may get a
   /// gradient: one that is not a constant of the spec (attn-derive-backward
   /// differentiates into the function's inputs only).
-  static bool hasFloatScoreCaptures(attn::AttentionOp op) {
+  static bool hasGradientCaptures(attn::AttentionOp op) {
     return llvm::any_of(op.getScoreCaptures(), [](mlir::Value capture) {
       return mlir::isa<mlir::FloatType>(elementTypeOf(capture)) &&
              !mlir::matchPattern(capture, mlir::m_Constant());
