@@ -22,7 +22,7 @@ void AttnDialect::registerAttributes() {
 LogicalResult CpuPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   int64_t rows, int64_t queryBlock,
                                   int64_t keyBlock, bool amx, int64_t splits,
-                                  bool dotBf16) {
+                                  bool dotBf16, bool keyTasks) {
   if (rows < 1 || (rows > kMaxRows && !(amx && rows == 2 * kAmxRows)))
     return emitError() << "tile plan rows must be in [1, " << kMaxRows
                        << "], got " << rows;

@@ -55,7 +55,12 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
       summed in split order (deterministic for any thread count); a
       forward's key ranges (split-KV): split s of a query block takes the
       s-th of `splits` equal ranges of the keys it sees and writes a
-      partial (O, LSE), the partials merged in split order.
+      partial (O, LSE), the partials merged in split order;
+    - `key_tasks`: a backward's tasks are its `splits`, each taking its key
+      blocks of every (batch, KV head) rather than one task per (batch, KV
+      head, split): the gradient of a score capture read at each score's key
+      (`bias[i, j]`) then has one buffer, each element summed by the one task
+      that owns its key, instead of a copy per task.
 
     ```mlir
     #attn.cpu_plan<rows = 12, query_block = 96, key_block = 256>
@@ -77,7 +82,9 @@ def Attn_CpuPlanAttr : Attn_Attr<"CpuPlan", "cpu_plan",
     DefaultValuedParameter<"int64_t", "1",
         "the backward's dQ copies or the forward's key ranges">:$splits,
     DefaultValuedParameter<"bool", "false",
-        "the products are AVX-512 BF16 dot products">:$dot_bf16
+        "the products are AVX-512 BF16 dot products">:$dot_bf16,
+    DefaultValuedParameter<"bool", "false",
+        "the backward's tasks are its splits over every (batch, KV head)">:$key_tasks
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -102,15 +102,19 @@ def AttnPlanTiles : Pass<"attn-plan-tiles", "mlir::ModuleOp"> {
       without evaluating it, only boundary tiles evaluate it; other
       predicates are evaluated per element;
     - a CPU tile plan, `attn.tile_plan = #attn.cpu_plan<rows = R,
-      query_block = Q, key_block = K[, amx = true][, splits = N]>`: R query
+      query_block = Q, key_block = K[, amx = true][, splits = N]
+      [, dot_bf16 = true][, key_tasks = true]>`: R query
       rows per register block (up to 12 for 512-bit vectors, 3 for 256, 1
       for 128, as even as Sq allows), Q rows per forward task (up to 8
       register blocks that visit each key block together while it is in
       cache, keeping 64 tasks or more), K keys per online-softmax step (up
       to 256, or the 32-key tiles a sliding window spans; the backward's key
       blocks up to 128, fewer for wide heads), AMX tiles for bf16 forwards on
-      AMX targets, and the backward's dQ splits. attn.projection, attn.merge
-      and their gradients get the rows of their GEMM blocks.
+      AMX targets, and the backward's dQ splits (with key_tasks, its tasks:
+      key splits over every (batch, KV head), where a bias read at its keys
+      then needs one gradient buffer rather than a copy per task).
+      attn.projection, attn.merge and their gradients get the rows of their
+      GEMM blocks.
 
     An op that already carries a plan keeps it.
   }];

@@ -328,4 +328,21 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
   return result;
 }
 
+bool isReadAtItsKey(Region &region, unsigned capture, int64_t keys) {
+  if (region.empty())
+    return false;
+  Block &block = region.front();
+  BlockArgument arg = block.getArgument(5 + capture),
+                key = block.getArgument(4);
+  auto type = dyn_cast<RankedTensorType>(arg.getType());
+  if (!type || type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1) ||
+      type.getShape().back() < keys)
+    return false;
+  return llvm::all_of(arg.getUses(), [&](OpOperand &use) {
+    auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
+    return extract && use.getOperandNumber() == 0 &&
+           extract.getIndices().back() == key;
+  });
+}
+
 } // namespace attnc

@@ -47,6 +47,13 @@ ScoreModAdjoints buildScoreModAdjoints(mlir::OpBuilder &b, mlir::Location loc,
                                        mlir::ValueRange arguments,
                                        mlir::Value seed);
 
+/// Whether the score_mod `region` reads score capture `capture` only as
+/// `tensor.extract %c[..., %j]`, at the key j of the score as its last
+/// index, and its last dimension holds `keys` keys or more: then its
+/// gradient's element (..., j) takes terms of key j alone, and backward
+/// tasks that own disjoint keys can sum into one gradient without copies.
+bool isReadAtItsKey(mlir::Region &region, unsigned capture, int64_t keys);
+
 } // namespace attnc
 
 #endif // ATTNC_PASSES_SCALARGRADIENTS_H

@@ -3,6 +3,7 @@
 
 #include "dialect/AttnOps.h"
 #include "dialect/ShapeUtils.h"
+#include "passes/ScalarGradients.h"
 
 using namespace mlir;
 
@@ -117,6 +118,47 @@ int64_t backwardSplits(attn::AttentionGradOp op, int64_t rows,
   while (splits > 1 && splits * copyFloats > (int64_t(1) << 24))
     --splits;
   return std::max<int64_t>(splits, 1);
+}
+
+/// The backward's splits, and whether its tasks are those splits over
+/// every (batch, KV head) (key_tasks) rather than one per (batch, KV head,
+/// split). Float score captures' gradients take a partial copy per task,
+/// except, with key tasks, those read at their keys (isReadAtItsKey: a
+/// [Sq, Skv] bias), which take one; key tasks take a dQ copy per split
+/// instead: as many as the pairs' tasks, at least 8 and at most 16, no
+/// more than the key blocks. Chosen where those copies and the captures'
+/// take fewer floats than the pairs' (memory and traffic), and leave as
+/// many tasks as one per pair would (up to 16). bf16,
+/// B=1, H=8, S=2048, D=64, causal, a [Sq, Skv] f32 bias, 2 threads on Zen
+/// 5, AOT, medians of 10 interleaved rounds: the backward in 20.1 ms on 8
+/// key tasks, 20.9 on 16 (4 were about 15% slower in an earlier run); 34-36
+/// ms before, with a task and a copy of the bias per pair and Delta's exact
+/// pass (which FlashBackward.cpp no longer takes for such a bias).
+std::pair<int64_t, bool> backwardTasks(attn::AttentionGradOp op, int64_t rows,
+                                       int64_t keyBlock) {
+  int64_t splits = backwardSplits(op, rows, keyBlock);
+  ArrayRef<int64_t> q = shapeOf(op.getQuery());
+  int64_t hkv = shapeOf(op.getKey())[1], skv = attn::keyCountOf(op);
+  int64_t copyFloats = q[0] * q[1] * ((q[2] + rows - 1) / rows) * rows * q[3];
+  int64_t atKeys = 0, others = 0;
+  for (auto [k, capture, grad] :
+       llvm::enumerate(op.getScoreCaptures(), op.getScoreCapturesGrad())) {
+    if (!isFloatTensor(capture) || grad.use_empty())
+      continue;
+    int64_t elements = cast<ShapedType>(capture.getType()).getNumElements();
+    (isReadAtItsKey(op.getScoreMod(), k, skv) ? atKeys : others) += elements;
+  }
+  if (atKeys == 0)
+    return {splits, false};
+  int64_t pairTasks = q[0] * hkv * splits;
+  int64_t tasks = std::min(std::clamp<int64_t>(pairTasks, 8, 16),
+                           (skv + keyBlock - 1) / keyBlock);
+  int64_t perPair = pairTasks * (atKeys + others) + splits * copyFloats,
+          perSplit = tasks * (copyFloats + others) + atKeys;
+  // Never fewer tasks for the pool than one per pair gives (up to 16).
+  if (perSplit >= perPair || tasks < std::min<int64_t>(pairTasks, 16))
+    return {splits, false};
+  return {tasks, true};
 }
 
 /// Split-KV ("flash-decoding") of a forward whose (batch, KV head) pairs
@@ -249,7 +291,8 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   MLIRContext *context = op->getContext();
   if (!fwd && !grad && !stats && !statsGrad && !distill && !distillGrad)
     return CpuPlanAttr::get(context, rows, /*queryBlock=*/0, /*keyBlock=*/0,
-                            /*amx=*/false, /*splits=*/1, /*dotBf16=*/false);
+                            /*amx=*/false, /*splits=*/1, /*dotBf16=*/false,
+                            /*keyTasks=*/false);
   int64_t queryTiles = heads ? heads * ((sq + rows - 1) / rows) : 1;
   // Up to 8 query tiles per task share each key block read from L2 (at
   // S=2048 and D=128 on AVX-512, 4 tiles ran 22% faster than 1, and 8 8%
@@ -294,11 +337,12 @@ CpuPlanAttr planCpuTiles(Operation *op, const CpuTarget &target, int64_t rows) {
   int64_t headTiles = (sq + rows - 1) / rows;
   if (fwd && sq > 0 && headTiles <= 8)
     queryBlock = rows * headTiles;
-  int64_t splits = grad  ? backwardSplits(grad, rows, keyBlock)
-                   : fwd ? forwardSplits(fwd, headTiles)
-                         : 1;
+  auto [splits, keyTasks] =
+      grad  ? backwardTasks(grad, rows, keyBlock)
+      : fwd ? std::pair(forwardSplits(fwd, headTiles), false)
+            : std::pair<int64_t, bool>(1, false);
   return CpuPlanAttr::get(context, rows, queryBlock, keyBlock, amx, splits,
-                          dotBf16);
+                          dotBf16, keyTasks);
 }
 
 } // namespace attnc

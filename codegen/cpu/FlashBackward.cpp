@@ -4,6 +4,7 @@
 #include "codegen/cpu/FlashAttention.h"
 
 #include "codegen/cpu/WidenRegion.h"
+#include "passes/ScalarGradients.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -29,7 +30,7 @@ SmallVector<Value> FlashBackward::build() {
         dV = alloc({B, Hkv, Skv, Dv}, elementTypeOf(op.getValue()));
 
   int64_t qTiles = (Sq + rows - 1) / rows;
-  int64_t kvTasks = B * Hkv * splits;
+  int64_t kvTasks = keyTasks ? splits : B * Hkv * splits;
   SmallVector<Value> partials = zeroedPartials(kvTasks);
 
   // Every query tile of Q and dO packed once ([B, H, tile, D, rows]): the
@@ -66,9 +67,13 @@ SmallVector<Value> FlashBackward::build() {
                 }
               });
   // Delta from O in f32 is exact enough; from a narrower O, the float
-  // captures' gradients (sums of terms that cancel: an ALiBi slope's
-  // read errors of 0.2-1) need it from P and dP (with K^T and V^T
-  // packed whole for it; the pass over key tiles packs its own tile).
+  // captures' gradients that sum over a row's keys (terms that cancel: an
+  // ALiBi slope's read errors of 0.2-1) need it from P and dP (with K^T
+  // and V^T packed whole for it; the pass over key tiles packs its own
+  // tile). A capture read at its keys (bias[h, i, j]: isReadAtItsKey)
+  // sums no row: its gradient's errors from the rounded O are dK's, 2-3e-3
+  // of the largest in bf16 (3e-7 with this pass), and the pass cost a
+  // [Sq, Skv] bias's bf16 backward a fifth of its time.
   // (An f32 O saved by the forward would not do for bf16: its P V takes P
   // rounded to bf16, so dO . O is not sum_j P dP with this kernel's f32 P.
   // Tried: ALiBi slopes' gradients then read errors of 0.07-0.15, where
@@ -76,7 +81,10 @@ SmallVector<Value> FlashBackward::build() {
   // of a bf16 ALiBi forward+backward at D = 64 on Zen 5: 30.7 against
   // 24.6 ms with Delta from the rounded O.)
   bool narrowOutput = !elementTypeOf(op.getOutput()).isF32();
-  bool exactDeltas = narrowOutput && !floatCaptures.empty();
+  bool exactDeltas =
+      narrowOutput && llvm::any_of(floatCaptures, [&](unsigned k) {
+        return !isReadAtItsKey(scoreMod, k, Skv);
+      });
   // With dot products, P and dP from Q's and dO's rows and whole K and V
   // in column pairs.
   Value delta =
@@ -90,7 +98,8 @@ SmallVector<Value> FlashBackward::build() {
   // The dQ copies of the splits ([splits, B, H, rows * qTiles, D]).
   Value dqCopies = alloc({splits, B, H, qTiles * rows, D});
   // dK and dV per key tile, dQ's terms into the split's copy: one task
-  // per (batch, KV head, split).
+  // per (batch, KV head, split), or with key tasks one per split, over
+  // every (batch, KV head) in turn (so that no two tasks share a key).
   SmallVector<Value> captured1(common);
   captured1.append({dK, dV, k, dqCopies});
   if (lengths)
@@ -123,14 +132,19 @@ SmallVector<Value> FlashBackward::build() {
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
         bindMaskInputs(args);
-        Value split = arith::RemUIOp::create(b, t, idx(splits));
-        Value bg = arith::DivUIOp::create(b, t, idx(splits));
-        Value bi = arith::DivUIOp::create(b, bg, idx(Hkv)),
-              g = arith::RemUIOp::create(b, bg, idx(Hkv));
-        zeroCopies(args[9], split, bi, g);
-        loop(split, idx(keyBlocks()), splits, [&](Value block) {
-          keyBlockTask(args, scratch, bi, g, block, split, t);
-        });
+        auto pairTask = [&](Value split, Value bg) {
+          Value bi = arith::DivUIOp::create(b, bg, idx(Hkv)),
+                g = arith::RemUIOp::create(b, bg, idx(Hkv));
+          zeroCopies(args[9], split, bi, g);
+          loop(split, idx(keyBlocks()), splits, [&](Value block) {
+            keyBlockTask(args, scratch, bi, g, block, split, t);
+          });
+        };
+        if (keyTasks)
+          loop(0, B * Hkv, [&](Value bg) { pairTask(t, bg); });
+        else
+          pairTask(arith::RemUIOp::create(b, t, idx(splits)),
+                   arith::DivUIOp::create(b, t, idx(splits)));
       });
   sumQueryGradCopies(dqCopies, dQ);
   SmallVector<Value> results = {tensorOf(dQ, op.getQueryGrad().getType()),
@@ -553,8 +567,10 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
   return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
          canWidenRegion(op.getMaskMod()) &&
          ScoreModGradients::partialsFit(
-             op.getScoreCaptures(), op.getScoreCapturesGrad(),
-             q[0] * k[1] * plan.getSplits(), q[0] * q[1] * q[2] * k[2]) &&
+             op.getScoreMod(), op.getScoreCaptures(), op.getScoreCapturesGrad(),
+             (plan.getKeyTasks() ? 1 : q[0] * k[1]) * plan.getSplits(),
+             q[0] * q[1] * q[2] * k[2],
+             plan.getKeyTasks() ? attn::keyCountOf(op) : 0) &&
          q[3] % kLanes == 0 && shapeOf(op.getValue())[3] % kLanes == 0;
 }
 
@@ -624,7 +640,7 @@ FailureOr<SmallVector<Value>> lowerToFlashBackward(RewriterBase &rewriter,
         op.getContext(), std::min<int64_t>(plan.getRows(), 12),
         std::min<int64_t>(plan.getRows(), 12),
         std::min<int64_t>(plan.getKeyBlock(), 128), /*amx=*/false,
-        /*splits=*/1, /*dotBf16=*/false);
+        /*splits=*/1, /*dotBf16=*/false, /*keyTasks=*/false);
     FailureOr<SmallVector<Value>> entropies =
         lowerToFlashStats(rewriter, stats, statsPlan, vectorBits);
     if (failed(entropies)) {

@@ -22,8 +22,11 @@ public:
                 attn::CpuPlanAttr plan, int64_t vectorBits)
       : ScoreModGradients(b, op, plan.getRows(), vectorBits),
         blockTiles(plan.getKeyBlock() / kCols), op(op),
-        splits(plan.getSplits()), dot(plan.getDotBf16() || plan.getAmx()),
-        amx(plan.getAmx()) {}
+        splits(plan.getSplits()), keyTasks(plan.getKeyTasks()),
+        dot(plan.getDotBf16() || plan.getAmx()), amx(plan.getAmx()) {
+    if (keyTasks)
+      shareCapturesReadAtTheirKeys();
+  }
 
   /// With the entropy's cotangents folded in (FlashAttention.h,
   /// EntropyGradient): the rows' entropies H (a buffer [B, H, Sq], from the
@@ -247,6 +250,7 @@ private:
 
   attn::AttentionGradOp op;
   int64_t splits; // the plan's dQ splits
+  bool keyTasks;  // one task per split, over every (batch, KV head)
   bool dot;       // bf16 products in the dot products' layouts
   bool amx;       // those products on AMX tiles (dot is then set too)
   size_t rowMajorArg = 0; // with dot: where Q and dO are in task args

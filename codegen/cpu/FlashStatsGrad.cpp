@@ -266,7 +266,7 @@ bool canLowerToFlashCpu(attn::AttentionStatsGradOp op, attn::CpuPlanAttr plan) {
   return isFloatTensor(op.getQuery()) && canWidenRegion(op.getScoreMod()) &&
          canWidenRegion(op.getMaskMod()) && q[3] % kLanes == 0 &&
          ScoreModGradients::partialsFit(
-             op.getScoreCaptures(), op.getScoreCapturesGrad(),
+             op.getScoreMod(), op.getScoreCaptures(), op.getScoreCapturesGrad(),
              q[0] * q[1] * ((q[2] + rows - 1) / rows),
              q[0] * q[1] * q[2] * k[2]);
 }

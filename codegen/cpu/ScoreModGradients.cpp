@@ -82,7 +82,7 @@ Value ScoreModGradients::scoreGrad(const Scores &sc, ArrayRef<Value> caps,
   SmallVector<Value> adjoints =
       widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
   if (!partials.empty())
-    accumulateCaptureGrads(partials, task, adjoints, sc.keep);
+    accumulateCaptureGrads(partials, task, row, adjoints, sc.keep);
   // (0 where dS' is 0: buildScoreModAdjoints.)
   return broadcastToLanes(b, b.getLoc(), adjoints.front());
 }
@@ -115,10 +115,11 @@ SmallVector<Value> ScoreModGradients::zeroedPartials(int64_t tasks) {
   for (unsigned k : floatCaptures) {
     int64_t elements = cast<ShapedType>(captures[k].getType()).getNumElements();
     int64_t padded = (elements + kLanes - 1) / kLanes * kLanes;
-    Value partial = alloc({tasks, padded});
+    int64_t rowCount = llvm::is_contained(sharedCaptures, k) ? 1 : tasks;
+    Value partial = alloc({rowCount, padded});
     Value flat = memref::CollapseShapeOp::create(
         b, partial, ArrayRef<ReassociationIndices>{{0, 1}});
-    forVectorsOnPool("__attnc_zero_partials", {flat}, tasks * padded,
+    forVectorsOnPool("__attnc_zero_partials", {flat}, rowCount * padded,
                      [&](ArrayRef<Value> args, Value e) {
                        vector::StoreOp::create(b, splat(f(0.0f)), args[0], e);
                      });
@@ -143,13 +144,23 @@ SmallVector<Value> ScoreModGradients::captureGrads(ArrayRef<Value> partials,
   return grads;
 }
 
-bool ScoreModGradients::partialsFit(ValueRange scoreCaptures, ValueRange grads,
-                                    int64_t tasks, int64_t scoreFloats) {
+void ScoreModGradients::shareCapturesReadAtTheirKeys() {
+  for (unsigned k : floatCaptures)
+    if (isReadAtItsKey(scoreMod, k, Skv))
+      sharedCaptures.push_back(k);
+}
+
+bool ScoreModGradients::partialsFit(Region &scoreMod, ValueRange scoreCaptures,
+                                    ValueRange grads, int64_t tasks,
+                                    int64_t scoreFloats, int64_t keyTaskKeys) {
   int64_t partialFloats = 0;
-  for (auto [capture, grad] : llvm::zip(scoreCaptures, grads))
-    if (isFloatTensor(capture) && isUsed(grad))
-      partialFloats +=
-          tasks * cast<ShapedType>(capture.getType()).getNumElements();
+  for (auto [k, capture, grad] : llvm::enumerate(scoreCaptures, grads)) {
+    if (!isFloatTensor(capture) || !isUsed(grad))
+      continue;
+    bool shared = keyTaskKeys && isReadAtItsKey(scoreMod, k, keyTaskKeys);
+    partialFloats += (shared ? 1 : tasks) *
+                     cast<ShapedType>(capture.getType()).getNumElements();
+  }
   return partialFloats <= std::max<int64_t>(1 << 24, 4 * scoreFloats);
 }
 
@@ -161,6 +172,19 @@ Value ScoreModGradients::sumPartials(Value partial, Value capture) {
   Type element = type.getElementType();
   int64_t tasks = shapeOf(partial)[0], elements = type.getNumElements(),
           whole = elements / kLanes * kLanes;
+  // One f32 row of whole vectors (a shared one) is the gradient itself.
+  if (tasks == 1 && element.isF32() && whole == elements) {
+    Value flat = memref::CollapseShapeOp::create(
+        b, partial, ArrayRef<ReassociationIndices>{{0, 1}});
+    if (type.getRank() == 1)
+      return flat;
+    ReassociationIndices all;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      all.push_back(d);
+    return memref::ExpandShapeOp::create(
+        b, MemRefType::get(type.getShape(), element), flat,
+        ArrayRef<ReassociationIndices>{all});
+  }
   Value grad = alloc(type.getShape(), element);
   Value flat = grad;
   if (type.getRank() > 1) {
@@ -208,7 +232,7 @@ Value ScoreModGradients::sumPartials(Value partial, Value capture) {
 }
 
 void ScoreModGradients::accumulateCaptureGrads(ArrayRef<Value> partials,
-                                               Value task,
+                                               Value task, Value queryRow,
                                                ArrayRef<Value> adjoints,
                                                Value keep) {
   Location loc = b.getLoc();
@@ -234,10 +258,15 @@ void ScoreModGradients::accumulateCaptureGrads(ArrayRef<Value> partials,
       stride *= shape[d];
     }
     Value partial = partials[partialIndex(read.capture)];
+    // A shared row (shareCapturesReadAtTheirKeys) takes only the kept lanes
+    // in bounds: elements of this task's own keys. The others may be another
+    // task's, which adding 0 would race with.
+    bool shared = llvm::is_contained(sharedCaptures, read.capture);
+    Value row = shared ? idx(0) : task;
     auto add = [&](Value at, Value value) {
-      Value old = memref::LoadOp::create(b, partial, ValueRange{task, at});
+      Value old = memref::LoadOp::create(b, partial, ValueRange{row, at});
       memref::StoreOp::create(b, arith::AddFOp::create(b, old, value), partial,
-                              ValueRange{task, at});
+                              ValueRange{row, at});
     };
     if (uniform) {
       add(linear,
@@ -249,13 +278,28 @@ void ScoreModGradients::accumulateCaptureGrads(ArrayRef<Value> partials,
     // adds 0 at a clamped, in-bounds offset.
     auto lanes = [&, linear]() -> Value {
       Value last = broadcastToLanes(b, loc, idx(stride - 1));
+      Value zero = broadcastToLanes(b, loc, idx(0));
       Value clamped = arith::MinSIOp::create(
-          b,
-          arith::MaxSIOp::create(b, linear, broadcastToLanes(b, loc, idx(0))),
-          last);
-      for (int64_t lane = 0; lane < kLanes; ++lane)
-        add(vector::ExtractOp::create(b, clamped, lane),
-            vector::ExtractOp::create(b, adjoint, lane));
+          b, arith::MaxSIOp::create(b, linear, zero), last);
+      Value owned = shared
+                        ? arith::AndIOp::create(
+                              b, keep,
+                              arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                    clamped, linear))
+                        : Value();
+      for (int64_t lane = 0; lane < kLanes; ++lane) {
+        Value at = vector::ExtractOp::create(b, clamped, lane),
+              value = vector::ExtractOp::create(b, adjoint, lane);
+        if (!shared) {
+          add(at, value);
+          continue;
+        }
+        auto ifOp = scf::IfOp::create(
+            b, vector::ExtractOp::create(b, owned, lane), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        add(at, value);
+      }
       return Value();
     };
     // 16 consecutive elements (bias[i, j]): one vector of them.
@@ -267,10 +311,29 @@ void ScoreModGradients::accumulateCaptureGrads(ArrayRef<Value> partials,
     ifConsecutiveInBounds(
         b, loc, first, stride, Type(),
         [&]() -> Value {
-          Value old =
-              vector::LoadOp::create(b, vec, partial, ValueRange{task, first});
+          SmallVector<Value, 2> at = {row, first};
+          // bias[..., i, j]: the elements of the next query tile's row,
+          // which the kernels add to after this tile's (rows Skv floats
+          // apart, each an L2 miss: 2-4% of a [Sq, Skv] bias's bf16
+          // backward on Zen 5).
+          if (read.rank >= 2 && indices[read.rank - 2] == queryRow) {
+            Value ahead = arith::MinSIOp::create(
+                b, arith::AddIOp::create(b, first, idx(rows * shape.back())),
+                idx(stride - 1));
+            memref::PrefetchOp::create(b, partial, ValueRange{row, ahead},
+                                       /*isWrite=*/true, /*localityHint=*/3,
+                                       /*isDataCache=*/true);
+          }
+          if (shared) {
+            Value old = vector::MaskedLoadOp::create(b, vec, partial, at, keep,
+                                                     splat(f(0.0f)));
+            vector::MaskedStoreOp::create(
+                b, partial, at, keep, arith::AddFOp::create(b, old, adjoint));
+            return Value();
+          }
+          Value old = vector::LoadOp::create(b, vec, partial, at);
           vector::StoreOp::create(b, arith::AddFOp::create(b, old, adjoint),
-                                  partial, ValueRange{task, first});
+                                  partial, at);
           return Value();
         },
         lanes);

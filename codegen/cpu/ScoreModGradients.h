@@ -23,9 +23,13 @@ public:
   /// (64 MB) or four score matrices' worth (of `scoreFloats` each; the
   /// unfused lowering, which would take the op instead, keeps several of
   /// those: a [Sq, Skv] bias at S = 2048 took 29 s there, 0.1 s here).
-  static bool partialsFit(mlir::ValueRange scoreCaptures,
+  /// With `keyTaskKeys` > 0 (a backward's key_tasks over that many keys),
+  /// a capture read at its keys (isReadAtItsKey) has one row whatever the
+  /// tasks.
+  static bool partialsFit(mlir::Region &scoreMod,
+                          mlir::ValueRange scoreCaptures,
                           mlir::ValueRange grads, int64_t tasks,
-                          int64_t scoreFloats);
+                          int64_t scoreFloats, int64_t keyTaskKeys = 0);
 
 protected:
   template <typename OpTy>
@@ -73,8 +77,15 @@ protected:
 
   /// Float captures' gradients: one partial row per task (zeroed here, by
   /// tasks on the pool; rows of whole vectors), summed in task order
-  /// afterwards (deterministic for any thread count).
+  /// afterwards (deterministic for any thread count); one row in all for a
+  /// shared capture (shareCapturesReadAtTheirKeys).
   mlir::SmallVector<mlir::Value> zeroedPartials(int64_t tasks);
+
+  /// For tasks that own disjoint keys (a backward's key_tasks): the float
+  /// captures read at their keys (isReadAtItsKey) get one partial row,
+  /// which every task adds to (only the kept lanes, at elements of their own
+  /// keys): no copy per task, no race.
+  void shareCapturesReadAtTheirKeys();
 
   /// The gradient of every score capture (of types `gradTypes`): its
   /// partials summed (sumPartials), zeros for an integer capture, which has
@@ -85,6 +96,8 @@ protected:
   // The score captures whose gradients are computed: float ones whose
   // gradient something reads.
   llvm::SmallVector<unsigned> floatCaptures;
+  // Those of them whose partial is one row shared by the tasks.
+  llvm::SmallVector<unsigned> sharedCaptures;
 
 private:
   /// The gradient of a capture: the rows of its partial buffer summed in
@@ -96,8 +109,9 @@ private:
   /// the first: per read, the adjoint then the read's indices) to the
   /// task's partial gradients; lanes outside `keep` add nothing. A read at
   /// the same element in every lane (ALiBi's slopes[h]) adds one lane sum.
+  /// `queryRow`: the scores' row i (the region's argument).
   void accumulateCaptureGrads(mlir::ArrayRef<mlir::Value> partials,
-                              mlir::Value task,
+                              mlir::Value task, mlir::Value queryRow,
                               mlir::ArrayRef<mlir::Value> adjoints,
                               mlir::Value keep);
 

@@ -298,31 +298,45 @@ TEST(JitTest, GenericCpuScoreModRsqrt) {
 
 /// The backward accumulates every gradient in a fixed order: dQ over the
 /// key tiles of each split, the splits in order, dK/dV over query tiles and
-/// heads, the slopes' partial rows in task order. Any thread count gives
-/// the same bits (grouped heads, a float capture, several key tiles; causal
-/// with one split, and 2100 keys without a mask, which take two splits).
+/// heads, the slopes' partial rows in task order, a bias table read at its
+/// keys by the one task that owns each key. Any thread count gives the same
+/// bits (grouped heads, float captures, several key tiles; causal with one
+/// task per (batch, KV head), and 2100 keys without a mask, whose tasks
+/// are key splits over every pair: key_tasks).
 TEST(JitTest, BackwardIsBitwiseDeterministicForAnyThreadCount) {
   for (auto [skv, mask] : {std::pair<int, std::string>(100, " causal"),
                            std::pair<int, std::string>(2100, "")}) {
     const std::string q = "tensor<2x4x100x16xf32>",
                       kv = "tensor<2x2x" + std::to_string(skv) + "x16xf32>",
-                      l = "tensor<2x4x100xf32>";
+                      l = "tensor<2x4x100xf32>",
+                      bt = "tensor<4x100x" + std::to_string(skv) + "xf32>";
     const std::string spec =
         "func.func @k(%q: " + q + ", %k: " + kv + ", %v: " + kv +
-        ", %s: tensor<4xf32>) -> (" + q + ", " + l + ") {\n"
-        "  %o, %l = attn.attention %q, %k, %v" + mask + " score_captures(%s : "
-        "tensor<4xf32>) : " + q + ", " + kv + ", " + kv + " -> " + q + ", " +
-        l + " score_mod {\n"
+        ", %s: tensor<4xf32>, %u: " + bt + ") -> (" + q + ", " + l +
+        ") {\n"
+        "  %o, %l = attn.attention %q, %k, %v" +
+        mask +
+        " score_captures(%s, %u : "
+        "tensor<4xf32>, " +
+        bt + ") : " + q + ", " + kv + ", " + kv + " -> " + q + ", " + l +
+        " score_mod {\n"
         "  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index, "
-        "%t: tensor<4xf32>):\n"
+        "%t: tensor<4xf32>, %w: " +
+        bt +
+        "):\n"
         "    %sl = tensor.extract %t[%h] : tensor<4xf32>\n"
+        "    %bv = tensor.extract %w[%h, %i, %j] : " +
+        bt +
+        "\n"
         "    %d = arith.subi %j, %i : index\n"
         "    %di = arith.index_cast %d : index to i64\n"
         "    %df = arith.sitofp %di : i64 to f32\n"
         "    %bias = arith.mulf %sl, %df : f32\n"
-        "    %r = arith.addf %x, %bias : f32\n"
+        "    %xb = arith.addf %x, %bv : f32\n"
+        "    %r = arith.addf %xb, %bias : f32\n"
         "    attn.yield %r : f32\n  }\n"
-        "  return %o, %l : " + q + ", " + l + "\n}\n";
+        "  return %o, %l : " +
+        q + ", " + l + "\n}\n";
     auto fill = [](size_t n, unsigned seed) {
       std::vector<float> x(n);
       for (size_t i = 0; i < n; ++i)
@@ -330,9 +344,10 @@ TEST(JitTest, BackwardIsBitwiseDeterministicForAnyThreadCount) {
       return x;
     };
     size_t nq = 2 * 4 * 100 * 16, nkv = 2 * 2 * size_t(skv) * 16,
-           nl = 2 * 4 * 100;
+           nl = 2 * 4 * 100, nb = 4 * 100 * size_t(skv);
     auto qv = fill(nq, 1), kvK = fill(nkv, 2), kvV = fill(nkv, 3),
-         slopes = fill(4, 4), dO = fill(nq, 5), dL = fill(nl, 6);
+         slopes = fill(4, 4), dO = fill(nq, 5), dL = fill(nl, 6),
+         table = fill(nb, 7);
     for (float &slope : slopes)
       slope *= 0.01f; // keeps 2100 keys' biases in range
     auto run = [&](int threads) {
@@ -341,22 +356,24 @@ TEST(JitTest, BackwardIsBitwiseDeterministicForAnyThreadCount) {
       std::string error;
       auto module = jit::Module::compile(spec, options, &error);
       EXPECT_TRUE(module) << error;
-      std::vector<float> o(nq), lse(nl), dq(nq), dk(nkv), dv(nkv), ds(4);
+      std::vector<float> o(nq), lse(nl), dq(nq), dk(nkv), dv(nkv), ds(4),
+          dt(nb);
       if (module) {
         EXPECT_TRUE(module
-                        ->callUnchecked("k", {qv.data(), kvK.data(),
-                                              kvV.data(), slopes.data(),
+                        ->callUnchecked("k", {qv.data(), kvK.data(), kvV.data(),
+                                              slopes.data(), table.data(),
                                               o.data(), lse.data()})
                         .ok());
-        EXPECT_TRUE(module
-                        ->callUnchecked(
-                            "k_bwd", {qv.data(), kvK.data(), kvV.data(),
-                                      slopes.data(), o.data(), lse.data(),
-                                      dO.data(), dL.data(), dq.data(),
-                                      dk.data(), dv.data(), ds.data()})
-                        .ok());
+        EXPECT_TRUE(
+            module
+                ->callUnchecked("k_bwd",
+                                {qv.data(), kvK.data(), kvV.data(),
+                                 slopes.data(), table.data(), o.data(),
+                                 lse.data(), dO.data(), dL.data(), dq.data(),
+                                 dk.data(), dv.data(), ds.data(), dt.data()})
+                .ok());
       }
-      return std::vector<std::vector<float>>{dq, dk, dv, ds};
+      return std::vector<std::vector<float>>{dq, dk, dv, ds, dt};
     };
     std::vector<std::vector<float>> one = run(1);
     for (int threads : {2, 3}) {

@@ -660,8 +660,17 @@ void runCase(const AttentionCase &c, uint64_t seed) {
       << "dK " << test::nanMismatch(dK.values, expectedDK);
   EXPECT_LE(gradientError(dV.values, expectedDV), gradTolerance)
       << "dV " << test::nanMismatch(dV.values, expectedDV);
+  // A bias table's gradient is dS itself, whose elements are far below 1
+  // with long rows (P ~ 1 / Skv): relative to its largest (all zeros
+  // where no key is seen), else the floor of 1 would hide any error (a
+  // gradient overwritten rather than summed over the batch passed at Skv
+  // = 1300).
+  double captureFloor = c.scoreMod == ScoreModKind::BiasTable
+                            ? std::numeric_limits<double>::min()
+                            : 1.0;
   if (!expectedCapture.empty() && !c.constantSlopes)
-    EXPECT_LE(gradientError(dCapture.values, expectedCapture), gradTolerance)
+    EXPECT_LE(test::errorOf(dCapture.values, expectedCapture, captureFloor),
+              gradTolerance)
         << "d capture " << test::nanMismatch(dCapture.values, expectedCapture);
 }
 
@@ -1430,6 +1439,38 @@ TEST(KernelTest, SplitKeys) {
     c.lengths = n == 0;
     c.scoreMod = n == 1 ? ScoreModKind::Alibi : ScoreModKind::None;
     runCase(c, 1810 + n);
+  }
+}
+
+/// Bias tables read at each score's key (bias[h, i, j]) with enough key
+/// blocks for a task per (batch, KV head): the backward's tasks are then
+/// key splits over every pair (key_tasks, see
+/// test/codegen/lower-cpu-key-tasks.mlir), adding to one gradient buffer
+/// where each owns its keys' elements; with a bf16 or f16 output Delta
+/// comes from O. Forward and every gradient against the reference, every
+/// dtype, on the f32 kernel, the dot products and AMX where the CPU has
+/// them, with masks, windows and lengths.
+TEST(KernelTest, BiasGradientsOnKeyTasks) {
+  std::mt19937_64 rng(20261205);
+  auto pick = picker(rng);
+  for (int n = 0; n < 6; ++n) {
+    AttentionCase c;
+    c.B = 2;
+    c.Hkv = 2;
+    c.H = c.Hkv * pick({1, 2});
+    c.Sq = pick({40, 100});
+    c.Skv = pick({1100, 1300});
+    c.D = pick({32, 64});
+    c.Dv = pick({32, 64});
+    c.dtype = n % 3 == 1 ? "bf16" : n % 3 == 2 ? "f16" : "f32";
+    c.causal = n % 2;
+    c.window = rng() % 3 == 0 ? 700 : 0;
+    // (The harness gives the first entry no keys: every key then has one
+    // batch entry's terms.)
+    c.lengths = n == 5;
+    c.scoreMod = ScoreModKind::BiasTable;
+    c.cpu = n == 4 ? "native,-amx-tile,-amx-bf16" : "native";
+    runCase(c, 1900 + n);
   }
 }
 
