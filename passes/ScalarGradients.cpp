@@ -328,6 +328,67 @@ ScoreModAdjoints buildScoreModAdjoints(OpBuilder &b, Location loc,
   return result;
 }
 
+namespace {
+
+/// Which values of a score_mod region's block depend on its key j.
+class KeyDependence {
+public:
+  explicit KeyDependence(Block &block) : key(block.getArgument(4)) {}
+
+  bool dependsOnKey(Value v) {
+    if (v == key)
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    auto [it, inserted] = memo.try_emplace(v, false);
+    if (!inserted)
+      return it->second;
+    bool depends = llvm::any_of(def->getOperands(),
+                                [&](Value x) { return dependsOnKey(x); });
+    memo[v] = depends;
+    return depends;
+  }
+
+  /// v is j, or j plus or minus values without j (j - i + c).
+  bool movesWithKey(Value v) {
+    if (v == key)
+      return true;
+    if (auto add = v.getDefiningOp<arith::AddIOp>())
+      return (movesWithKey(add.getLhs()) && !dependsOnKey(add.getRhs())) ||
+             (!dependsOnKey(add.getLhs()) && movesWithKey(add.getRhs()));
+    if (auto sub = v.getDefiningOp<arith::SubIOp>())
+      return movesWithKey(sub.getLhs()) && !dependsOnKey(sub.getRhs());
+    return false;
+  }
+
+private:
+  Value key;
+  llvm::DenseMap<Value, bool> memo;
+};
+
+} // namespace
+
+bool isReadOncePerRow(Region &region, unsigned capture) {
+  if (region.empty())
+    return false;
+  Block &block = region.front();
+  BlockArgument arg = block.getArgument(5 + capture);
+  auto type = dyn_cast<RankedTensorType>(arg.getType());
+  if (!type || type.getRank() == 0)
+    return false;
+  KeyDependence keys(block);
+  return llvm::all_of(arg.getUses(), [&](OpOperand &use) {
+    auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
+    if (!extract || use.getOperandNumber() != 0)
+      return false;
+    ValueRange indices = extract.getIndices();
+    return keys.movesWithKey(indices.back()) &&
+           llvm::none_of(indices.drop_back(),
+                         [&](Value x) { return keys.dependsOnKey(x); });
+  });
+}
+
 bool isReadAtItsKey(Region &region, unsigned capture, int64_t keys) {
   if (region.empty())
     return false;

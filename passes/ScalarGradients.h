@@ -54,6 +54,14 @@ ScoreModAdjoints buildScoreModAdjoints(mlir::OpBuilder &b, mlir::Location loc,
 /// tasks that own disjoint keys can sum into one gradient without copies.
 bool isReadAtItsKey(mlir::Region &region, unsigned capture, int64_t keys);
 
+/// Whether the score_mod `region` reads score capture `capture` only as
+/// `tensor.extract` whose last index is the key j plus or minus values
+/// that do not depend on j (`rel[h, j - i + 127]`), its other indices
+/// independent of j: each of a row's keys reads its own element, so no
+/// element of the capture's gradient sums terms of one row's keys (whose
+/// sum cancels: sum_j P (dP - Delta) = 0).
+bool isReadOncePerRow(mlir::Region &region, unsigned capture);
+
 } // namespace attnc
 
 #endif // ATTNC_PASSES_SCALARGRADIENTS_H

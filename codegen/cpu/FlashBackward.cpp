@@ -70,10 +70,11 @@ SmallVector<Value> FlashBackward::build() {
   // captures' gradients that sum over a row's keys (terms that cancel: an
   // ALiBi slope's read errors of 0.2-1) need it from P and dP (with K^T
   // and V^T packed whole for it; the pass over key tiles packs its own
-  // tile). A capture read at its keys (bias[h, i, j]: isReadAtItsKey)
-  // sums no row: its gradient's errors from the rounded O are dK's, 2-3e-3
-  // of the largest in bf16 (3e-7 with this pass), and the pass cost a
-  // [Sq, Skv] bias's bf16 backward a fifth of its time.
+  // tile). A capture each of a row's keys reads apart (bias[h, i, j],
+  // rel[h, j - i + c]: isReadOncePerRow) sums no row: its gradient's errors
+  // from the rounded O are dK's, 2-3e-3 of the largest in bf16 (3e-7 with
+  // this pass), and the pass cost a [Sq, Skv] bias's bf16 backward a fifth
+  // of its time.
   // (An f32 O saved by the forward would not do for bf16: its P V takes P
   // rounded to bf16, so dO . O is not sum_j P dP with this kernel's f32 P.
   // Tried: ALiBi slopes' gradients then read errors of 0.07-0.15, where
@@ -83,7 +84,7 @@ SmallVector<Value> FlashBackward::build() {
   bool narrowOutput = !elementTypeOf(op.getOutput()).isF32();
   bool exactDeltas =
       narrowOutput && llvm::any_of(floatCaptures, [&](unsigned k) {
-        return !isReadAtItsKey(scoreMod, k, Skv);
+        return !isReadOncePerRow(scoreMod, k);
       });
   // With dot products, P and dP from Q's and dO's rows and whole K and V
   // in column pairs.

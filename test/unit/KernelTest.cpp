@@ -26,7 +26,15 @@ using test::testOptions;
 // NegInf: -inf for every key of row 0 and for key 1 of every row (masking
 // in a score_mod, FlexAttention's idiom). NonFinite: +inf at (i, j) =
 // (2, 3) and NaN at (4, 5).
-enum class ScoreModKind { None, Alibi, Softcap, BiasTable, NegInf, NonFinite };
+enum class ScoreModKind {
+  None,
+  Alibi,
+  Softcap,
+  BiasTable,
+  NegInf,
+  NonFinite,
+  RelativeTable // rel[h, j - i + Sq - 1]: a bias per head and distance
+};
 
 struct AttentionCase {
   int64_t B = 1, H = 1, Hkv = 1, Sq = 1, Skv = 1, D = 1, Dv = 1;
@@ -137,6 +145,8 @@ std::string specFor(const AttentionCase &c) {
     capT = tensorType({c.H}, "f32");
   if (c.scoreMod == ScoreModKind::BiasTable)
     capT = tensorType({c.H, c.Sq, c.Skv}, "f32");
+  if (c.scoreMod == ScoreModKind::RelativeTable)
+    capT = tensorType({c.H, c.Sq + c.Skv - 1}, "f32");
 
   std::ostringstream os;
   os << "func.func @kernel(%q: " << qT << ", %k: " << kT << ", %v: " << vT;
@@ -182,6 +192,13 @@ std::string specFor(const AttentionCase &c) {
     break;
   case ScoreModKind::BiasTable:
     scoreModBody << "  %bias = tensor.extract %c[%h, %i, %j] : " << capT
+                 << "\n  %r = arith.addf %s, %bias : f32\n";
+    break;
+  case ScoreModKind::RelativeTable:
+    scoreModBody << "  %last = arith.constant " << c.Sq - 1 << " : index\n"
+                 << "  %d = arith.subi %j, %i : index\n"
+                 << "  %at = arith.addi %d, %last : index\n"
+                 << "  %bias = tensor.extract %c[%h, %at] : " << capT
                  << "\n  %r = arith.addf %s, %bias : f32\n";
     break;
   case ScoreModKind::NegInf:
@@ -448,6 +465,8 @@ void runCase(const AttentionCase &c, uint64_t seed) {
     capture = Buffer(c.H, "f32");
   if (c.scoreMod == ScoreModKind::BiasTable)
     capture = Buffer(c.H * c.Sq * c.Skv, "f32");
+  if (c.scoreMod == ScoreModKind::RelativeTable)
+    capture = Buffer(c.H * (c.Sq + c.Skv - 1), "f32");
   ref::fillRandom(capture.values.data(), capture.values.size(), seed + 4);
   if (c.constantSlopes)
     for (int64_t h = 0; h < c.H; ++h)
@@ -512,6 +531,11 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   case ScoreModKind::BiasTable:
     mod.apply = [&](double s, int64_t, int64_t h, int64_t i, int64_t j) {
       return s + cap[(h * c.Sq + i) * c.Skv + j];
+    };
+    break;
+  case ScoreModKind::RelativeTable:
+    mod.apply = [&](double s, int64_t, int64_t h, int64_t i, int64_t j) {
+      return s + cap[h * (c.Sq + c.Skv - 1) + j - i + c.Sq - 1];
     };
     break;
   case ScoreModKind::NegInf:
@@ -633,6 +657,13 @@ void runCase(const AttentionCase &c, uint64_t seed) {
       expectedCapture[(h * c.Sq + i) * c.Skv + j] += g;
     };
     break;
+  case ScoreModKind::RelativeTable:
+    mod.dScore = [](double, int64_t, int64_t, int64_t, int64_t) { return 1.0; };
+    mod.accumulateCaptureGrad = [&](double, int64_t, int64_t h, int64_t i,
+                                    int64_t j, double g) {
+      expectedCapture[h * (c.Sq + c.Skv - 1) + j - i + c.Sq - 1] += g;
+    };
+    break;
   case ScoreModKind::NegInf:
     mod.dScore = [](double, int64_t, int64_t, int64_t i, int64_t j) {
       return i == 0 || j == 1 ? 0.0 : 1.0;
@@ -665,7 +696,8 @@ void runCase(const AttentionCase &c, uint64_t seed) {
   // where no key is seen), else the floor of 1 would hide any error (a
   // gradient overwritten rather than summed over the batch passed at Skv
   // = 1300).
-  double captureFloor = c.scoreMod == ScoreModKind::BiasTable
+  double captureFloor = c.scoreMod == ScoreModKind::BiasTable ||
+                                c.scoreMod == ScoreModKind::RelativeTable
                             ? std::numeric_limits<double>::min()
                             : 1.0;
   if (!expectedCapture.empty() && !c.constantSlopes)
@@ -1471,6 +1503,32 @@ TEST(KernelTest, BiasGradientsOnKeyTasks) {
     c.scoreMod = ScoreModKind::BiasTable;
     c.cpu = n == 4 ? "native,-amx-tile,-amx-bf16" : "native";
     runCase(c, 1900 + n);
+  }
+}
+
+/// A relative-position table (rel[h, j - i + Sq - 1]: one bias per head and
+/// distance), whose gradient sums dS along diagonals: each of a row's keys
+/// reads its own element, so a bf16 or f16 output's Delta comes from O
+/// (isReadOncePerRow). Forward and every gradient against the reference.
+TEST(KernelTest, RelativeTableGradients) {
+  std::mt19937_64 rng(20261206);
+  auto pick = picker(rng);
+  for (int n = 0; n < 6; ++n) {
+    AttentionCase c;
+    c.B = pick({1, 2});
+    c.Hkv = pick({1, 2});
+    c.H = c.Hkv * pick({1, 2});
+    c.Sq = pick({1, 40, 100});
+    c.Skv = pick({33, 150, 300});
+    c.D = pick({32, 64});
+    c.Dv = pick({32, 64});
+    c.dtype = n % 3 == 1 ? "bf16" : n % 3 == 2 ? "f16" : "f32";
+    c.causal = n % 2;
+    c.window = rng() % 3 == 0 ? 40 : 0;
+    c.lengths = rng() % 3 == 0;
+    c.scoreMod = ScoreModKind::RelativeTable;
+    c.cpu = n == 4 ? "native,-amx-tile,-amx-bf16" : "native";
+    runCase(c, 1950 + n);
   }
 }
 
