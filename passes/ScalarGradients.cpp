@@ -369,20 +369,27 @@ private:
 
 } // namespace
 
-bool isReadOncePerRow(Region &region, unsigned capture) {
+/// Whether every use of score capture `capture` in the score_mod `region`
+/// is a tensor.extract of it whose indices satisfy `read`.
+static bool allReadsAre(Region &region, unsigned capture,
+                        function_ref<bool(ValueRange)> read) {
   if (region.empty())
     return false;
-  Block &block = region.front();
-  BlockArgument arg = block.getArgument(5 + capture);
+  BlockArgument arg = region.front().getArgument(5 + capture);
   auto type = dyn_cast<RankedTensorType>(arg.getType());
   if (!type || type.getRank() == 0)
     return false;
-  KeyDependence keys(block);
   return llvm::all_of(arg.getUses(), [&](OpOperand &use) {
     auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
-    if (!extract || use.getOperandNumber() != 0)
-      return false;
-    ValueRange indices = extract.getIndices();
+    return extract && use.getOperandNumber() == 0 && read(extract.getIndices());
+  });
+}
+
+bool isReadOncePerRow(Region &region, unsigned capture) {
+  if (region.empty())
+    return false;
+  KeyDependence keys(region.front());
+  return allReadsAre(region, capture, [&](ValueRange indices) {
     return keys.movesWithKey(indices.back()) &&
            llvm::none_of(indices.drop_back(),
                          [&](Value x) { return keys.dependsOnKey(x); });
@@ -392,18 +399,14 @@ bool isReadOncePerRow(Region &region, unsigned capture) {
 bool isReadAtItsKey(Region &region, unsigned capture, int64_t keys) {
   if (region.empty())
     return false;
-  Block &block = region.front();
-  BlockArgument arg = block.getArgument(5 + capture),
-                key = block.getArgument(4);
-  auto type = dyn_cast<RankedTensorType>(arg.getType());
+  auto type = dyn_cast<RankedTensorType>(
+      region.front().getArgument(5 + capture).getType());
   if (!type || type.getRank() == 0 || type.isDynamicDim(type.getRank() - 1) ||
       type.getShape().back() < keys)
     return false;
-  return llvm::all_of(arg.getUses(), [&](OpOperand &use) {
-    auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
-    return extract && use.getOperandNumber() == 0 &&
-           extract.getIndices().back() == key;
-  });
+  Value key = region.front().getArgument(4);
+  return allReadsAre(region, capture,
+                     [&](ValueRange indices) { return indices.back() == key; });
 }
 
 } // namespace attnc

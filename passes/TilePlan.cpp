@@ -103,11 +103,18 @@ bool usesDotBf16(Operation *op, const CpuTarget &target) {
 /// as fast as 16; at S = 2048, 1 split ran 9% faster than 4 causal, and 2
 /// splits 4% faster than 4 without a mask (1.5-4% faster than at one per
 /// 512 keys).
+/// The floats of one of the backward's f32 dQ copies ([B, H, query tiles
+/// x rows, D]).
+static int64_t dqCopyFloats(attn::AttentionGradOp op, int64_t rows) {
+  ArrayRef<int64_t> q = shapeOf(op.getQuery());
+  return q[0] * q[1] * ((q[2] + rows - 1) / rows) * rows * q[3];
+}
+
 int64_t backwardSplits(attn::AttentionGradOp op, int64_t rows,
                        int64_t keyBlock) {
   ArrayRef<int64_t> q = shapeOf(op.getQuery());
   int64_t hkv = shapeOf(op.getKey())[1], skv = shapeOf(op.getKey())[2];
-  int64_t copyFloats = q[0] * q[1] * ((q[2] + rows - 1) / rows) * rows * q[3];
+  int64_t copyFloats = dqCopyFloats(op, rows);
   int64_t splits = std::min<int64_t>((32 + q[0] * hkv - 1) / (q[0] * hkv),
                                      (skv + keyBlock - 1) / keyBlock);
   // Keys a query row sees on average, at most (Sq = Skv when causal).
@@ -139,7 +146,7 @@ std::pair<int64_t, bool> backwardTasks(attn::AttentionGradOp op, int64_t rows,
   int64_t splits = backwardSplits(op, rows, keyBlock);
   ArrayRef<int64_t> q = shapeOf(op.getQuery());
   int64_t hkv = shapeOf(op.getKey())[1], skv = attn::keyCountOf(op);
-  int64_t copyFloats = q[0] * q[1] * ((q[2] + rows - 1) / rows) * rows * q[3];
+  int64_t copyFloats = dqCopyFloats(op, rows);
   int64_t atKeys = 0, others = 0;
   for (auto [k, capture, grad] :
        llvm::enumerate(op.getScoreCaptures(), op.getScoreCapturesGrad())) {

@@ -30,7 +30,7 @@ SmallVector<Value> FlashBackward::build() {
         dV = alloc({B, Hkv, Skv, Dv}, elementTypeOf(op.getValue()));
 
   int64_t qTiles = (Sq + rows - 1) / rows;
-  int64_t kvTasks = keyTasks ? splits : B * Hkv * splits;
+  int64_t kvTasks = kvTaskCount(op, plan);
   SmallVector<Value> partials = zeroedPartials(kvTasks);
 
   // Every query tile of Q and dO packed once ([B, H, tile, D, rows]): the
@@ -569,8 +569,7 @@ bool canLowerToFlashCpu(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
          canWidenRegion(op.getMaskMod()) &&
          ScoreModGradients::partialsFit(
              op.getScoreMod(), op.getScoreCaptures(), op.getScoreCapturesGrad(),
-             (plan.getKeyTasks() ? 1 : q[0] * k[1]) * plan.getSplits(),
-             q[0] * q[1] * q[2] * k[2],
+             FlashBackward::kvTaskCount(op, plan), q[0] * q[1] * q[2] * k[2],
              plan.getKeyTasks() ? attn::keyCountOf(op) : 0) &&
          q[3] % kLanes == 0 && shapeOf(op.getValue())[3] % kLanes == 0;
 }

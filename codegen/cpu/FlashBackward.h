@@ -21,7 +21,7 @@ public:
   FlashBackward(mlir::ImplicitLocOpBuilder &b, attn::AttentionGradOp op,
                 attn::CpuPlanAttr plan, int64_t vectorBits)
       : ScoreModGradients(b, op, plan.getRows(), vectorBits),
-        blockTiles(plan.getKeyBlock() / kCols), op(op),
+        blockTiles(plan.getKeyBlock() / kCols), op(op), plan(plan),
         splits(plan.getSplits()), keyTasks(plan.getKeyTasks()),
         dot(plan.getDotBf16() || plan.getAmx()), amx(plan.getAmx()) {
     if (keyTasks)
@@ -40,6 +40,15 @@ public:
   }
 
   mlir::SmallVector<mlir::Value> build();
+
+  /// The dK/dV tasks of `plan`: one per (batch, KV head, split), or with
+  /// key_tasks one per split.
+  static int64_t kvTaskCount(attn::AttentionGradOp op, attn::CpuPlanAttr plan) {
+    int64_t pairs = plan.getKeyTasks()
+                        ? 1
+                        : shapeOf(op.getQuery())[0] * shapeOf(op.getKey())[1];
+    return pairs * plan.getSplits();
+  }
 
 private:
   /// The entropy's part: g_i, the row's entropy cotangent (plus its share
@@ -249,6 +258,7 @@ private:
   const int64_t blockTiles; // key tiles per key block
 
   attn::AttentionGradOp op;
+  attn::CpuPlanAttr plan;
   int64_t splits; // the plan's dQ splits
   bool keyTasks;  // one task per split, over every (batch, KV head)
   bool dot;       // bf16 products in the dot products' layouts
