@@ -103,6 +103,27 @@ inline double errorOf(const std::vector<double> &actual,
   return diff / norm;
 }
 
+/// max |actual - expected| / (max |expected| + scale_i) over the elements
+/// i, NaN as above: errors relative to each element's own scale (the sum
+/// of absolute terms that cancel into it) beside the largest element.
+inline double errorOf(const std::vector<double> &actual,
+                      const std::vector<double> &expected,
+                      const std::vector<double> &scale) {
+  double norm = std::numeric_limits<double>::min();
+  for (double e : expected)
+    if (!std::isnan(e))
+      norm = std::max(norm, std::fabs(e));
+  double error = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (std::isnan(actual[i]) != std::isnan(expected[i]))
+      return std::numeric_limits<double>::infinity();
+    if (!std::isnan(expected[i]))
+      error = std::max(error,
+                       std::fabs(actual[i] - expected[i]) / (norm + scale[i]));
+  }
+  return error;
+}
+
 /// Where `actual` has NaN and `expected` a number, or the reverse, first:
 /// "element N: A against E" for a failing check's message; "" if nowhere.
 inline std::string nanMismatch(const std::vector<double> &actual,
