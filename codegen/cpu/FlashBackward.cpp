@@ -77,15 +77,33 @@ SmallVector<Value> FlashBackward::build() {
   // of its time.
   // (An f32 O saved by the forward would not do for bf16: its P V takes P
   // rounded to bf16, so dO . O is not sum_j P dP with this kernel's f32 P.
-  // Tried: ALiBi slopes' gradients then read errors of 0.07-0.15, where
-  // this pass keeps them under the test's 0.05. The pass is about a fifth
-  // of a bf16 ALiBi forward+backward at D = 64 on Zen 5: 30.7 against
-  // 24.6 ms with Delta from the rounded O.)
+  // Tried: ALiBi slopes' gradients then read errors of 0.07-0.15.)
+  // A capture read per head (slopes[h]: readsPerHead) sums every row's
+  // terms too, but its gradient's error from the rounded O is a sum of
+  // the rows': each row's Delta error times sum_j P dS'/dC, which the
+  // main pass sums per row beside sum_j P dP (the exact Delta) for
+  // correctRowSums to take away (correctedReads) instead of this pass.
+  // Not with the entropy's coefficients, which shift Delta too. (A bf16
+  // ALiBi forward+backward with learnt slopes, B=1, H=8, S=2048, causal,
+  // Zen 5, 2 threads, took 30.3 ms at D=64 and 53.9 ms at D=128 with the
+  // pass, 25.4 and 43.5 ms so; 20.8 and 38.3 ms without ALiBi.)
   bool narrowOutput = !elementTypeOf(op.getOutput()).isF32();
+  auto corrected = [&](unsigned k) {
+    if (entropyBuf)
+      return false;
+    for (auto [r, read] : llvm::enumerate(reads))
+      if (read.capture == k && !readsPerHead(r))
+        return false;
+    return true;
+  };
   bool exactDeltas =
       narrowOutput && llvm::any_of(floatCaptures, [&](unsigned k) {
-        return !isReadOncePerRow(scoreMod, k);
+        return !isReadOncePerRow(scoreMod, k) && !corrected(k);
       });
+  if (narrowOutput && !exactDeltas)
+    for (auto [r, read] : llvm::enumerate(reads))
+      if (!isReadOncePerRow(scoreMod, read.capture))
+        correctedReads.push_back(r);
   // With dot products, P and dP from Q's and dO's rows and whole K and V
   // in column pairs.
   Value delta =
@@ -106,6 +124,17 @@ SmallVector<Value> FlashBackward::build() {
   if (lengths)
     captured1.push_back(lengths);
   appendCaptures(captured1);
+  // Per split and row: sum_j P dP, then per corrected read sum_j P dS'/dC.
+  Value rowSums;
+  if (!correctedReads.empty()) {
+    rowSums = alloc({splits, B, H, Sq, 1 + int64_t(correctedReads.size())});
+    Value flat = memref::CollapseShapeOp::create(
+        b, rowSums, ArrayRef<ReassociationIndices>{{0, 1, 2, 3, 4}});
+    loop(0, shapeOf(rowSums)[0] * B * H * Sq * shapeOf(rowSums)[4],
+         [&](Value e) { memref::StoreOp::create(b, f(0.0f), flat, e); });
+    rowSumsArg = captured1.size();
+    captured1.push_back(rowSums);
+  }
   if (coefficients) {
     entropyArg = captured1.size();
     captured1.push_back(coefficients);
@@ -148,6 +177,8 @@ SmallVector<Value> FlashBackward::build() {
                    arith::DivUIOp::create(b, t, idx(splits)));
       });
   sumQueryGradCopies(dqCopies, dQ);
+  if (rowSums)
+    correctRowSums(rowSums, delta, dLse, partials);
   SmallVector<Value> results = {tensorOf(dQ, op.getQueryGrad().getType()),
                                 tensorOf(dK, op.getKeyGrad().getType()),
                                 tensorOf(dV, op.getValueGrad().getType())};
@@ -241,7 +272,8 @@ void FlashBackward::rowDeltasOfHead(ArrayRef<Value> args, Value bi, Value h) {
 
 void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                                   ArrayRef<Value> partials,
-                                  ArrayRef<Value> rest) {
+                                  ArrayRef<Value> rest, Value rowSums,
+                                  Value split) {
   Value qT = common[0], dOT = common[3], lse = common[4], delta = common[5];
   Value pBuf = rest[0], dsBuf = rest[1], ktTile = rest[2], vtTile = rest[3],
         bi = rest[4], h = rest[5], j0 = rest[6], i0 = rest[7], limit = rest[8],
@@ -267,6 +299,8 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
     Value g = entropyBuf ? splat(memref::LoadOp::create(
                                b, rest[11], ValueRange{bi, h, range.row}))
                          : Value();
+    // The row's sums for correctRowSums, over the tile's 32 keys.
+    SmallVector<Value> sums;
     for (int64_t w = 0; w < 2; ++w) {
       SmallVector<Value, 2> at = {r, idx(w * kLanes)};
       Value s = vector::LoadOp::create(b, vec, pBuf, at);
@@ -291,10 +325,79 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                     arith::MulFOp::create(b, p, centered), partials, task);
       vector::StoreOp::create(b, p, pBuf, at);
       vector::StoreOp::create(b, ds, dsBuf, at);
+      if (!rowSums)
+        continue;
+      SmallVector<Value> terms = {arith::SelectOp::create(
+          b, sc.keep, arith::MulFOp::create(b, p, dp), splat(f(0.0f)))};
+      llvm::append_range(
+          terms, readAdjoints(sc, caps, bi, h, range.row, p, correctedReads));
+      if (w == 0)
+        sums = terms;
+      else
+        for (auto [sum, term] : llvm::zip(sums, terms))
+          sum = arith::AddFOp::create(b, sum, term);
+    }
+    for (auto [n, sum] : llvm::enumerate(sums)) {
+      SmallVector<Value> at = {split, bi, h, range.row, idx(n)};
+      Value old = memref::LoadOp::create(b, rowSums, at);
+      Value add =
+          vector::ReductionOp::create(b, vector::CombiningKind::ADD, sum,
+                                      Value(), arith::FastMathFlags::reassoc);
+      memref::StoreOp::create(b, arith::AddFOp::create(b, old, add), rowSums,
+                              at);
     }
   });
   if (dot)
     dotPairRows(pBuf, dsBuf, rest[14], rest[15], rest[16]);
+}
+
+void FlashBackward::correctRowSums(Value rowSums, Value delta, Value dLse,
+                                   ArrayRef<Value> partials) {
+  // The main pass summed P (dP - Delta~) dS'/dC: the sum over the rows of
+  // (Delta~_i - Delta_i) sum_j P dS'/dC makes it P (dP - Delta) dS'/dC.
+  // One (batch, head) at a time in row order (deterministic), into the
+  // first partial row of each corrected read's capture.
+  size_t n = correctedReads.size();
+  loop(0, B, [&](Value bi) {
+    loop(0, H, [&](Value h) {
+      SmallVector<Value> zeros(n, f(0.0f));
+      auto rowLoop = scf::ForOp::create(b, idx(0), idx(Sq), idx(1), zeros);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(rowLoop.getBody());
+        Value i = rowLoop.getInductionVar();
+        auto sumOf = [&](int64_t at) {
+          Value sum = f(0.0f);
+          for (int64_t t = 0; t < splits; ++t)
+            sum = arith::AddFOp::create(
+                b, sum,
+                memref::LoadOp::create(b, rowSums,
+                                       ValueRange{idx(t), bi, h, i, idx(at)}));
+          return sum;
+        };
+        // Delta~ + dLSE is rowsum(dO O); sum_j P dP is the exact one's.
+        Value error = arith::SubFOp::create(
+            b, memref::LoadOp::create(b, delta, ValueRange{bi, h, i}),
+            sumOf(0));
+        if (dLse)
+          error = arith::AddFOp::create(
+              b, error, memref::LoadOp::create(b, dLse, ValueRange{bi, h, i}));
+        SmallVector<Value> next;
+        for (size_t r = 0; r < n; ++r)
+          next.push_back(math::FmaOp::create(b, error, sumOf(1 + r),
+                                             rowLoop.getRegionIterArgs()[r]));
+        scf::YieldOp::create(b, next);
+      }
+      for (auto [r, read] : llvm::enumerate(correctedReads)) {
+        Value partial = partials[partialIndex(reads[read].capture)];
+        SmallVector<Value> at = {idx(0), perHeadOffset(read, bi, h)};
+        Value old = memref::LoadOp::create(b, partial, at);
+        memref::StoreOp::create(
+            b, arith::AddFOp::create(b, old, rowLoop.getResult(r)), partial,
+            at);
+      }
+    });
+  });
 }
 
 void FlashBackward::callAccumulateTransposed(ArrayRef<Value> args) {
@@ -449,9 +552,10 @@ void FlashBackward::chunkProbabilities(const KeyBlock &kb, Value h, Value c0,
                      view(kb.pRowPairs(), {t}, pairs, rows / 2),
                      view(kb.dsRowPairs(), {t}, pairs, rows / 2)});
       }
-      probabilities(args.take_front(6),
-                    args.slice(captureBase, captures.size()),
-                    args.slice(partialBase, floatCaptures.size()), rest);
+      probabilities(
+          args.take_front(6), args.slice(captureBase, captures.size()),
+          args.slice(partialBase, floatCaptures.size()), rest,
+          correctedReads.empty() ? Value() : args[rowSumsArg], kb.split);
       // Only dQ's product reads a tile no row sees.
       b.setInsertionPointToStart(ifOp.elseBlock());
       storeTile(SmallVector<Value>(2 * rows, splat(f(0.0f))), dsTile);

@@ -85,10 +85,21 @@ private:
   /// dot products, then Q and dO, and the tile's dS in bf16, P and dS
   /// with pairs of rows (KeyBlock's), with K's and V's pairs in place of
   /// K^T and V^T.
+  /// With `rowSums` (correctedReads), each row's sum_j P dP and, per
+  /// corrected read, sum_j P dS'/dC over the tile's keys are added to
+  /// rowSums[split, bi, h, i, ...].
   void probabilities(mlir::ArrayRef<mlir::Value> common,
                      mlir::ArrayRef<mlir::Value> caps,
                      mlir::ArrayRef<mlir::Value> partials,
-                     mlir::ArrayRef<mlir::Value> rest);
+                     mlir::ArrayRef<mlir::Value> rest, mlir::Value rowSums,
+                     mlir::Value split);
+
+  /// Adds to the corrected reads' captures' gradients what Delta from the
+  /// rounded O took: sum_i (Delta~_i - Delta_i) sum_j P dS'/dC, with
+  /// Delta_i = sum_j P dP - dLSE_i from the splits' row sums ([splits, B,
+  /// H, Sq, 1 + reads]).
+  void correctRowSums(mlir::Value rowSums, mlir::Value delta, mlir::Value dLse,
+                      mlir::ArrayRef<mlir::Value> partials);
 
   /// accumulateTransposed(args[0..2], {args[3], args[4]}, args[5..8])
   /// as a call of one function per operand types: dK's and dV's (D = Dv)
@@ -267,6 +278,10 @@ private:
   size_t partialBase = 0; // where their partial buffers start in task args
   mlir::Value entropyBuf, entropyGradBuf, meanEntropyGradBuf;
   size_t entropyArg = 0; // where g is in task args (with entropyBuf)
+  // The reads (of `reads`) of captures read per head, whose gradients
+  // correctRowSums corrects (with a narrow output, for Delta from O).
+  llvm::SmallVector<size_t> correctedReads;
+  size_t rowSumsArg = 0; // where the row sums are in task args
 };
 
 } // namespace attnc

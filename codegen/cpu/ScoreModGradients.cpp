@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 
@@ -85,6 +86,63 @@ Value ScoreModGradients::scoreGrad(const Scores &sc, ArrayRef<Value> caps,
     accumulateCaptureGrads(partials, task, row, adjoints, sc.keep);
   // (0 where dS' is 0: buildScoreModAdjoints.)
   return broadcastToLanes(b, b.getLoc(), adjoints.front());
+}
+
+size_t ScoreModGradients::readResult(size_t r) const {
+  size_t at = 1;
+  for (size_t k = 0; k < r; ++k)
+    at += 1 + reads[k].rank;
+  return at;
+}
+
+SmallVector<Value> ScoreModGradients::readAdjoints(const Scores &sc,
+                                                   ArrayRef<Value> caps,
+                                                   Value bi, Value h, Value row,
+                                                   Value seed,
+                                                   ArrayRef<size_t> which) {
+  SmallVector<Value> bound = {sc.scaled, bi, h, row, sc.keys};
+  bound.append(caps.begin(), caps.begin() + numScoreCaptures);
+  bound.push_back(seed);
+  SmallVector<Value> adjoints =
+      widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
+  SmallVector<Value> result;
+  for (size_t r : which)
+    result.push_back(arith::SelectOp::create(
+        b, sc.keep, broadcastToLanes(b, b.getLoc(), adjoints[readResult(r)]),
+        splat(f(0.0f))));
+  return result;
+}
+
+OperandRange ScoreModGradients::readIndices(size_t r) const {
+  return adjointBlock->getTerminator()->getOperands().slice(readResult(r) + 1,
+                                                            reads[r].rank);
+}
+
+bool ScoreModGradients::readsPerHead(size_t r) const {
+  return llvm::all_of(readIndices(r), [&](Value x) {
+    return x == adjointBlock->getArgument(1) ||
+           x == adjointBlock->getArgument(2) || matchPattern(x, m_Constant());
+  });
+}
+
+Value ScoreModGradients::perHeadOffset(size_t r, Value bi, Value h) {
+  assert(readsPerHead(r) && "a read at other indices");
+  OperandRange indices = readIndices(r);
+  ArrayRef<int64_t> shape = shapeOf(captures[reads[r].capture]);
+  Value offset = idx(0);
+  int64_t stride = 1;
+  for (int64_t d = reads[r].rank - 1; d >= 0; --d) {
+    IntegerAttr constant;
+    Value index = indices[d] == adjointBlock->getArgument(1)   ? bi
+                  : indices[d] == adjointBlock->getArgument(2) ? h
+                  : matchPattern(indices[d], m_Constant(&constant))
+                      ? idx(constant.getInt())
+                      : Value();
+    offset = arith::AddIOp::create(
+        b, offset, arith::MulIOp::create(b, index, idx(stride)));
+    stride *= shape[d];
+  }
+  return offset;
 }
 
 void ScoreModGradients::forVectorsOnPool(

@@ -93,6 +93,33 @@ protected:
   mlir::SmallVector<mlir::Value>
   captureGrads(mlir::ArrayRef<mlir::Value> partials, mlir::TypeRange gradTypes);
 
+  /// The 16 lanes' adjoints of reads `which` (indices into `reads`) of the
+  /// scores `sc` with the reverse sweep seeded by `seed` (16 lanes), 0
+  /// outside sc.keep: seeded with P, a read's sum_j P dS'_j/dC.
+  mlir::SmallVector<mlir::Value> readAdjoints(const Scores &sc,
+                                              mlir::ArrayRef<mlir::Value> caps,
+                                              mlir::Value bi, mlir::Value h,
+                                              mlir::Value row, mlir::Value seed,
+                                              mlir::ArrayRef<size_t> which);
+
+  /// Whether read `r`'s indices are the batch b, the head h or constants
+  /// (`slopes[%h]`, `temperature[]`): one element per (b, h), whose
+  /// gradient sums every row's terms.
+  bool readsPerHead(size_t r) const;
+  /// The offset of that element in its flattened capture.
+  mlir::Value perHeadOffset(size_t r, mlir::Value bi, mlir::Value h);
+
+  /// Where float score capture `capture`'s partial buffer is among them.
+  size_t partialIndex(unsigned capture);
+
+  struct CaptureRead {
+    unsigned capture; // among the score captures
+    size_t rank;      // the number of indices
+  };
+  // The reads of the float captures in floatCaptures, in the order of the
+  // adjoint block's results.
+  llvm::SmallVector<CaptureRead> reads;
+
   // The score captures whose gradients are computed: float ones whose
   // gradient something reads.
   llvm::SmallVector<unsigned> floatCaptures;
@@ -123,9 +150,6 @@ private:
       int64_t count,
       llvm::function_ref<void(llvm::ArrayRef<mlir::Value>, mlir::Value)> body);
 
-  /// Where float score capture `capture`'s partial buffer is among them.
-  size_t partialIndex(unsigned capture);
-
   /// The score_mod's reverse sweep as scalar code in a block of its own:
   /// (score, b, h, i, j, captures..., seed) -> (seed * d score_mod / d score,
   /// then per read of a float capture: its adjoint and its indices), which
@@ -133,13 +157,13 @@ private:
   /// in a func.return only as a holder of these values (never verified).
   void buildAdjointBlock();
 
+  /// Where read `r`'s adjoint is among the adjoint block's results (its
+  /// indices follow it), and its indices.
+  size_t readResult(size_t r) const;
+  mlir::OperandRange readIndices(size_t r) const;
+
   std::unique_ptr<mlir::Region> adjointRegion;
   mlir::Block *adjointBlock = nullptr;
-  struct CaptureRead {
-    unsigned capture; // among the score captures
-    size_t rank;      // the number of indices
-  };
-  llvm::SmallVector<CaptureRead> reads;
 };
 
 } // namespace attnc
