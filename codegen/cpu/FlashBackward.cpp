@@ -86,7 +86,8 @@ SmallVector<Value> FlashBackward::build() {
   // Not with the entropy's coefficients, which shift Delta too. (A bf16
   // ALiBi forward+backward with learnt slopes, B=1, H=8, S=2048, causal,
   // Zen 5, 2 threads, took 30.3 ms at D=64 and 53.9 ms at D=128 with the
-  // pass, 25.4 and 43.5 ms so; 20.8 and 38.3 ms without ALiBi.)
+  // pass, 25.4 and 43.5 ms so, before the reads per head summed their
+  // lanes in scratch; 20.8 and 38.3 ms without ALiBi.)
   bool narrowOutput = !elementTypeOf(op.getOutput()).isF32();
   auto corrected = [&](unsigned k) {
     if (entropyBuf)
@@ -148,17 +149,27 @@ SmallVector<Value> FlashBackward::build() {
   parallelTasks(
       parent, "__attnc_flash_backward_kv", captured1, kvTasks,
       [&](ArrayRef<Value>) {
-        if (dot)
-          return dotScratch();
-        return SmallVector<Value>{
-            scratchBuffer({blockTiles, kChunkTiles * rows, kCols}),
-            scratchBuffer({blockTiles, kChunkTiles * rows, kCols}),
-            scratchBuffer({blockTiles, D, kCols}),
-            scratchBuffer({blockTiles, Dv, kCols}),
-            scratchBuffer({1, 1, blockTiles, D, kCols}),
-            scratchBuffer({1, 1, blockTiles, Dv, kCols}),
-            scratchBuffer(
-                {1, 1, (D / kLanes + 1) / 2, blockTiles * kCols, 2 * kLanes})};
+        SmallVector<Value> buffers =
+            dot ? dotScratch()
+                : SmallVector<Value>{
+                      scratchBuffer({blockTiles, kChunkTiles * rows, kCols}),
+                      scratchBuffer({blockTiles, kChunkTiles * rows, kCols}),
+                      scratchBuffer({blockTiles, D, kCols}),
+                      scratchBuffer({blockTiles, Dv, kCols}),
+                      scratchBuffer({1, 1, blockTiles, D, kCols}),
+                      scratchBuffer({1, 1, blockTiles, Dv, kCols}),
+                      scratchBuffer({1, 1, (D / kLanes + 1) / 2,
+                                     blockTiles * kCols, 2 * kLanes})};
+        if (hasReadsPerHead()) {
+          headSumsScratch = buffers.size();
+          buffers.push_back(scratchBuffer({int64_t(reads.size()), kLanes}));
+        }
+        if (!correctedReads.empty()) {
+          rowVecsScratch = buffers.size();
+          buffers.push_back(scratchBuffer(
+              {rows, 1 + int64_t(correctedReads.size()), kLanes}));
+        }
+        return buffers;
       },
       [&](ArrayRef<Value> args, ArrayRef<Value> scratch, Value t) {
         bindMaskInputs(args);
@@ -272,8 +283,8 @@ void FlashBackward::rowDeltasOfHead(ArrayRef<Value> args, Value bi, Value h) {
 
 void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                                   ArrayRef<Value> partials,
-                                  ArrayRef<Value> rest, Value rowSums,
-                                  Value split) {
+                                  ArrayRef<Value> rest, Value rowVecs,
+                                  Value headSums) {
   Value qT = common[0], dOT = common[3], lse = common[4], delta = common[5];
   Value pBuf = rest[0], dsBuf = rest[1], ktTile = rest[2], vtTile = rest[3],
         bi = rest[4], h = rest[5], j0 = rest[6], i0 = rest[7], limit = rest[8],
@@ -299,7 +310,7 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
     Value g = entropyBuf ? splat(memref::LoadOp::create(
                                b, rest[11], ValueRange{bi, h, range.row}))
                          : Value();
-    // The row's sums for correctRowSums, over the tile's 32 keys.
+    // The row's terms for correctRowSums, over the tile's 32 keys.
     SmallVector<Value> sums;
     for (int64_t w = 0; w < 2; ++w) {
       SmallVector<Value, 2> at = {r, idx(w * kLanes)};
@@ -320,12 +331,12 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
                                     arith::MulFOp::create(b, g, sc.modified),
                                     splat(f(0.0f))));
       }
-      Value ds =
-          scoreGrad(sc, caps, bi, h, range.row,
-                    arith::MulFOp::create(b, p, centered), partials, task);
+      Value ds = scoreGrad(sc, caps, bi, h, range.row,
+                           arith::MulFOp::create(b, p, centered), partials,
+                           task, headSums);
       vector::StoreOp::create(b, p, pBuf, at);
       vector::StoreOp::create(b, ds, dsBuf, at);
-      if (!rowSums)
+      if (!rowVecs)
         continue;
       SmallVector<Value> terms = {arith::SelectOp::create(
           b, sc.keep, arith::MulFOp::create(b, p, dp), splat(f(0.0f)))};
@@ -338,13 +349,12 @@ void FlashBackward::probabilities(ArrayRef<Value> common, ArrayRef<Value> caps,
           sum = arith::AddFOp::create(b, sum, term);
     }
     for (auto [n, sum] : llvm::enumerate(sums)) {
-      SmallVector<Value> at = {split, bi, h, range.row, idx(n)};
-      Value old = memref::LoadOp::create(b, rowSums, at);
-      Value add =
-          vector::ReductionOp::create(b, vector::CombiningKind::ADD, sum,
-                                      Value(), arith::FastMathFlags::reassoc);
-      memref::StoreOp::create(b, arith::AddFOp::create(b, old, add), rowSums,
-                              at);
+      SmallVector<Value> at = {r, idx(n), idx(0)};
+      vector::StoreOp::create(
+          b,
+          arith::AddFOp::create(b, vector::LoadOp::create(b, vec, rowVecs, at),
+                                sum),
+          rowVecs, at);
     }
   });
   if (dot)
@@ -525,8 +535,21 @@ Value FlashBackward::tileSeen(const KeyBlock &kb, Value jt) {
 void FlashBackward::chunkProbabilities(const KeyBlock &kb, Value h, Value c0,
                                        Value cEnd) {
   ArrayRef<Value> args = kb.args;
+  Value headSums = headSumsScratch ? kb.scratch[headSumsScratch] : Value();
+  Value rowVecs = rowVecsScratch ? kb.scratch[rowVecsScratch] : Value();
+  ArrayRef<Value> partials = args.slice(partialBase, floatCaptures.size());
   loop(c0, cEnd, rows, [&](Value i0) {
     Value at = arith::SubIOp::create(b, i0, c0);
+    // The block's tiles add to the reads' lane sums and the rows' vector
+    // sums, summed once after them.
+    if (headSums && !partials.empty())
+      zeroHeadSums(headSums);
+    if (rowVecs)
+      loop(0, rows, [&](Value r) {
+        for (int64_t n = 0; n < shapeOf(rowVecs)[1]; ++n)
+          vector::StoreOp::create(b, splat(f(0.0f)), rowVecs,
+                                  ValueRange{r, idx(n), idx(0)});
+      });
     loop(0, blockTiles, [&](Value t) {
       Value pTile = view(kb.pBuf(), {t}, at, rows),
             dsTile = view(kb.dsBuf(), {t}, at, rows);
@@ -552,10 +575,10 @@ void FlashBackward::chunkProbabilities(const KeyBlock &kb, Value h, Value c0,
                      view(kb.pRowPairs(), {t}, pairs, rows / 2),
                      view(kb.dsRowPairs(), {t}, pairs, rows / 2)});
       }
-      probabilities(
-          args.take_front(6), args.slice(captureBase, captures.size()),
-          args.slice(partialBase, floatCaptures.size()), rest,
-          correctedReads.empty() ? Value() : args[rowSumsArg], kb.split);
+      probabilities(args.take_front(6),
+                    args.slice(captureBase, captures.size()), partials, rest,
+                    rowVecs,
+                    headSums && !partials.empty() ? headSums : Value());
       // Only dQ's product reads a tile no row sees.
       b.setInsertionPointToStart(ifOp.elseBlock());
       storeTile(SmallVector<Value>(2 * rows, splat(f(0.0f))), dsTile);
@@ -569,6 +592,27 @@ void FlashBackward::chunkProbabilities(const KeyBlock &kb, Value h, Value c0,
         });
       }
     });
+    if (headSums && !partials.empty())
+      flushHeadSums(headSums, partials, kb.task, kb.bi, h);
+    if (rowVecs)
+      loop(0, rows, [&](Value r) {
+        // (A row past Sq summed nothing: its lanes were all dropped.)
+        Value i = arith::MinUIOp::create(b, arith::AddIOp::create(b, i0, r),
+                                         idx(Sq - 1));
+        for (int64_t n = 0; n < shapeOf(rowVecs)[1]; ++n) {
+          SmallVector<Value> at = {kb.split, kb.bi, h, i, idx(n)};
+          Value sum = vector::ReductionOp::create(
+              b, vector::CombiningKind::ADD,
+              vector::LoadOp::create(b, vec, rowVecs,
+                                     ValueRange{r, idx(n), idx(0)}),
+              Value(), arith::FastMathFlags::reassoc);
+          memref::StoreOp::create(
+              b,
+              arith::AddFOp::create(
+                  b, memref::LoadOp::create(b, args[rowSumsArg], at), sum),
+              args[rowSumsArg], at);
+        }
+      });
   });
 }
 

@@ -85,14 +85,16 @@ private:
   /// dot products, then Q and dO, and the tile's dS in bf16, P and dS
   /// with pairs of rows (KeyBlock's), with K's and V's pairs in place of
   /// K^T and V^T.
-  /// With `rowSums` (correctedReads), each row's sum_j P dP and, per
-  /// corrected read, sum_j P dS'/dC over the tile's keys are added to
-  /// rowSums[split, bi, h, i, ...].
+  /// With `headSums` (a task's scratch, headSumsScratch), the reads per
+  /// head add their adjoints' lanes there (scoreGrad). With `rowVecs`
+  /// ([rows, 1 + corrected reads, 16], rowVecsScratch), each row's P dP
+  /// and, per corrected read, P dS'/dC over the tile's keys are added to
+  /// its lanes (chunkProbabilities sums both after a block's tiles).
   void probabilities(mlir::ArrayRef<mlir::Value> common,
                      mlir::ArrayRef<mlir::Value> caps,
                      mlir::ArrayRef<mlir::Value> partials,
-                     mlir::ArrayRef<mlir::Value> rest, mlir::Value rowSums,
-                     mlir::Value split);
+                     mlir::ArrayRef<mlir::Value> rest, mlir::Value rowVecs,
+                     mlir::Value headSums);
 
   /// Adds to the corrected reads' captures' gradients what Delta from the
   /// rounded O took: sum_i (Delta~_i - Delta_i) sum_j P dS'/dC, with
@@ -282,6 +284,9 @@ private:
   // correctRowSums corrects (with a narrow output, for Delta from O).
   llvm::SmallVector<size_t> correctedReads;
   size_t rowSumsArg = 0; // where the row sums are in task args
+  // Where the [reads, 16] lane sums of the reads per head and the rows'
+  // [rows, 1 + corrected reads, 16] are in a task's scratch (0: none).
+  size_t headSumsScratch = 0, rowVecsScratch = 0;
 };
 
 } // namespace attnc

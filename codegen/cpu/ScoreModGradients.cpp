@@ -74,7 +74,7 @@ Value ScoreModGradients::entropyCotangents(Value lse, Value entropyGrad,
 Value ScoreModGradients::scoreGrad(const Scores &sc, ArrayRef<Value> caps,
                                    Value bi, Value h, Value row,
                                    Value dsModified, ArrayRef<Value> partials,
-                                   Value task) {
+                                   Value task, Value headSums) {
   if (!adjointBlock)
     return dsModified;
   SmallVector<Value> bound = {sc.scaled, bi, h, row, sc.keys};
@@ -83,7 +83,7 @@ Value ScoreModGradients::scoreGrad(const Scores &sc, ArrayRef<Value> caps,
   SmallVector<Value> adjoints =
       widenBlock(b, b.getLoc(), *adjointBlock, bound, sc.keep);
   if (!partials.empty())
-    accumulateCaptureGrads(partials, task, row, adjoints, sc.keep);
+    accumulateCaptureGrads(partials, task, row, adjoints, sc.keep, headSums);
   // (0 where dS' is 0: buildScoreModAdjoints.)
   return broadcastToLanes(b, b.getLoc(), adjoints.front());
 }
@@ -143,6 +143,38 @@ Value ScoreModGradients::perHeadOffset(size_t r, Value bi, Value h) {
     stride *= shape[d];
   }
   return offset;
+}
+
+bool ScoreModGradients::hasReadsPerHead() const {
+  for (size_t r = 0; r < reads.size(); ++r)
+    if (readsPerHead(r))
+      return true;
+  return false;
+}
+
+void ScoreModGradients::zeroHeadSums(Value headSums) {
+  for (size_t r = 0; r < reads.size(); ++r)
+    if (readsPerHead(r))
+      vector::StoreOp::create(b, splat(f(0.0f)), headSums,
+                              ValueRange{idx(r), idx(0)});
+}
+
+void ScoreModGradients::flushHeadSums(Value headSums, ArrayRef<Value> partials,
+                                      Value task, Value bi, Value h) {
+  for (size_t r = 0; r < reads.size(); ++r) {
+    if (!readsPerHead(r))
+      continue;
+    Value partial = partials[partialIndex(reads[r].capture)];
+    SmallVector<Value, 2> at = {task, perHeadOffset(r, bi, h)};
+    Value sum = vector::ReductionOp::create(
+        b, vector::CombiningKind::ADD,
+        vector::LoadOp::create(b, vec, headSums, ValueRange{idx(r), idx(0)}),
+        Value(), arith::FastMathFlags::reassoc);
+    memref::StoreOp::create(
+        b,
+        arith::AddFOp::create(b, memref::LoadOp::create(b, partial, at), sum),
+        partial, at);
+  }
 }
 
 void ScoreModGradients::forVectorsOnPool(
@@ -292,15 +324,25 @@ Value ScoreModGradients::sumPartials(Value partial, Value capture) {
 void ScoreModGradients::accumulateCaptureGrads(ArrayRef<Value> partials,
                                                Value task, Value queryRow,
                                                ArrayRef<Value> adjoints,
-                                               Value keep) {
+                                               Value keep, Value headSums) {
   Location loc = b.getLoc();
   size_t next = 1;
-  for (const CaptureRead &read : reads) {
+  for (auto [r, read] : llvm::enumerate(reads)) {
     // (In f32 whatever the capture's type: buildScoreModAdjoints.)
     Value adjoint = arith::SelectOp::create(
         b, keep, broadcastToLanes(b, loc, adjoints[next]), splat(f(0.0f)));
     ArrayRef<Value> indices = adjoints.slice(next + 1, read.rank);
     next += 1 + read.rank;
+    // One element for the whole call: its lanes summed once, by
+    // flushHeadSums (a lane sum per 16 scores and the load and store of
+    // the element were a fifth of an ALiBi backward's score loop).
+    if (headSums && readsPerHead(r)) {
+      SmallVector<Value, 2> at = {idx(r), idx(0)};
+      Value old = vector::LoadOp::create(b, vec, headSums, at);
+      vector::StoreOp::create(b, arith::AddFOp::create(b, old, adjoint),
+                              headSums, at);
+      continue;
+    }
     ArrayRef<int64_t> shape = shapeOf(captures[read.capture]);
     bool uniform = llvm::none_of(
         indices, [](Value v) { return isa<VectorType>(v.getType()); });

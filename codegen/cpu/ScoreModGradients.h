@@ -61,12 +61,24 @@ protected:
   /// dS from dS' (16 lanes of the scores `sc` of row `row`, head h): times
   /// the score_mod's derivative (dS' itself without a score_mod); with
   /// `partials`, the reads of float captures add their adjoints to the
-  /// task's rows of them (accumulateCaptureGrads). dS' must be 0 where the
-  /// masks drop a lane (the region's adjoints there may be anything).
+  /// task's rows of them (accumulateCaptureGrads), or with `headSums` (a
+  /// [reads, 16] f32 buffer), the reads per head (readsPerHead) add their
+  /// 16 lanes to its row r (flushHeadSums sums them into the partials
+  /// once). dS' must be 0 where the masks drop a lane (the region's
+  /// adjoints there may be anything).
   mlir::Value scoreGrad(const Scores &sc, mlir::ArrayRef<mlir::Value> caps,
                         mlir::Value bi, mlir::Value h, mlir::Value row,
                         mlir::Value dsModified,
-                        mlir::ArrayRef<mlir::Value> partials, mlir::Value task);
+                        mlir::ArrayRef<mlir::Value> partials, mlir::Value task,
+                        mlir::Value headSums = mlir::Value());
+
+  /// Whether some read is per head (a headSums buffer then pays), and
+  /// zeroing headSums; adding its rows' lanes into the partials (of
+  /// `task`) at the elements of batch bi and head h, and zeroing it.
+  bool hasReadsPerHead() const;
+  void zeroHeadSums(mlir::Value headSums);
+  void flushHeadSums(mlir::Value headSums, mlir::ArrayRef<mlir::Value> partials,
+                     mlir::Value task, mlir::Value bi, mlir::Value h);
 
   /// g [B, H, Sq]: the entropy's cotangent of each row plus its share of
   /// the mean entropy's (divided among the rows of the head that see a
@@ -140,7 +152,7 @@ private:
   void accumulateCaptureGrads(mlir::ArrayRef<mlir::Value> partials,
                               mlir::Value task, mlir::Value queryRow,
                               mlir::ArrayRef<mlir::Value> adjoints,
-                              mlir::Value keep);
+                              mlir::Value keep, mlir::Value headSums);
 
   /// body(args, e) for e = 0, 16, ... below `count` (a multiple of 16),
   /// chunks of them as tasks `name` on the pool; `args` stand for
