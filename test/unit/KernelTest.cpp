@@ -953,7 +953,10 @@ static AttentionCase randomFlashCase(std::mt19937_64 &rng, int n) {
   // or 0) differs between the kernels and the reference
   // (NonFiniteScoresMakeTheirRowNaN checks such rows without masks).
   int64_t kind = rng() % 8;
-  c.scoreMod = kind < 5 ? ScoreModKind(kind) : ScoreModKind::None;
+  c.scoreMod = kind < 5    ? ScoreModKind(kind)
+               : kind == 5 ? ScoreModKind::RelativeTable
+               : kind == 6 ? ScoreModKind::HeadScales
+                           : ScoreModKind::None;
   c.documentMask = rng() % 4 == 0;
   c.scale = rng() % 5 == 0 ? 0.3 : 0;
   c.inputScale = rng() % 6 == 0 ? 4 : 1;
@@ -982,7 +985,10 @@ static AttentionCase randomFlashCase(std::mt19937_64 &rng, int n) {
                  c.inputScale;
   double logits =
       4 * sigma +
-      (c.scoreMod == ScoreModKind::Alibi ? double(std::max(c.Sq, c.Skv)) : 0.0);
+      (c.scoreMod == ScoreModKind::Alibi ? double(std::max(c.Sq, c.Skv))
+       : c.scoreMod == ScoreModKind::HeadScales
+           ? double(std::max(c.Sq, c.Skv)) / 64
+           : 0.0);
   c.conditioning = std::max(1.0, logits / 8);
   return c;
 }
