@@ -151,20 +151,36 @@ SmallVector<Value> FlashCommon::keyMask(Value j0, Value lo, Value hi,
 void FlashCommon::rowsTimesKeys(Value y, Value c, const KeySource &x, Value bi,
                                 Value g, Value j0, Value valid, Value alpha,
                                 int64_t prefetchAhead) {
-  forColumns(shapeOf(y).back(), [&](Value col, int64_t n) {
-    rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha, col, n,
-                         prefetchAhead);
-  });
+  // x as given (not in 32-wide chunks) is read a row at a time: with few
+  // rows, chunks of up to 8 vectors (24 accumulators), so that each row
+  // of x is read once per block rather than once per 32 columns.
+  bool chunked = shapeOf(x.memref).size() == 5;
+  int64_t width = shapeOf(y).back();
+  int64_t perChunk =
+      chunked ? 2
+              : std::min(width / kLanes,
+                         std::clamp<int64_t>(kMaxAccumulators / rows, 2, 8));
+  forColumns(
+      width,
+      [&](Value col, int64_t n) {
+        rowsTimesKeysColumns(y, c, x, bi, g, j0, valid, alpha, col, n,
+                             prefetchAhead);
+      },
+      perChunk);
 }
 
 void FlashCommon::forColumns(int64_t width,
-                             function_ref<void(Value, int64_t)> body) {
-  int64_t pairs = width / (2 * kLanes);
-  if (pairs)
-    loop(idx(0), idx(pairs * 2 * kLanes), 2 * kLanes,
-         [&](Value col) { body(col, 2); });
-  if (width % (2 * kLanes))
-    body(idx(pairs * 2 * kLanes), 1);
+                             function_ref<void(Value, int64_t)> body,
+                             int64_t perChunk) {
+  int64_t chunk = perChunk * kLanes, whole = width / chunk;
+  if (whole)
+    loop(idx(0), idx(whole * chunk), chunk,
+         [&](Value col) { body(col, perChunk); });
+  for (int64_t col = whole * chunk; col < width;) {
+    int64_t n = std::min<int64_t>(2, (width - col) / kLanes);
+    body(idx(col), n);
+    col += n * kLanes;
+  }
 }
 
 void FlashCommon::rowsTimesKeysColumns(Value y, Value c, const KeySource &x,

@@ -204,9 +204,14 @@ protected:
                      int64_t prefetchAhead = 0);
 
   /// body(col, n) for the columns of a row `width` wide (a multiple of 16),
-  /// n vectors from col: 32 at a time through a loop, then a 16-wide tail.
+  /// n vectors from col: `perChunk` vectors at a time through a loop, then
+  /// the rest 32 and 16 wide.
   void forColumns(int64_t width,
-                  mlir::function_ref<void(mlir::Value, int64_t)> body);
+                  mlir::function_ref<void(mlir::Value, int64_t)> body,
+                  int64_t perChunk = 2);
+  // The most accumulators rowsTimesKeys gives its rows x vectors when x is
+  // read where it is (with the vectors of x and the coefficient, 32 zmm).
+  static constexpr int64_t kMaxAccumulators = 20;
 
   /// rowsTimesKeys for the n vectors of columns from `col`. c may also be
   /// in key tiles, [tiles, rows, 32]: c[r, j] is then c[j / 32, r, j % 32].
