@@ -277,7 +277,7 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
                     2 * blockTiles, ahead);
         pairKeys(values, scratch[pairsScratch + 1], {idx(0), idx(0)}, bi, g, j0,
                  blockTiles, ahead);
-      } else {
+      } else if (!directScores) {
         transposeTiles(keys, scratch[6], bi, g,
                        arith::DivUIOp::create(b, j0, idx(kCols)));
       }
@@ -547,7 +547,9 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
               kvPairs.end, pBuf,
               prefetchNextBlock ? function_ref<void(Value)>(prefetchNext)
                                 : nullptr);
-  } else
+  } else if (directScores)
+    directScoresOf(sourceOf(args, 1), qPacked, bi, g, j0, qt.keys.end, pBuf);
+  else
     loop(0, blockTiles, [&](Value t) {
       // A loop, not blockTiles copies of the product (JIT compile time).
       Value col = arith::MulIOp::create(b, t, idx(kCols));
@@ -753,6 +755,57 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
   else
     rowsTimesKeys(oBuf, pBuf, packedBlocks ? sourceOf(args, 2) : v, bi, g, j0,
                   valid, alphaBuf, kPrefetchRows);
+}
+
+void FlashForward::directScoresOf(const KeySource &keys, Value qPacked,
+                                  Value bi, Value g, Value j0, Value end,
+                                  Value pBuf) {
+  int64_t vectors = D / kLanes;
+  // Q's rows as vectors, once per block.
+  SmallVector<SmallVector<Value>> q(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t w = 0; w < vectors; ++w) {
+      SmallVector<Value> lanes;
+      for (int64_t l = 0; l < kLanes; ++l)
+        lanes.push_back(memref::LoadOp::create(
+            b, qPacked, ValueRange{idx(w * kLanes + l), idx(r)}));
+      q[r].push_back(vector::FromElementsOp::create(b, vec, lanes));
+    }
+  Value last = arith::SubIOp::create(b, end, idx(1));
+  loop(0, blockTiles * kCols / kLanes, [&](Value group) {
+    Value first = arith::AddIOp::create(
+        b, j0, arith::MulIOp::create(b, group, idx(kLanes)));
+    ifThen(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, first, end), [&] {
+          // Keys past `end` read the last one again (rows past a
+          // cache's length may hold anything).
+          SmallVector<SmallVector<Value>> at;
+          for (int64_t l = 0; l < kLanes; ++l)
+            at.push_back(keys.rowAt(
+                b, bi, g,
+                arith::MinUIOp::create(
+                    b, arith::AddIOp::create(b, first, idx(l)), last)));
+          for (int64_t r = 0; r < rows; ++r) {
+            SmallVector<Value> acc;
+            for (int64_t l = 0; l < kLanes; ++l) {
+              Value sum;
+              for (int64_t w = 0; w < vectors; ++w) {
+                SmallVector<Value> indices(at[l]);
+                indices.push_back(idx(w * kLanes));
+                Value x = loadVectorF32(keys.memref, indices);
+                sum =
+                    sum ? vector::FMAOp::create(b, q[r][w], x, sum).getResult()
+                        : arith::MulFOp::create(b, q[r][w], x).getResult();
+              }
+              acc.push_back(sum);
+            }
+            vector::StoreOp::create(
+                b, laneSums16(acc), pBuf,
+                ValueRange{idx(r),
+                           arith::MulIOp::create(b, group, idx(kLanes))});
+          }
+        });
+  });
 }
 
 FlashForward::KeyPairs FlashForward::keyPairsOf(ArrayRef<Value> args,

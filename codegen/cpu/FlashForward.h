@@ -55,6 +55,8 @@ public:
     valuesInPlace = packedBlocks && elementTypeOf(op.getValue()).isF32() &&
                     headsPerTask * Sq <= kMaxRowsForValuesInPlace;
     prefetchNextBlock = dot && packedBlocks && qTiles == 1 && headsPerTask == 1;
+    directScores =
+        packedBlocks && !paired && rows <= kMaxDirectRows && D % kLanes == 0;
   }
 
   /// Whether the score_mod captures a float tensor that may get a
@@ -97,6 +99,14 @@ private:
   /// K (n = 1) or V (n = 2) where the caller put them, from a task's
   /// arguments: paged through the block table (args[6]) with `pages`.
   KeySource sourceOf(mlir::ArrayRef<mlir::Value> args, unsigned n);
+
+  /// The scores of the rows of qPacked ([D, rows], Q times the scale)
+  /// against the block's keys from j0 below `end`, 16 at a time, from K's
+  /// rows where they are (directScores): into pBuf's columns (a 16-key
+  /// group at or past `end` is left as it was: the masks drop it).
+  void directScoresOf(const KeySource &keys, mlir::Value qPacked,
+                      mlir::Value bi, mlir::Value g, mlir::Value j0,
+                      mlir::Value end, mlir::Value pBuf);
   /// The state of query tile t of the task's head hh: hh groupTiles + t.
   mlir::Value stateIndex(mlir::Value hh, mlir::Value t);
 
@@ -304,6 +314,11 @@ private:
   // 8.6-8.8 ms, MHA 28-34 -> 25.1-25.6 ms; slower with bf16 V (converted
   // at each read: 5.1-5.7 -> 6.2-6.7 ms) and at Sq=16 (GQA: 19.2 -> 20.5-21.3).
   bool valuesInPlace;
+  // Q K^T of few rows as dot products with K's rows where they are (up to
+  // kMaxDirectRows rows, f32): no K^T tiles. A decoding step's transposes
+  // were half its time (perf), and each row of K is now read as it lies.
+  bool directScores;
+  static constexpr int64_t kMaxDirectRows = 4;
   static constexpr int64_t kMaxRowsForValuesInPlace = 8;
   // How many keys ahead the dot products' packedBlocks pairing prefetches
   // K's and V's rows: a decoding step's task reads each key's row for few

@@ -215,6 +215,33 @@ SmallVector<Value> KernelBuilder::transpose16(ArrayRef<Value> rows) {
   return r;
 }
 
+Value KernelBuilder::laneSums16(ArrayRef<Value> vs) {
+  assert(vs.size() == size_t(kLanes) && "16 vectors");
+  // At stage k the vectors hold groups of 2k lanes, each a part of one
+  // input's sum; a pair (a, c) becomes groups of k lanes, a's then c's:
+  // the first halves of their groups plus the second halves.
+  SmallVector<Value> v(vs);
+  for (int64_t k = kLanes / 2; k >= 1; k /= 2) {
+    SmallVector<int64_t> lo, hi;
+    int64_t perSource = kLanes / (2 * k);
+    for (int64_t group = 0; group < kLanes / k; ++group) {
+      int64_t from = group < perSource ? 0 : kLanes,
+              source = (group % perSource) * 2 * k;
+      for (int64_t t = 0; t < k; ++t) {
+        lo.push_back(from + source + t);
+        hi.push_back(from + source + k + t);
+      }
+    }
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < v.size(); i += 2)
+      next.push_back(arith::AddFOp::create(
+          b, vector::ShuffleOp::create(b, v[i], v[i + 1], lo),
+          vector::ShuffleOp::create(b, v[i], v[i + 1], hi)));
+    v = next;
+  }
+  return v.front();
+}
+
 int64_t KeySource::keys() const {
   ArrayRef<int64_t> s = shapeOf(memref);
   return table ? shapeOf(table)[1] * s[2] : s[2];

@@ -122,6 +122,10 @@ public:
   /// f32 vectors), by shuffles.
   llvm::SmallVector<mlir::Value> transpose16(mlir::ArrayRef<mlir::Value> rows);
 
+  /// The vector whose lane l is the sum of the lanes of vs[l] (16 16-lane
+  /// f32 vectors), by 4 stages of halving shuffles and adds (15 adds).
+  mlir::Value laneSums16(mlir::ArrayRef<mlir::Value> vs);
+
   /// packed[d, r] = a[b, h, min(i0 + r, lastRow), d] in packed's type
   /// (f32 or bf16; times `scale` when given): the rows of a tile side by
   /// side, so that the tile product broadcasts them from one stream.
