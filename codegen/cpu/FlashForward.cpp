@@ -11,6 +11,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 #include <limits>
 
@@ -99,7 +100,11 @@ FlashForward::Built FlashForward::build() {
               {scratchBuffer({1, 1, 2 * blockTiles, D / 2, kCols}, bf16),
                scratchBuffer({1, 1, blockTiles, kLanes, 2 * Dv}, bf16)});
         } else if (packedBlocks) {
-          buffers.push_back(scratchBuffer({1, 1, blockTiles, D, kCols}));
+          // (With directScores no K^T tiles: a one-element stand-in keeps
+          // the positions of the buffers after it.)
+          buffers.push_back(directScores
+                                ? scratchBuffer({1, 1, 1, 1, 1})
+                                : scratchBuffer({1, 1, blockTiles, D, kCols}));
         }
         if (packedBlocks && !paired && !valuesInPlace)
           buffers.push_back(scratchBuffer(
@@ -273,8 +278,9 @@ void FlashForward::task(ArrayRef<Value> args, ArrayRef<Value> scratch, Value bi,
         // Their pairs (zeros past Skv).
         // (On dot products, the rows kPackPrefetchKeys ahead prefetched.)
         int64_t ahead = amx ? 0 : kPackPrefetchKeys;
-        pairColumns(keys, scratch[pairsScratch], {idx(0), idx(0)}, bi, g, j0,
-                    2 * blockTiles, ahead);
+        if (!directScores)
+          pairColumns(keys, scratch[pairsScratch], {idx(0), idx(0)}, bi, g, j0,
+                      2 * blockTiles, ahead);
         pairKeys(values, scratch[pairsScratch + 1], {idx(0), idx(0)}, bi, g, j0,
                  blockTiles, ahead);
       } else if (!directScores) {
@@ -543,12 +549,19 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
       prefetchKeyRows(sourceOf(args, 1), bi, g, first, kCols);
       prefetchKeyRows(sourceOf(args, 2), bi, g, first, kCols);
     };
-    dotScores(scratch[5], st.t, kvPairs.k, kvPairs.bi, kvPairs.g, kvPairs.tile,
-              kvPairs.end, pBuf,
-              prefetchNextBlock ? function_ref<void(Value)>(prefetchNext)
-                                : nullptr);
+    if (directScores)
+      directScoresOf(sourceOf(args, 1), scratch[5], st.t, bi, g, j0,
+                     qt.keys.end, pBuf,
+                     prefetchNextBlock ? function_ref<void(Value)>(prefetchNext)
+                                       : nullptr);
+    else
+      dotScores(scratch[5], st.t, kvPairs.k, kvPairs.bi, kvPairs.g,
+                kvPairs.tile, kvPairs.end, pBuf,
+                prefetchNextBlock ? function_ref<void(Value)>(prefetchNext)
+                                  : nullptr);
   } else if (directScores)
-    directScoresOf(sourceOf(args, 1), qPacked, bi, g, j0, qt.keys.end, pBuf);
+    directScoresOf(sourceOf(args, 1), qPacked, st.t, bi, g, j0, qt.keys.end,
+                   pBuf);
   else
     loop(0, blockTiles, [&](Value t) {
       // A loop, not blockTiles copies of the product (JIT compile time).
@@ -757,14 +770,22 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
                   valid, alphaBuf, kPrefetchRows);
 }
 
-void FlashForward::directScoresOf(const KeySource &keys, Value qPacked,
+void FlashForward::directScoresOf(const KeySource &keys, Value qPacked, Value t,
                                   Value bi, Value g, Value j0, Value end,
-                                  Value pBuf) {
-  int64_t vectors = D / kLanes;
+                                  Value pBuf,
+                                  function_ref<void(Value)> perTile) {
+  // 16 f32 columns per FMA, or 32 bf16 ones (16 pairs) per dot product.
+  int64_t perVector = paired ? 2 * kLanes : kLanes, vectors = D / perVector;
+  auto pairType = VectorType::get({2 * kLanes}, bf16);
   // Q's rows as vectors, once per block.
   SmallVector<SmallVector<Value>> q(rows);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t w = 0; w < vectors; ++w) {
+      if (paired) {
+        q[r].push_back(vector::LoadOp::create(
+            b, pairType, qPacked, ValueRange{t, idx(r), idx(w * perVector)}));
+        continue;
+      }
       SmallVector<Value> lanes;
       for (int64_t l = 0; l < kLanes; ++l)
         lanes.push_back(memref::LoadOp::create(
@@ -773,6 +794,11 @@ void FlashForward::directScoresOf(const KeySource &keys, Value qPacked,
     }
   Value last = arith::SubIOp::create(b, end, idx(1));
   loop(0, blockTiles * kCols / kLanes, [&](Value group) {
+    if (perTile)
+      ifThen(arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                   arith::RemUIOp::create(b, group, idx(2)),
+                                   idx(0)),
+             [&] { perTile(arith::DivUIOp::create(b, group, idx(2))); });
     Value first = arith::AddIOp::create(
         b, j0, arith::MulIOp::create(b, group, idx(kLanes)));
     ifThen(
@@ -791,7 +817,14 @@ void FlashForward::directScoresOf(const KeySource &keys, Value qPacked,
               Value sum;
               for (int64_t w = 0; w < vectors; ++w) {
                 SmallVector<Value> indices(at[l]);
-                indices.push_back(idx(w * kLanes));
+                indices.push_back(idx(w * perVector));
+                if (paired) {
+                  sum = x86vector::DotBF16Op::create(
+                      b, sum ? sum : splat(f(0.0f)), q[r][w],
+                      vector::LoadOp::create(b, pairType, keys.memref,
+                                             indices));
+                  continue;
+                }
                 Value x = loadVectorF32(keys.memref, indices);
                 sum =
                     sum ? vector::FMAOp::create(b, q[r][w], x, sum).getResult()

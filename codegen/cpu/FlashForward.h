@@ -56,7 +56,8 @@ public:
                     headsPerTask * Sq <= kMaxRowsForValuesInPlace;
     prefetchNextBlock = dot && packedBlocks && qTiles == 1 && headsPerTask == 1;
     directScores =
-        packedBlocks && !paired && rows <= kMaxDirectRows && D % kLanes == 0;
+        packedBlocks && (paired ? !amx && rows == 1 && D % (2 * kLanes) == 0
+                                : rows <= kMaxDirectRows && D % kLanes == 0);
   }
 
   /// Whether the score_mod captures a float tensor that may get a
@@ -100,13 +101,17 @@ private:
   /// arguments: paged through the block table (args[6]) with `pages`.
   KeySource sourceOf(mlir::ArrayRef<mlir::Value> args, unsigned n);
 
-  /// The scores of the rows of qPacked ([D, rows], Q times the scale)
-  /// against the block's keys from j0 below `end`, 16 at a time, from K's
-  /// rows where they are (directScores): into pBuf's columns (a 16-key
-  /// group at or past `end` is left as it was: the masks drop it).
-  void directScoresOf(const KeySource &keys, mlir::Value qPacked,
+  /// The scores of the tile's rows against the block's keys from j0 below
+  /// `end`, 16 at a time, from K's rows where they are (directScores):
+  /// into pBuf's columns (a 16-key group at or past `end` is left as it
+  /// was: the masks drop it). f32: from qPacked ([D, rows], Q times the
+  /// scale); bf16 (dot products): from Q's rows in bf16 (qRows[t], as
+  /// dotScores takes them, unscaled).
+  /// `perTile(kt)` runs before each 32-key tile kt (dotScores').
+  void directScoresOf(const KeySource &keys, mlir::Value qPacked, mlir::Value t,
                       mlir::Value bi, mlir::Value g, mlir::Value j0,
-                      mlir::Value end, mlir::Value pBuf);
+                      mlir::Value end, mlir::Value pBuf,
+                      mlir::function_ref<void(mlir::Value)> perTile = nullptr);
   /// The state of query tile t of the task's head hh: hh groupTiles + t.
   mlir::Value stateIndex(mlir::Value hh, mlir::Value t);
 
@@ -314,9 +319,12 @@ private:
   // 8.6-8.8 ms, MHA 28-34 -> 25.1-25.6 ms; slower with bf16 V (converted
   // at each read: 5.1-5.7 -> 6.2-6.7 ms) and at Sq=16 (GQA: 19.2 -> 20.5-21.3).
   bool valuesInPlace;
-  // Q K^T of few rows as dot products with K's rows where they are (up to
-  // kMaxDirectRows rows, f32): no K^T tiles. A decoding step's transposes
-  // were half its time (perf), and each row of K is now read as it lies.
+  // Q K^T of few rows as dot products with K's rows where they are (f32:
+  // up to kMaxDirectRows rows; bf16 on dot products: one row): no K^T
+  // tiles or K pairs. A decoding step's transposes were half its time
+  // (perf), and each row of K is now read as it lies. (bf16 GQA steps of 4
+  // rows ran slower so: B=4, Hkv=8, Skv=4096, 1.67 -> 1.91 ms; each row
+  // reloads K, where the pairs' products share each load among the rows.)
   bool directScores;
   static constexpr int64_t kMaxDirectRows = 4;
   static constexpr int64_t kMaxRowsForValuesInPlace = 8;

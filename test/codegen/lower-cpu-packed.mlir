@@ -4,17 +4,18 @@
 // A GQA decoding step (one query row a head): no per-call copy of K or V.
 // One task per (batch, KV head), 8 of them, runs both query heads of its
 // KV head as the two rows of one query tile (Q, O and LSE seen as
-// [2, 4, 2, ...]); it packs each key block it is at, K^T's 16 x 16 blocks
-// transposed by shuffles, into its own scratch. Two f32 query rows a task
-// read V where it lies.
+// [2, 4, 2, ...]); its two rows' scores are dot products with K's rows
+// where they lie (lower-cpu-direct-scores.mlir: no K^T tiles, whose
+// scratch is a one-element stand-in), and two f32 query rows a task read
+// V where it lies.
 // CHECK-NOT: __attnc_flash_transpose
 // CHECK-NOT: __attnc_flash_chunk
 // CHECK-LABEL: func.func private @__attnc_flash_forward
 // CHECK-SAME: (%{{.*}}: memref<2x4x2x32xf32>, %[[K:.*]]: memref<2x4x300x32xf32>, %[[V:.*]]: memref<2x4x300x32xf32>
-// CHECK: %[[KT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x32x32xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x1x1x1x1xf32>
 // CHECK-NOT: memref.alloc
+// CHECK: vector.load %[[K]]
 // CHECK: vector.shuffle
-// CHECK: vector.store %{{.*}}, %[[KT]]
 // CHECK: vector.load %[[V]]
 // CHECK-LABEL: func.func @decode
 // CHECK: %[[Q:.*]] = memref.expand_shape {{.*}} output_shape [2, 4, 2, 32] : memref<2x8x32xf32> into memref<2x4x2x32xf32>
@@ -27,13 +28,12 @@ func.func @decode(%q: tensor<2x8x1x32xf32>, %k: tensor<2x4x300x32xf32>, %v: tens
 
 // -----
 
-// bf16 V (converted at each read in place) is packed too, in f32 column
-// chunks per block.
+// bf16 V (without bf16 dot products) is packed, in f32 column chunks per
+// block; K is read where it lies (direct scores).
 // CHECK-NOT: __attnc_flash_chunk
 // CHECK-LABEL: func.func private @__attnc_flash_forward
-// CHECK-DAG: %[[KT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x8x32x32xf32>
+// CHECK-DAG: memref.alloc() {alignment = 64 : i64} : memref<1x1x1x1x1xf32>
 // CHECK-DAG: %[[VC:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x1x1x256x32xf32>
-// CHECK: vector.store %{{.*}}, %[[KT]]
 // CHECK: vector.store %{{.*}}, %[[VC]]
 // CHECK-LABEL: func.func @decode_bf16
 func.func @decode_bf16(%q: tensor<2x8x1x32xbf16>, %k: tensor<2x4x300x32xbf16>, %v: tensor<2x4x300x32xbf16>) -> tensor<2x8x1x32xbf16> {
