@@ -152,8 +152,8 @@ void FlashCommon::rowsTimesKeys(Value y, Value c, const KeySource &x, Value bi,
                                 Value g, Value j0, Value valid, Value alpha,
                                 int64_t prefetchAhead) {
   // x as given (not in 32-wide chunks) is read a row at a time: with few
-  // rows, chunks of up to 8 vectors (24 accumulators), so that each row
-  // of x is read once per block rather than once per 32 columns.
+  // rows, chunks of up to 8 vectors (kMaxAccumulators in all), so that
+  // each row of x is read once per block rather than once per 32 columns.
   bool chunked = shapeOf(x.memref).size() == 5;
   int64_t width = shapeOf(y).back();
   int64_t perChunk =
