@@ -1576,19 +1576,22 @@ TEST(KernelTest, BiasGradientsOnKeyTasks) {
   }
 }
 
-/// A relative-position table (rel[h, j - i + Sq - 1]: one bias per head and
-/// distance), whose gradient sums dS along diagonals: each of a row's keys
-/// reads its own element, so a bf16 or f16 output's Delta comes from O
-/// (isReadOncePerRow). Forward and every gradient against the reference.
-TEST(KernelTest, RelativeTableGradients) {
-  std::mt19937_64 rng(20261206);
+/// Random specs of one score_mod with a capture, forward and every
+/// gradient against the reference: f32, bf16 and f16 in turn, causal or
+/// not, windows (40 keys) and lengths at random, Sq drawn from `queries`,
+/// the native CPU and (case 4) one without AMX.
+static void runCaptureCases(ScoreModKind kind, uint64_t rngSeed, int cases,
+                            uint64_t seedBase,
+                            std::initializer_list<int64_t> queries,
+                            double captureTolerance = 0) {
+  std::mt19937_64 rng(rngSeed);
   auto pick = picker(rng);
-  for (int n = 0; n < 6; ++n) {
+  for (int n = 0; n < cases; ++n) {
     AttentionCase c;
     c.B = pick({1, 2});
     c.Hkv = pick({1, 2});
     c.H = c.Hkv * pick({1, 2});
-    c.Sq = pick({1, 40, 100});
+    c.Sq = pick(queries);
     c.Skv = pick({33, 150, 300});
     c.D = pick({32, 64});
     c.Dv = pick({32, 64});
@@ -1596,45 +1599,36 @@ TEST(KernelTest, RelativeTableGradients) {
     c.causal = n % 2;
     c.window = rng() % 3 == 0 ? 40 : 0;
     c.lengths = rng() % 3 == 0;
-    c.scoreMod = ScoreModKind::RelativeTable;
+    c.scoreMod = kind;
+    c.captureTolerance = captureTolerance;
     c.cpu = n == 4 ? "native,-amx-tile,-amx-bf16" : "native";
-    runCase(c, 1950 + n);
+    runCase(c, seedBase + n);
   }
+}
+
+/// A relative-position table (rel[h, j - i + Sq - 1]: one bias per head and
+/// distance), whose gradient sums dS along diagonals: each of a row's keys
+/// reads its own element, so a bf16 or f16 output's Delta comes from O
+/// (isReadOncePerRow). Forward and every gradient against the reference.
+TEST(KernelTest, RelativeTableGradients) {
+  runCaptureCases(ScoreModKind::RelativeTable, 20261206, 6, 1950, {1, 40, 100});
+}
+
+/// Captures read per head (a scale t[h], a slope t[H] at a constant
+/// index), whose gradients sum every row's terms: with a narrow output the
+/// backward takes Delta from O and corrects them by each row's Delta error
+/// (FlashBackward's correctRowSums), on the native, dot-product and AMX
+/// paths, with masks, windows and lengths: errors of 1e-7 to 1e-6 of the
+/// largest, 8e-5 to 7e-3 in bf16 and f16 without the correction, which the
+/// check of 1e-4 catches.
+TEST(KernelTest, PerHeadCaptureGradients) {
+  runCaptureCases(ScoreModKind::HeadScales, 20261207, 8, 2950, {40, 100}, 1e-4);
 }
 
 /// A KV cache's rows past each sequence's length may hold anything (its
 /// unwritten capacity): NaN there changes no output and no gradient,
 /// forward and backward, on the f32 kernel, the dot products (bf16 without
 /// AMX) and AMX, for causal caches and windows, decoding and prefill.
-/// Captures read per head (a scale t[h], a slope t[H] at a constant
-/// index), whose gradients sum every row's terms: with a narrow output the
-/// backward takes Delta from O and corrects them by each row's Delta error
-/// (FlashBackward's correctRowSums), on the native, dot-product and AMX
-/// paths, with masks, windows and lengths: errors of 1e-7 to 1e-6 of the
-/// largest, 2e-4 to 1e-3 in bf16 and f16 without the correction.
-TEST(KernelTest, PerHeadCaptureGradients) {
-  std::mt19937_64 rng(20261207);
-  auto pick = picker(rng);
-  for (int n = 0; n < 8; ++n) {
-    AttentionCase c;
-    c.B = pick({1, 2});
-    c.Hkv = pick({1, 2});
-    c.H = c.Hkv * pick({1, 2});
-    c.Sq = pick({40, 100});
-    c.Skv = pick({33, 150, 300});
-    c.D = pick({32, 64});
-    c.Dv = pick({32, 64});
-    c.dtype = n % 3 == 1 ? "bf16" : n % 3 == 2 ? "f16" : "f32";
-    c.causal = n % 2;
-    c.window = rng() % 3 == 0 ? 40 : 0;
-    c.lengths = rng() % 3 == 0;
-    c.scoreMod = ScoreModKind::HeadScales;
-    c.captureTolerance = 1e-4;
-    c.cpu = n == 4 ? "native,-amx-tile,-amx-bf16" : "native";
-    runCase(c, 2950 + n);
-  }
-}
-
 TEST(KernelTest, CacheRowsPastTheLengthsMayHoldNaN) {
   std::mt19937_64 rng(20261206);
   auto pick = picker(rng);
