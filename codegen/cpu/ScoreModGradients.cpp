@@ -327,7 +327,8 @@ void ScoreModGradients::accumulateCaptureGrads(ArrayRef<Value> partials,
                                                Value keep, Value headSums) {
   Location loc = b.getLoc();
   size_t next = 1;
-  for (auto [r, read] : llvm::enumerate(reads)) {
+  for (size_t r = 0; r < reads.size(); ++r) {
+    const CaptureRead &read = reads[r];
     // (In f32 whatever the capture's type: buildScoreModAdjoints.)
     Value adjoint = arith::SelectOp::create(
         b, keep, broadcastToLanes(b, loc, adjoints[next]), splat(f(0.0f)));
