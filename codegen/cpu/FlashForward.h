@@ -7,6 +7,7 @@
 
 #include "codegen/cpu/FlashAttention.h"
 #include "codegen/cpu/FlashCommon.h"
+#include "codegen/cpu/WidenRegion.h"
 #include "dialect/AttnAttrs.h"
 #include "dialect/AttnOps.h"
 
@@ -46,7 +47,8 @@ public:
     packedBlocks =
         !similarity && (qTiles <= groupTiles || op.getPages() ||
                         (!amx && perCallCopyBytes() > kMaxCopyBytes));
-    pipelined = amx && rows > kAmxRows && (similarity ? H : groupTiles) > 1;
+    pipelined = amx && rows > kAmxRows && (similarity ? H : groupTiles) > 1 &&
+                !hasExpandedMath(scoreMod) && !hasExpandedMath(maskMod);
     kvSplits = packedBlocks && !entropy && !gk ? plan.getSplits() : 1;
     headsPerTask = similarity ? H
                    : packedBlocks && (B * Hkv >= kMinTasks || kvSplits > 1)
@@ -252,7 +254,14 @@ private:
   // interleaved with the next tile's (head's) Q K^T, a C tile of each tile
   // of rows every few rows, so that the tile unit works while the vector
   // units do (out-of-order execution overlaps them only within a few
-  // hundred instructions, less than a tile's softmax).
+  // hundred instructions, less than a tile's softmax). Not with a region
+  // whose math expands into polynomials (hasExpandedMath): on a Xeon with
+  // AMX (bf16, B=1, H=8, S=2048, D=64, causal, AOT host, min of 30) a
+  // softcap's forward took 11.6 ms pipelined against 7.5 ms not, tanh(s)
+  // 10.2 against 7.4, s / (1 + exp(-s / 10)) 12.6 against 8.3 (a stall
+  // at each C tile between the rows, growing with the interleaved rows'
+  // work), while plain, ALiBi, a division, min/max and 15 FMAs ran 3-8%
+  // faster pipelined.
   bool pipelined;
   bool dot; // the products as AVX-512 BF16 dot products (FlashForwardDot.cpp)
   // Either: Q, K, V and P in bf16, K and V copied into pairs per call.

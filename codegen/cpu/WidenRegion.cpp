@@ -8,6 +8,7 @@
 #include "codegen/cpu/Lanes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -42,6 +43,20 @@ bool canWidenRegion(Region &region) {
       return false;
   }
   return true;
+}
+
+bool hasExpandedMath(Region &region) {
+  auto expanded = [](Operation *op) {
+    return isa<math::MathDialect>(op->getDialect()) &&
+           !isa<math::FmaOp, math::AbsFOp, math::AbsIOp, math::CopySignOp,
+                math::SqrtOp, math::RoundOp, math::RoundEvenOp, math::FloorOp,
+                math::CeilOp, math::TruncOp>(op);
+  };
+  return region
+      .walk([&](Operation *op) {
+        return expanded(op) ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
 }
 
 Value broadcastToLanes(OpBuilder &b, Location loc, Value value) {

@@ -13,6 +13,12 @@ namespace attnc {
 /// tensor, with scalar operands and results.
 bool canWidenRegion(mlir::Region &region);
 
+/// Whether `region` has a math op that the lowering expands into a
+/// polynomial approximation (exp, log, tanh, erf, sin, ...: every math op
+/// but fma, the absolute values, copysign, sqrt and the roundings, which
+/// are single instructions).
+bool hasExpandedMath(mlir::Region &region);
+
 /// Emits the ops of `block` (up to its terminator) at `b` for 16 lanes and
 /// returns the terminator's operands. `arguments` binds each block
 /// argument: a scalar stands for the same value in every lane (batch, head,

@@ -4,8 +4,11 @@
 // region on the scaled scores (tanh's division a reciprocal estimate), then
 // t = S' log2(e) - m log2(e) in one FMA (the scale is not folded in: the
 // region saw the scaled score), 2^t from round(t) and a degree-4
-// polynomial.
+// polynomial. tanh expands into a polynomial (hasExpandedMath), so the
+// softmax rows are not interleaved with the next tile's Q K^T: one scores
+// buffer, no choice between two.
 // CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK-NOT: arith.select %{{.*}} : memref<32x32xf32>
 // CHECK: arith.divf %{{.*}}, %{{.*}} fastmath<ninf,arcp> : vector<16xf32>
 // CHECK: %[[T:.*]] = vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK-NEXT: %[[K:.*]] = math.roundeven %[[T]] : vector<16xf32>
@@ -29,8 +32,11 @@ func.func @softcap(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x1x20x64xbf16>, %v: t
 
 // With a float capture (ALiBi's slopes) the softmax keeps the f32 exp
 // (k = round(x log2 e), then Cody-Waite): the capture's gradient, a sum over
-// j - i, amplifies the LSE's error, which 2^t's 4e-6 would dominate.
+// j - i, amplifies the LSE's error, which 2^t's 4e-6 would dominate. Its
+// arithmetic is cheap: the two tiles of query rows are pipelined (step n's
+// scores in one of two buffers).
 // CHECK-LABEL: func.func private @__attnc_flash_forward
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : memref<32x32xf32>
 // CHECK-NOT: dense<0.00966636836>
 // CHECK: %[[K:.*]] = math.roundeven %{{.*}} : vector<16xf32>
 // CHECK-NEXT: arith.constant dense<-0.693359375> : vector<16xf32>
