@@ -1478,10 +1478,10 @@ TEST(KernelTest, Bf16BackwardDotProducts) {
 }
 
 /// Forwards whose per-call copies of K^T and V would pass 16 MiB (33000
-/// f32 keys of 64 + 64 columns: 16.1 MiB) and whose heads have several
-/// tasks: each task packs the key blocks it visits (FlashForward.h,
-/// packedBlocks), causal or not, with lengths, windows and a score_mod,
-/// forward and every gradient against the reference.
+/// f32 keys of 64 + 64 columns: 16.1 MiB; bf16 pairs below) and whose heads
+/// have several tasks: each task packs the key blocks it visits
+/// (FlashForward.h, packedBlocks), causal or not, with lengths, windows and a
+/// score_mod, forward and every gradient against the reference.
 TEST(KernelTest, LongKeysArePackedPerTask) {
   for (int n = 0; n < 4; ++n) {
     AttentionCase c;
@@ -1496,6 +1496,22 @@ TEST(KernelTest, LongKeysArePackedPerTask) {
     c.lengths = n == 3;
     c.scoreMod = n == 1 ? ScoreModKind::Softcap : ScoreModKind::None;
     runCase(c, 1900 + n);
+  }
+  // bf16 pairs past 16 MiB (16 heads of 4224 keys, 64 + 64 columns: 16.5
+  // MiB) with 9 query tiles a head: on AMX two tasks a head of 5 pipelined
+  // tiles of 32 rows (lower-cpu-amx-packed.mlir), else dot products.
+  for (int n = 0; n < 2; ++n) {
+    AttentionCase c;
+    c.B = 1;
+    c.H = c.Hkv = 16;
+    c.Sq = 260;
+    c.Skv = 4200;
+    c.D = c.Dv = 64;
+    c.dtype = "bf16";
+    c.causal = n == 0;
+    c.lengths = n == 1;
+    c.scoreMod = n == 1 ? ScoreModKind::Alibi : ScoreModKind::None;
+    runCase(c, 1910 + n);
   }
 }
 
