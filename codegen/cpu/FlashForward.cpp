@@ -615,15 +615,39 @@ void FlashForward::keyBlock(ArrayRef<Value> args, ArrayRef<Value> scratch,
     if (foldScale)
       blockMax = arith::MulFOp::create(b, blockMax, f(scale));
     Value mOld = memref::LoadOp::create(b, maxBuf, r);
-    Value m = maxOf(mOld, blockMax);
+    Value m, moved;
+    if (lazyMax) {
+      // The max moves only past mOld + kLazyMaxSlack (from -inf, to any
+      // key's score; never to NaN, whose p are NaN all the same).
+      moved = arith::CmpFOp::create(
+          b, arith::CmpFPredicate::OGT, blockMax,
+          arith::AddFOp::create(b, mOld, f(kLazyMaxSlack)));
+      m = arith::SelectOp::create(b, moved, blockMax, mOld);
+    } else {
+      m = maxOf(mOld, blockMax);
+    }
     // While a row has seen no key, m = -inf: subtract 0 instead so that
     // exp gives 0, never NaN.
     Value safe = arith::SelectOp::create(
         b, arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, f(kNegInf)),
         f(0.0f), m);
     // Flushed too: a denormal alpha would make O's rescale denormal.
-    Value shift = arith::SubFOp::create(b, mOld, safe);
-    Value alpha = flushTiny(shift, math::ExpOp::create(b, shift));
+    auto rescale = [&] {
+      Value shift = arith::SubFOp::create(b, mOld, safe);
+      return flushTiny(shift, math::ExpOp::create(b, shift));
+    };
+    Value alpha;
+    if (lazyMax) {
+      auto ifOp = scf::IfOp::create(b, f32, moved, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, rescale());
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, f(1.0f));
+      alpha = ifOp.getResult(0);
+    } else {
+      alpha = rescale();
+    }
     // P for the step's P V: f32 for the FMA product, bf16 straight into
     // the A tile's rows on AMX (and pairs for the dot products).
     SmallVector<Value> p, terms;

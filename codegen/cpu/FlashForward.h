@@ -48,6 +48,7 @@ public:
                                    perCallCopyBytes() > kMaxCopyBytes);
     pipelined = amx && rows > kAmxRows && (similarity ? H : groupTiles) > 1 &&
                 !hasExpandedMath(scoreMod) && !hasExpandedMath(maskMod);
+    lazyMax = amx;
     kvSplits = packedBlocks && !entropy && !gk ? plan.getSplits() : 1;
     headsPerTask = similarity ? H
                    : packedBlocks && (B * Hkv >= kMinTasks || kvSplits > 1)
@@ -188,9 +189,15 @@ private:
   /// O = alpha O + P V for the step's P (bf16, written by the softmax)
   /// and V's 32-key tiles from `tile` (pairs): P V on tiles of 16 columns,
   /// the rescale on AVX-512.
+  /// With lazyMax, where no row's max moved (every alpha 1), P V
+  /// accumulates into O's tiles instead.
   void amxUpdate(mlir::ArrayRef<mlir::Value> scratch, mlir::Value oBuf,
                  mlir::Value vp, mlir::Value bi, mlir::Value g,
                  mlir::Value tile);
+  /// O = alpha O + P V: `products(pv, false)` puts P V in pv, then a pass
+  /// over O's rows rescales and adds.
+  void rescaledUpdate(llvm::function_ref<void(mlir::Value, bool)> products,
+                      mlir::Value oBuf, mlir::Value pv, mlir::Value alphaBuf);
 
   /// With similarity, after every head's step of query tile t of the
   /// task: the tile's A_hg from each head's p and alpha of the step.
@@ -262,6 +269,14 @@ private:
   // work), while plain, ALiBi, a division, min/max and 15 FMAs ran 3-8%
   // faster pipelined.
   bool pipelined;
+  // On AMX, a row's running max moves only when a block's max passes it by
+  // more than kLazyMaxSlack (FlashAttention-4's conditional rescale): p
+  // then reaches up to e^slack = 256 (f32 sums, bf16's range), and in most
+  // steps no row of a tile moves, so that the step skips alpha's exp per
+  // row and P V accumulates into O's tiles (amxUpdate) with no rescale
+  // pass. The LSE, m + log l, is the same.
+  bool lazyMax;
+  static constexpr float kLazyMaxSlack = 5.54517744f; // 8 ln 2
   bool dot; // the products as AVX-512 BF16 dot products (FlashForwardDot.cpp)
   // Either: Q, K, V and P in bf16, K and V copied into pairs per call.
   bool paired;

@@ -149,25 +149,52 @@ void FlashForward::amxUpdate(ArrayRef<Value> scratch, Value oBuf, Value vp,
   // after another (P's tiles reloaded per column tile, or held when 2 fit)
   // made each a dependent chain of blockTiles products.
   int64_t perPass = amxTilesPerPass();
-  for (int64_t c0 = 0; c0 < Dv; c0 += perPass * kAmxRows)
-    amxProducts(
-        pPairs,
-        [&](Value k, int64_t m) {
-          return SmallVector<Value>{idx(kAmxRows * m),
-                                    arith::MulIOp::create(b, k, idx(kCols))};
-        },
-        vp,
-        [&](Value k, int64_t n) {
-          return SmallVector<Value>{bi, g, arith::AddIOp::create(b, tile, k),
-                                    idx(0), idx(2 * (c0 + kAmxRows * n))};
-        },
-        pv,
-        [&](int64_t m, int64_t n) {
-          return SmallVector<Value>{idx(kAmxRows * m), idx(c0 + kAmxRows * n)};
-        },
-        rows / kAmxRows, std::min<int64_t>(perPass, (Dv - c0) / kAmxRows),
-        idx(0), idx(blockTiles),
-        /*accumulate=*/false);
+  auto products = [&](Value c, bool accumulate) {
+    for (int64_t c0 = 0; c0 < Dv; c0 += perPass * kAmxRows)
+      amxProducts(
+          pPairs,
+          [&](Value k, int64_t m) {
+            return SmallVector<Value>{idx(kAmxRows * m),
+                                      arith::MulIOp::create(b, k, idx(kCols))};
+          },
+          vp,
+          [&](Value k, int64_t n) {
+            return SmallVector<Value>{bi, g, arith::AddIOp::create(b, tile, k),
+                                      idx(0), idx(2 * (c0 + kAmxRows * n))};
+          },
+          c,
+          [&](int64_t m, int64_t n) {
+            return SmallVector<Value>{idx(kAmxRows * m),
+                                      idx(c0 + kAmxRows * n)};
+          },
+          rows / kAmxRows, std::min<int64_t>(perPass, (Dv - c0) / kAmxRows),
+          idx(0), idx(blockTiles), accumulate);
+  };
+  if (!lazyMax)
+    return rescaledUpdate(products, oBuf, pv, alphaBuf);
+  // With lazyMax most steps move no row's max (every alpha is 1): P V then
+  // accumulates into O's own tiles, with no pass over O on the vector units.
+  Value allOnes;
+  for (int64_t r = 0; r < rows; r += kLanes) {
+    Value same = arith::CmpFOp::create(
+        b, arith::CmpFPredicate::OEQ,
+        vector::LoadOp::create(b, vec, alphaBuf, ValueRange{idx(r)}),
+        splat(f(1.0f)));
+    Value all =
+        vector::ReductionOp::create(b, vector::CombiningKind::AND, same);
+    allOnes = allOnes ? arith::AndIOp::create(b, allOnes, all) : all;
+  }
+  auto ifOp = scf::IfOp::create(b, allOnes, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  products(oBuf, /*accumulate=*/true);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  rescaledUpdate(products, oBuf, pv, alphaBuf);
+}
+
+void FlashForward::rescaledUpdate(function_ref<void(Value, bool)> products,
+                                  Value oBuf, Value pv, Value alphaBuf) {
+  products(pv, /*accumulate=*/false);
   loop(0, rows, [&](Value r) {
     Value alpha = splat(memref::LoadOp::create(b, alphaBuf, r));
     loop(idx(0), idx(Dv), kLanes, [&](Value c) {

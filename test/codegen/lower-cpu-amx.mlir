@@ -32,6 +32,13 @@
 // one FMA of the unscaled products, 2^t from round(t) and a degree-4
 // polynomial, scaled by vscalefps.
 // CHECK: arith.select %{{.*}}, %[[S0]], %[[S1]] : memref<32x32xf32>
+// A row's max moves only past the old one plus 8 ln 2 (lazyMax), and only
+// then is alpha an exp.
+// CHECK: %[[OLD:.*]] = memref.load
+// CHECK-NEXT: %[[SLACK:.*]] = arith.constant 5.54517746 : f32
+// CHECK-NEXT: %[[BOUND:.*]] = arith.addf %[[OLD]], %[[SLACK]] : f32
+// CHECK-NEXT: %[[MOVED:.*]] = arith.cmpf ogt, %{{.*}}, %[[BOUND]] : f32
+// CHECK: scf.if %[[MOVED]] -> (f32) {
 // CHECK: %[[T:.*]] = vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>
 // CHECK-NEXT: %[[K:.*]] = math.roundeven %[[T]] : vector<16xf32>
 // CHECK: arith.subf %[[T]], %[[K]] : vector<16xf32>
@@ -45,7 +52,13 @@
 // CHECK-COUNT-2: amx.tile_store {{.*}} : memref<32x32xf32>, !amx.tile<16x16xf32>
 // CHECK-NEXT: }
 // CHECK-NEXT: }
-// Then P V from the two tiles of P's rows.
+// Then P V from the two tiles of P's rows: into O's own tiles where every
+// alpha of the step is 1, else into a buffer that the rescale adds.
+// CHECK: vector.reduction <and>
+// CHECK: vector.reduction <and>
+// CHECK: scf.if
+// CHECK-COUNT-4: amx.tile_load {{.*}} : memref<32x32xf32, strided<[32, 1], offset: ?>> into !amx.tile<16x16xf32>
+// CHECK: } else {
 // CHECK: amx.tile_load {{.*}} : memref<32x32xbf16> into !amx.tile<16x32xbf16>
 // CHECK: amx.tile_load {{.*}} : memref<32x32xbf16> into !amx.tile<16x32xbf16>
 // CHECK: amx.tile_load {{.*}} : memref<1x1x1x16x64xbf16> into !amx.tile<16x32xbf16>

@@ -807,6 +807,28 @@ TEST(KernelTest, LargeLogitGradients) {
       }
 }
 
+// bf16 forwards over several key blocks whose rows' maxima jump by more
+// than the AMX forward's slack (8 ln 2) in some steps and not in others:
+// a tile's P V then goes into O's own tiles in some steps and through the
+// rescale in others (FlashForward.h, lazyMax); forward and every gradient.
+TEST(KernelTest, MovingRowMaxima) {
+  AttentionCase c;
+  c.B = 1;
+  c.H = 2;
+  c.Hkv = 1;
+  c.Sq = 100; // 32-row tiles on AMX, pipelined
+  c.Skv = 1100;
+  c.D = c.Dv = 64;
+  c.dtype = "bf16";
+  for (double x : {1.0, 3.0, 10.0})
+    for (bool causal : {false, true}) {
+      c.causal = causal;
+      c.inputScale = x;
+      c.scoreMod = x == 1.0 ? ScoreModKind::Alibi : ScoreModKind::None;
+      runCase(c, 12);
+    }
+}
+
 /// runCase in f32 and bf16, causal or not, at D = Dv = 8 (the unfused
 /// lowering), 16 and 64 (the flash kernels).
 void runInEveryCpuKernel(AttentionCase c, uint64_t seed) {
