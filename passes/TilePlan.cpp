@@ -69,28 +69,23 @@ bool usesAmxTiles(Operation *op, const CpuTarget &target) {
 /// dot products on `target` (vdpbf16ps: a pair of bf16 products into each
 /// f32 lane): where it has them, for bf16 Q, K and V (O and dO are V's
 /// type), D and Dv multiples of 16. The forward where there is no AMX, at
-/// any Sq (decoding steps pair each key block in their task); on AMX CPUs
-/// (Intel's, whose vdpbf16ps runs at half the FMAs' FLOP rate: 137 against
-/// 269 GFLOP/s measured) only for MHA steps of one query row (steps of 4
-/// rows or more take AMX tiles). With f32 FMAs on converted bf16, the
-/// others read K's rows where they lie (direct scores, up to 4 rows a KV
-/// head) rather than pairing them: on the 2-core Xeon (H=32, Skv=4096,
-/// D=128, 2 threads, AOT host, min of 20, two runs) B=1 GQA steps with
-/// Hkv=4, 8 and 16 took 0.39 / 0.55 / 0.87 ms against 0.57 / 0.72 / 1.20
-/// on dot products, Hkv=8 at Skv=16384 2.3 against 2.9 ms and at B=4 2.2-2.3
-/// against 3.0, MHA Sq=2 1.75-1.9 against 2.37, GQA (Hkv=8) Sq=2 1.02
-/// against 0.98; MHA Sq=1 1.46 against 1.66 ms at B=1 but 11.3 against
-/// 9.6-9.9 at Skv=16384 and 11.7 against 10.0-10.4 at B=4, so it keeps
-/// them. The backward from 64 query rows, where it does not take AMX
-/// tiles.
+/// any Sq (decoding steps pair each key block in their task); not on AMX
+/// CPUs (Intel's, whose vdpbf16ps runs at half the FMAs' FLOP rate: 137
+/// against 269 GFLOP/s measured), where steps of 4 rows or more take AMX
+/// tiles and shorter ones f32 FMAs on converted bf16, which read K's and
+/// V's rows where they lie (direct scores up to 4 rows a KV head, V in
+/// place) rather than pairing them: on the 2-core Xeon (H=32, Skv=4096,
+/// D=128, 2 threads, AOT host, min of 10-20, two runs) against the dot
+/// products, B=1 GQA steps with Hkv=4, 8 and 16 took 0.39 / 0.55 / 0.87
+/// ms against 0.57 / 0.72 / 1.20 (V still copied per block), and with V in
+/// place MHA Sq=1 1.05 against 1.73 ms, at Skv=16384 9.0 against 9.2-9.8
+/// and at B=4 8.0-8.5 against 9.1-10.2. The backward from 64 query rows,
+/// where it does not take AMX tiles.
 bool usesDotBf16(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
-  if (!target.dotBf16 || target.vectorBits < 512 || (!fwd && !grad))
-    return false;
-  if (fwd && target.amx &&
-      (shapeOf(fwd.getQuery())[2] != 1 ||
-       shapeOf(fwd.getQuery())[1] != shapeOf(fwd.getKey())[1]))
+  if (!target.dotBf16 || target.vectorBits < 512 || (!fwd && !grad) ||
+      (fwd && target.amx))
     return false;
   Value q = op->getOperand(0), k = op->getOperand(1), v = op->getOperand(2);
   return (fwd || shapeOf(q)[2] >= 4 * attn::CpuPlanAttr::kAmxRows) &&

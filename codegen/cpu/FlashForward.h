@@ -54,7 +54,7 @@ public:
                    : packedBlocks && (B * Hkv >= kMinTasks || kvSplits > 1)
                        ? H / Hkv
                        : 1;
-    valuesInPlace = packedBlocks && elementTypeOf(op.getValue()).isF32() &&
+    valuesInPlace = packedBlocks && !paired &&
                     headsPerTask * Sq <= kMaxRowsForValuesInPlace;
     prefetchNextBlock = dot && packedBlocks && qTiles == 1 && headsPerTask == 1;
     directScores =
@@ -339,11 +339,17 @@ private:
   // Skv=4096, D=128, f32) ran in 11.8 ms instead of 24.3 ms.
   int64_t headsPerTask;
   // Whether P V reads V where the caller put it rather than from the
-  // block's column chunks: for f32 V and a task of few query rows, which
-  // read each V row too few times to repay its copy. Interleaved A/B, 2
-  // threads, B=4, H=32, Sq=1, Skv=4096, D=128: GQA (Hkv=8) 9.7-10.2 ->
-  // 8.6-8.8 ms, MHA 28-34 -> 25.1-25.6 ms; slower with bf16 V (converted
-  // at each read: 5.1-5.7 -> 6.2-6.7 ms) and at Sq=16 (GQA: 19.2 -> 20.5-21.3).
+  // block's column chunks: for a task of few query rows, which read each V
+  // row too few times to repay its copy. Interleaved A/B, 2 threads, B=4,
+  // H=32, Sq=1, Skv=4096, D=128: GQA (Hkv=8) 9.7-10.2 -> 8.6-8.8 ms, MHA
+  // 28-34 -> 25.1-25.6 ms; slower at Sq=16 (GQA: 19.2 -> 20.5-21.3). bf16
+  // and f16 V, converted as read, were slower too (5.1-5.7 -> 6.2-6.7 ms)
+  // while P V read each row once per 2 vectors of columns; since it reads
+  // a row once per block (rowsTimesKeys' chunks of 8 vectors), in place
+  // is faster for them too: on the 2-core Xeon with AMX (B=1, H=32, D=128,
+  // f32 FMAs on bf16, AOT host, min of 20) GQA (Hkv=8) Skv=4096 0.55 ->
+  // 0.48 ms, Skv=16384 2.22 -> 1.86, B=4 2.22 -> 1.89, MHA Sq=2 1.70 ->
+  // 1.21, f16 GQA 0.55 -> 0.48.
   bool valuesInPlace;
   // Q K^T of few rows as dot products with K's rows where they are (f32:
   // up to kMaxDirectRows rows; bf16 on dot products: one row): no K^T

@@ -2,9 +2,9 @@
 
 // A paged cache takes AMX tiles as a contiguous one does (its kernel pairs
 // a key block at a time, through the table): a 64-row bf16 chunk on an AMX
-// CPU, while a GQA decoding step (below 4 rows, where AMX's 16-row tiles
-// would be mostly empty) takes f32 FMAs on converted bf16, not the dot
-// products, which only MHA steps of one row keep there (usesDotBf16).
+// CPU, while a decoding step (below 4 rows, where AMX's 16-row tiles would
+// be mostly empty) takes f32 FMAs on converted bf16, not the dot products
+// (usesDotBf16: Intel's vdpbf16ps runs at half the FMAs' rate).
 // CHECK-LABEL: func.func @paged_bf16
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 32, query_block = 64, key_block = 256, amx = true>}
 // CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 2, query_block = 2, key_block = 256>}
@@ -22,7 +22,7 @@ func.func @paged_bf16(%q: tensor<1x2x64x64xbf16>, %q1: tensor<1x2x1x64xbf16>, %k
 }
 
 // CHECK-LABEL: func.func @mha_step
-// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256, dot_bf16 = true>}
+// CHECK: attn.attention {{.*}}#attn.cpu_plan<rows = 1, query_block = 1, key_block = 256>}
 func.func @mha_step(%q: tensor<1x2x1x64xbf16>, %k: tensor<1x2x512x64xbf16>) -> tensor<1x2x1x64xbf16> {
   %o, %l = attn.attention %q, %k, %k : tensor<1x2x1x64xbf16>, tensor<1x2x512x64xbf16>, tensor<1x2x512x64xbf16> -> tensor<1x2x1x64xbf16>, tensor<1x2x1xf32>
   return %o : tensor<1x2x1x64xbf16>
