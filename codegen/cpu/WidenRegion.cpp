@@ -47,7 +47,7 @@ bool canWidenRegion(Region &region) {
 
 bool hasExpandedMath(Region &region) {
   auto expanded = [](Operation *op) {
-    return isa<math::MathDialect>(op->getDialect()) &&
+    return isa_and_nonnull<math::MathDialect>(op->getDialect()) &&
            !isa<math::FmaOp, math::AbsFOp, math::AbsIOp, math::CopySignOp,
                 math::SqrtOp, math::RoundOp, math::RoundEvenOp, math::FloorOp,
                 math::CeilOp, math::TruncOp>(op);
