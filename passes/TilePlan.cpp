@@ -36,16 +36,17 @@ int64_t maxBackwardKeyBlock(int64_t d, int64_t dv) {
 /// query rows a head (the backward: 4 tiles of 16). A head of 8 query
 /// tiles or fewer (below) is one task, which pairs each key block into its
 /// scratch, as every task over a paged cache does; longer ones copy K and
-/// V whole into pairs once per call, shared by their tasks. (With a whole
+/// V whole into pairs once per call, shared by their tasks, up to 16 MiB
+/// of copies (past it each task pairs its key blocks too). (With a whole
 /// copy per call at every Sq, a bf16 GQA decode step, B=4, H=32, Hkv=8,
 /// Sq=1, Skv=4096, D=128, had run in 37.6 ms on AMX, +64 MB, and 9.9 ms on
 /// AVX-512, +0.5 MB.) Pairing per block, against the f32 FMAs that steps
 /// of 4 to 15 rows took before (B=4, H=32, Skv=4096, D=128, 2 threads, 9
 /// interleaved rounds, min): GQA (Hkv=8) Sq=4 13.4 -> 12.2 ms, Sq=8 20.5
 /// -> 12.4, Sq=16 32.4 -> 12.3; MHA Sq=4 26.5 -> 23.2, Sq=8 34.6 -> 26.0.
-/// Below 4 rows the dot products stay ahead (AMX: GQA Sq=1 6.6 -> 11.0
-/// ms, Sq=2 8.9 -> 11.1; MHA Sq=1 18.3 -> 23.3): a tile's 16 rows are then
-/// mostly empty.
+/// Below 4 rows AMX loses (GQA Sq=1 11.0 ms, Sq=2 11.1, MHA Sq=1 23.3,
+/// against the dot products' 6.6, 8.9 and 18.3): a tile's 16 rows are then
+/// mostly empty. Such steps take f32 FMAs on AMX CPUs (usesDotBf16).
 bool usesAmxTiles(Operation *op, const CpuTarget &target) {
   auto fwd = dyn_cast<attn::AttentionOp>(op);
   auto grad = dyn_cast<attn::AttentionGradOp>(op);
